@@ -1,0 +1,33 @@
+#!/usr/bin/env -S node --import tsx
+import { stackCommand, stackHelp } from './commands/stack.ts';
+
+/** pushctl: the operator's command line. Each command lives in cli/commands/. */
+const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
+  stack: { help: stackHelp, run: stackCommand },
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (!name || name === '--help' || name === 'help') {
+    console.log('usage: pushctl <command> [args]\n\ncommands:\n' + Object.values(commands).map((c) => '  ' + c.help.split('\n')[0]).join('\n'));
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    console.error(`pushctl: unknown command '${name}' (try pushctl --help)`);
+    return 2;
+  }
+  if (args.includes('--help')) {
+    console.log(command.help);
+    return 0;
+  }
+  return command.run(args);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`pushctl: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,43 @@
+import { readList, readString, type Env } from './config.ts';
+
+/**
+ * Where the pipeline's external parts are. Defaults point at the local stack (`pushctl stack up`);
+ * set the `PUSH_*` keys to run the same workers against external Kafka, registry, MySQL and
+ * ClickHouse.
+ */
+export interface Endpoints {
+  /** PUSH_KAFKA_BROKERS, comma-separated host:port. Default 127.0.0.1:19092. */
+  readonly kafkaBrokers: string[];
+  /** PUSH_SCHEMA_REGISTRY_URL, a Confluent-compatible API root. Default the local Apicurio. */
+  readonly schemaRegistryUrl: string;
+  /** PUSH_MYSQL_URL, mysql://user:password@host:port/database. */
+  readonly mysqlUrl: string;
+  /** PUSH_CLICKHOUSE_URL, the HTTP interface. Default http://127.0.0.1:8123. */
+  readonly clickhouseUrl: string;
+  /** PUSH_CLICKHOUSE_DATABASE. Default offline_push. */
+  readonly clickhouseDatabase: string;
+  /** PUSH_CLICKHOUSE_USER / PUSH_CLICKHOUSE_PASSWORD. Default `default` with no password. */
+  readonly clickhouseUser: string;
+  readonly clickhousePassword: string;
+}
+
+export const DEFAULT_PORTS = {
+  kafka: 19092,
+  kafkaController: 19093,
+  registry: 18081,
+  mysql: 3306,
+  clickhouseHttp: 8123,
+  clickhouseTcp: 19000,
+} as const;
+
+export function readEndpoints(env: Env = process.env): Endpoints {
+  return Object.freeze({
+    kafkaBrokers: readList(env, 'PUSH_KAFKA_BROKERS', [`127.0.0.1:${DEFAULT_PORTS.kafka}`]),
+    schemaRegistryUrl: readString(env, 'PUSH_SCHEMA_REGISTRY_URL', `http://127.0.0.1:${DEFAULT_PORTS.registry}/apis/ccompat/v7`),
+    mysqlUrl: readString(env, 'PUSH_MYSQL_URL', `mysql://root@127.0.0.1:${DEFAULT_PORTS.mysql}/offline_push`),
+    clickhouseUrl: readString(env, 'PUSH_CLICKHOUSE_URL', `http://127.0.0.1:${DEFAULT_PORTS.clickhouseHttp}`),
+    clickhouseDatabase: readString(env, 'PUSH_CLICKHOUSE_DATABASE', 'offline_push'),
+    clickhouseUser: readString(env, 'PUSH_CLICKHOUSE_USER', 'default'),
+    clickhousePassword: readString(env, 'PUSH_CLICKHOUSE_PASSWORD', ''),
+  });
+}

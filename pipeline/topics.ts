@@ -1,0 +1,34 @@
+/**
+ * The pipeline's topics. Every topic is keyed by the recipient uid, so all stages are
+ * co-partitioned and per-user state is local to one task. Value schemas are `schemas/<file>.avsc`,
+ * registered under the subject `<topic>-value` (topic-name strategy).
+ */
+export interface TopicSpec {
+  readonly name: string;
+  /** The .avsc file in schemas/ for the value. */
+  readonly valueSchema: string;
+  /** Owned by another system (we only read it). */
+  readonly external?: boolean;
+  readonly configs?: Readonly<Record<string, string>>;
+}
+
+export const TOPICS = {
+  persisted: { name: 'im.message.persisted', valueSchema: 'message-persisted.avsc', external: true },
+  presence: { name: 'im.presence', valueSchema: 'presence-event.avsc', external: true },
+  tokens: { name: 'push.tokens', valueSchema: 'token-report.avsc', configs: { 'cleanup.policy': 'compact' } },
+  settings: { name: 'push.settings', valueSchema: 'user-settings.avsc', configs: { 'cleanup.policy': 'compact' } },
+  candidates: { name: 'push.candidates', valueSchema: 'push-candidate.avsc' },
+  merged: { name: 'push.merged', valueSchema: 'push-merged.avsc' },
+  dispatch: { name: 'push.dispatch', valueSchema: 'push-dispatch.avsc' },
+  outcomes: { name: 'push.outcomes', valueSchema: 'push-outcome.avsc' },
+  receiptsRaw: { name: 'push.receipts.raw', valueSchema: 'receipt-raw.avsc' },
+  receipts: { name: 'push.receipts', valueSchema: 'push-receipt.avsc' },
+  dlq: { name: 'push.dlq', valueSchema: 'dlq-envelope.avsc' },
+} as const satisfies Record<string, TopicSpec>;
+
+export type TopicKey = keyof typeof TOPICS;
+
+/** Topic names may carry a prefix (PUSH_TOPIC_PREFIX) so tests and tenants get their own set. */
+export function topicName(key: TopicKey, prefix = ''): string {
+  return prefix + TOPICS[key].name;
+}

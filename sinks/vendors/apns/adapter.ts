@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import type { ApnsAppConfig } from '../apps-config.ts';
+import { outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
+import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
+import type { ProviderToken } from './provider-token.ts';
+
+export const APNS_HOSTS = {
+  production: 'https://api.push.apple.com',
+  sandbox: 'https://api.sandbox.push.apple.com',
+} as const;
+
+export interface ApnsAdapterDeps {
+  /** The provider token of this app's (team, key), shared with other apps of the same key. */
+  readonly providerToken: ProviderToken;
+  readonly ca?: string | undefined;
+  readonly now?: () => number;
+}
+
+/** Attempts per notification when streams are lost (GOAWAY, reset, connection loss). */
+const MAX_STREAM_ATTEMPTS = 3;
+
+/** A canonical UUID derived from the task id: the same task always carries the same apns-id. */
+export function apnsIdOf(taskId: string): string {
+  const h = createHash('sha1').update(taskId).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** APNs over HTTP/2 with token auth: one pooled adapter per app. No batch sends, no receipts. */
+export class ApnsAdapter implements VendorAdapter {
+  readonly vendor = 'apns' as const;
+  readonly maxBatchSize = 1;
+  readonly maxPayloadBytes: number;
+  private readonly pool: ApnsConnectionPool;
+  private readonly now: () => number;
+
+  constructor(private readonly config: ApnsAppConfig, private readonly deps: ApnsAdapterDeps) {
+    this.maxPayloadBytes = config.pushType === 'voip' ? 5120 : 4096;
+    this.now = deps.now ?? Date.now;
+    this.pool = new ApnsConnectionPool({
+      origin: config.baseUrl ?? APNS_HOSTS[config.environment],
+      ca: deps.ca,
+      connections: config.connections,
+      timeoutMs: config.timeoutMs,
+    });
+  }
+
+  /** Connections opened so far (reconnects included). */
+  get connectionsOpened(): number {
+    return this.pool.connectionsOpened;
+  }
+
+  private payload(m: PushMessage): string {
+    const aps: Record<string, unknown> = { alert: { title: m.title, body: m.body }, badge: m.badge, 'thread-id': m.collapseId };
+    if (!m.silent) aps.sound = 'default';
+    const custom = Object.fromEntries(Object.entries(m.data).filter(([k]) => k !== 'aps'));
+    return JSON.stringify({ aps, ...custom });
+  }
+
+  payloadBytes(m: PushMessage): number {
+    return Buffer.byteLength(this.payload(m));
+  }
+
+  submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    return Promise.all(messages.map((m) => this.submitOne(m)));
+  }
+
+  private async submitOne(m: PushMessage): Promise<SubmitOutcome> {
+    const body = this.payload(m);
+    if (Buffer.byteLength(body) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'PayloadTooLarge' };
+    const headers = {
+      ':path': `/3/device/${m.token}`,
+      'apns-topic': this.config.pushType === 'voip' ? `${this.config.topic}.voip` : this.config.topic,
+      'apns-push-type': this.config.pushType,
+      'apns-priority': this.config.pushType === 'background' ? '5' : '10',
+      'apns-expiration': m.ttlSeconds <= 0 ? '0' : String(Math.floor(this.now() / 1000) + m.ttlSeconds),
+      'apns-collapse-id': m.collapseId,
+      'apns-id': apnsIdOf(m.taskId),
+      'content-type': 'application/json',
+    };
+    let authRetried = false;
+    let lost = 0;
+    for (;;) {
+      const jwt = this.deps.providerToken.current();
+      let answer;
+      try {
+        answer = await this.pool.request({ ...headers, authorization: `bearer ${jwt}` }, body);
+      } catch (error) {
+        if (!(error instanceof LostStreamError)) throw error;
+        if (++lost >= MAX_STREAM_ATTEMPTS) return { kind: 'retryable', code: 'CONNECTION_LOST' };
+        continue;
+      }
+      if (answer.status === 200) return { kind: 'accepted', vendorMessageId: String(answer.headers['apns-id'] ?? headers['apns-id']) };
+      const reason = reasonOf(answer.body);
+      const rule = reason !== undefined && Object.hasOwn(APNS_REASONS, reason) ? ruleFor(APNS_REASONS, reason) : ruleFor(APNS_STATUS_FALLBACK, String(answer.status));
+      const code = reason ?? String(answer.status);
+      if (rule === 'auth-refresh' && !authRetried) {
+        authRetried = true;
+        // Apple wedges a connection after ExpiredProviderToken: new token, new connection.
+        this.pool.retire(answer.session);
+        if (this.deps.providerToken.renew(jwt)) continue;
+      }
+      if (reason === 'TooManyProviderTokenUpdates') this.pool.retire(answer.session);
+      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
+      return outcomeOf(rule, code, retryAfterMs === undefined ? {} : { retryAfterMs });
+    }
+  }
+
+  /** APNs has no delivery receipts (the 410 answer is the only token signal). */
+  parseReceipt(): ParsedReceipt[] {
+    return [];
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+function reasonOf(body: string): string | undefined {
+  try {
+    const parsed = JSON.parse(body) as { reason?: unknown };
+    return typeof parsed.reason === 'string' ? parsed.reason : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,54 @@
+import type { CodeTable } from '../outcomes.ts';
+
+/**
+ * APNs `reason` → outcome (vendor-protocols.md §1.4–1.5; Apple's "Handling notification responses
+ * from APNs"). 400 BadDeviceToken is dead only when the environment is right, which the app's
+ * configuration asserts; DeviceTokenNotForTopic / TopicDisallowed are permanent token rejections.
+ */
+export const APNS_REASONS: CodeTable = {
+  BadCollapseId: 'permanent',
+  BadDeviceToken: 'dead-token',
+  BadExpirationDate: 'permanent',
+  BadMessageId: 'permanent',
+  BadPriority: 'permanent',
+  BadTopic: 'permanent',
+  DeviceTokenNotForTopic: 'dead-token',
+  DuplicateHeaders: 'permanent',
+  IdleTimeout: 'retryable',
+  InvalidPushType: 'permanent',
+  MissingDeviceToken: 'permanent',
+  MissingTopic: 'permanent',
+  PayloadEmpty: 'permanent',
+  TopicDisallowed: 'dead-token',
+  BadCertificate: 'permanent',
+  BadCertificateEnvironment: 'permanent',
+  ExpiredProviderToken: 'auth-refresh',
+  Forbidden: 'permanent',
+  InvalidProviderToken: 'auth-failed',
+  MissingProviderToken: 'auth-failed',
+  UnrelatedKeyIdInToken: 'auth-failed',
+  BadEnvironmentKeyIdInToken: 'auth-failed',
+  BadPath: 'permanent',
+  MethodNotAllowed: 'permanent',
+  Unregistered: 'dead-token',
+  ExpiredToken: 'dead-token',
+  PayloadTooLarge: 'payload-too-large',
+  TooManyProviderTokenUpdates: 'rate-limited',
+  TooManyRequests: 'rate-limited',
+  InternalServerError: 'retryable',
+  ServiceUnavailable: 'retryable',
+  Shutdown: 'retryable',
+};
+
+/** When the body carries no known reason: by HTTP status. */
+export const APNS_STATUS_FALLBACK: CodeTable = {
+  '400': 'permanent',
+  '403': 'auth-failed',
+  '404': 'permanent',
+  '405': 'permanent',
+  '410': 'dead-token',
+  '413': 'payload-too-large',
+  '429': 'rate-limited',
+  '500': 'retryable',
+  '503': 'retryable',
+};

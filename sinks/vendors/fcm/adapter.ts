@@ -1,0 +1,138 @@
+import type { FcmAppConfig } from '../apps-config.ts';
+import { CachedCredential, type MintedCredential } from '../credential.ts';
+import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { signRs256 } from '../jwt.ts';
+import { outcomeOf, parseRetryAfter, ruleFor, type CodeRule } from '../outcomes.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import { FCM_ERRORS, FCM_STATUS_FALLBACK } from './codes.ts';
+
+export const FCM_BASE_URL = 'https://fcm.googleapis.com';
+export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
+
+export interface FcmAdapterDeps {
+  readonly ca?: string | undefined;
+  readonly now?: () => number;
+}
+
+interface GoogleError {
+  code?: number;
+  message?: string;
+  status?: string;
+  details?: Array<{ '@type'?: string; errorCode?: string; fieldViolations?: Array<{ field?: string }> }>;
+}
+
+/**
+ * FCM HTTP v1: a service-account RS256 assertion is exchanged at the OAuth2 token endpoint for a
+ * bearer cached until 5 minutes before expiry; one messages:send per token (v1 has no batch).
+ */
+export class FcmAdapter implements VendorAdapter {
+  readonly vendor = 'fcm' as const;
+  readonly maxBatchSize = 1;
+  /** Google documents 4096 bytes; 4000 keeps clear of the localized "4000 bytes" rule. */
+  readonly maxPayloadBytes = 4000;
+  private readonly http: VendorHttp;
+  private readonly bearer: CachedCredential;
+  private readonly now: () => number;
+  private readonly tokenUrl: string;
+
+  constructor(private readonly config: FcmAppConfig, deps: FcmAdapterDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    this.tokenUrl = config.tokenUrl ?? config.serviceAccount.token_uri;
+    this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
+  }
+
+  private async mintAccessToken(): Promise<MintedCredential> {
+    const sa = this.config.serviceAccount;
+    const iat = Math.floor(this.now() / 1000);
+    const header = sa.private_key_id ? { alg: 'RS256', typ: 'JWT', kid: sa.private_key_id } : { alg: 'RS256', typ: 'JWT' };
+    const assertion = signRs256(header, { iss: sa.client_email, scope: FCM_SCOPE, aud: sa.token_uri, iat, exp: iat + 3600 }, sa.private_key);
+    const answer = await this.http.postForm(this.tokenUrl, {}, { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
+    const body = jsonOf(answer.text) as { access_token?: string; expires_in?: number; error?: string } | undefined;
+    if (answer.status !== 200 || !body?.access_token) throw new AuthError(body?.error ?? `HTTP_${answer.status}`);
+    return { value: body.access_token, expiresAtMs: iat * 1000 + (body.expires_in ?? 3600) * 1000 };
+  }
+
+  private message(m: PushMessage, withToken: boolean): Record<string, unknown> {
+    return {
+      ...(withToken ? { token: m.token } : {}),
+      notification: { title: m.title, body: m.body },
+      data: m.data,
+      android: {
+        collapse_key: m.collapseId,
+        priority: m.silent ? 'NORMAL' : 'HIGH',
+        ttl: `${Math.max(0, m.ttlSeconds)}s`,
+        notification: { tag: m.collapseId, notification_count: m.badge, ...(m.silent ? {} : { sound: 'default' }) },
+      },
+    };
+  }
+
+  payloadBytes(m: PushMessage): number {
+    return Buffer.byteLength(JSON.stringify({ notification: { title: m.title, body: m.body }, data: m.data }));
+  }
+
+  submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    return Promise.all(messages.map((m) => this.submitOne(m)));
+  }
+
+  private async submitOne(m: PushMessage): Promise<SubmitOutcome> {
+    if (this.payloadBytes(m) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'MESSAGE_TOO_BIG' };
+    const url = joinUrl(this.config.baseUrl ?? FCM_BASE_URL, `/v1/projects/${this.config.serviceAccount.project_id}/messages:send`);
+    for (let authRetried = false; ; authRetried = true) {
+      let bearer: string;
+      try {
+        bearer = await this.bearer.get();
+      } catch (error) {
+        if (error instanceof AuthError) return { kind: 'auth-failed', code: error.code };
+        return { kind: 'retryable', code: 'NETWORK' };
+      }
+      let answer;
+      try {
+        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, { validate_only: false, message: this.message(m, true) });
+      } catch (error) {
+        if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+        throw error;
+      }
+      if (answer.status === 200) {
+        const name = (jsonOf(answer.text) as { name?: string } | undefined)?.name ?? '';
+        return { kind: 'accepted', vendorMessageId: name };
+      }
+      const { code, rule } = classify(answer.status, jsonOf(answer.text) as { error?: GoogleError } | undefined);
+      if (rule === 'auth-refresh' && !authRetried) {
+        this.bearer.invalidate(bearer);
+        continue;
+      }
+      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
+      return outcomeOf(rule, code, retryAfterMs === undefined ? {} : { retryAfterMs });
+    }
+  }
+
+  /** FCM has no receipt callbacks (delivery data lives in BigQuery export). */
+  parseReceipt(): ParsedReceipt[] {
+    return [];
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+class AuthError extends Error {
+  constructor(readonly code: string) {
+    super(`FCM token endpoint refused: ${code}`);
+  }
+}
+
+function classify(status: number, body: { error?: GoogleError } | undefined): { code: string; rule: CodeRule } {
+  const error = body?.error;
+  const fcmCode = error?.details?.find((d) => d['@type']?.endsWith('google.firebase.fcm.v1.FcmError'))?.errorCode;
+  const code = fcmCode ?? error?.status ?? String(status);
+  if (status === 429) return { code, rule: 'rate-limited' };
+  if (code === 'INVALID_ARGUMENT') {
+    const aboutToken = /registration token/i.test(error?.message ?? '') || (error?.details ?? []).some((d) => d.fieldViolations?.some((f) => f.field === 'message.token'));
+    if (aboutToken) return { code, rule: 'dead-token' };
+    if (/too big|too large|exceeds/i.test(error?.message ?? '')) return { code, rule: 'payload-too-large' };
+  }
+  if (Object.hasOwn(FCM_ERRORS, code)) return { code, rule: ruleFor(FCM_ERRORS, code) };
+  return { code, rule: ruleFor(FCM_STATUS_FALLBACK, String(status)) };
+}

@@ -1,0 +1,55 @@
+import type { OutcomeKind, SubmitOutcome } from './types.ts';
+
+/**
+ * How one vendor code maps onto the shared outcome model. `auth-refresh` is internal to adapters:
+ * the credential is refreshed once and the request resent once; a second `auth-refresh` becomes
+ * `auth-failed`.
+ */
+export type CodeRule = OutcomeKind | 'auth-refresh';
+
+/** A vendor's code table: its own code (as a string) → rule. Unknown codes fall to the adapter's default. */
+export type CodeTable = Readonly<Record<string, CodeRule>>;
+
+/** Looks a code up in a table; unknown codes get `fallback` (permanent unless said otherwise). */
+export function ruleFor(table: CodeTable, code: string, fallback: CodeRule = 'permanent'): CodeRule {
+  return Object.hasOwn(table, code) ? table[code]! : fallback;
+}
+
+/** Builds the outcome for a rule. `auth-refresh` that survived the resend ends here as `auth-failed`. */
+export function outcomeOf(rule: CodeRule, code: string, extra: { retryAfterMs?: number; vendorMessageId?: string } = {}): SubmitOutcome {
+  switch (rule) {
+    case 'accepted':
+      return { kind: 'accepted', vendorMessageId: extra.vendorMessageId ?? '' };
+    case 'auth-refresh':
+    case 'auth-failed':
+      return { kind: 'auth-failed', code };
+    case 'rate-limited':
+      return extra.retryAfterMs === undefined ? { kind: 'rate-limited', code } : { kind: 'rate-limited', code, retryAfterMs: extra.retryAfterMs };
+    case 'retryable':
+      return extra.retryAfterMs === undefined ? { kind: 'retryable', code } : { kind: 'retryable', code, retryAfterMs: extra.retryAfterMs };
+    case 'dead-token':
+    case 'quota-exhausted':
+    case 'payload-too-large':
+    case 'permanent':
+      return { kind: rule, code };
+  }
+}
+
+/** Parses an HTTP Retry-After header (delta seconds or HTTP date) into ms from now. */
+export function parseRetryAfter(value: string | string[] | undefined, nowMs: number = Date.now()): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+}
+
+/** A stable small positive integer from a string (notify ids: same collapse id → same id). */
+export function notifyIdOf(collapseId: string, max = 2_147_483_647): number {
+  let h = 2166136261;
+  for (const ch of Buffer.from(collapseId, 'utf8')) {
+    h ^= ch;
+    h = Math.imul(h, 16777619) >>> 0;
+  }
+  return (h % max) + 1;
+}

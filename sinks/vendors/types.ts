@@ -1,0 +1,73 @@
+/**
+ * The contract every vendor adapter implements. All vendor differences (endpoints, auth, payload
+ * shape, classification, error codes, receipts) live inside the adapter's folder; the fan-out
+ * sees only this interface and the outcome union below (../shared/research/vendor-protocols.md §0).
+ */
+export type Vendor = 'apns' | 'fcm' | 'hms' | 'xiaomi' | 'oppo' | 'vivo';
+export const VENDORS: readonly Vendor[] = ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo'];
+
+/** One notification to one device token. Built by the fan-out from a dispatch record. */
+export interface PushMessage {
+  /** Deterministic id of (uid, conv_id, seq, device_id); used as the vendor's request/message id where allowed. */
+  readonly taskId: string;
+  readonly appId: string;
+  readonly token: string;
+  readonly title: string;
+  /** Short summary or the generic text; never the message body. */
+  readonly body: string;
+  /** Latest unread count (APNs badge, vendor badge fields where they exist). */
+  readonly badge: number;
+  /** Derived from (uid, conv_id): the device replaces instead of stacking. At most 64 bytes. */
+  readonly collapseId: string;
+  /** A silent update (trailing merge update): no sound, no vibration. */
+  readonly silent: boolean;
+  /** Custom data for the client to pull (conv_id, seq, msg_id). */
+  readonly data: Readonly<Record<string, string>>;
+  /** Time to live at the vendor, in seconds. */
+  readonly ttlSeconds: number;
+}
+
+export type SubmitOutcome =
+  | { readonly kind: 'accepted'; readonly vendorMessageId: string }
+  | { readonly kind: 'dead-token'; readonly code: string }
+  /** The credential still failed after one refresh and one resend (adapters refresh internally). */
+  | { readonly kind: 'auth-failed'; readonly code: string }
+  | { readonly kind: 'rate-limited'; readonly code: string; readonly retryAfterMs?: number }
+  | { readonly kind: 'quota-exhausted'; readonly code: string }
+  | { readonly kind: 'retryable'; readonly code: string; readonly retryAfterMs?: number }
+  | { readonly kind: 'payload-too-large'; readonly code: string }
+  | { readonly kind: 'permanent'; readonly code: string };
+
+export type OutcomeKind = SubmitOutcome['kind'];
+
+/** A vendor's report about one earlier submission, normalised. */
+export interface ParsedReceipt {
+  readonly vendor: Vendor;
+  readonly vendorMessageId: string;
+  /** The device token the receipt is about, where the vendor names it. */
+  readonly token?: string;
+  readonly status: 'delivered' | 'failed' | 'dead-token';
+  /** The vendor's own status code, as a string. */
+  readonly code: string;
+  /** When the vendor says it happened, epoch ms. */
+  readonly at: number;
+}
+
+export interface VendorAdapter {
+  readonly vendor: Vendor;
+  /** Largest payload the vendor accepts, in bytes, as the adapter encodes it. */
+  readonly maxPayloadBytes: number;
+  /** Most tokens one submit call may carry (1 for vendors without batch sends). */
+  readonly maxBatchSize: number;
+  /** Size in bytes of the vendor payload this message would produce. */
+  payloadBytes(message: PushMessage): number;
+  /**
+   * Submits the messages (all of one app; more than one only for batch vendors) and returns one
+   * outcome per message, in order. Network errors come back as `retryable`, never as a throw.
+   * Credential expiry is handled inside: refresh once, resend once, else `auth-failed`.
+   */
+  submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]>;
+  /** Parses one verified receipt callback body into normalised receipts. */
+  parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[];
+  close(): Promise<void>;
+}

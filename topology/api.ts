@@ -1,0 +1,74 @@
+/**
+ * The processor API: what a processor sees of the runtime. Processors (in `processors/`) import
+ * only this file and `stores.ts`; they never see kafkajs, topic names or serdes.
+ *
+ * Modelled on Kafka Streams' `processor/api`: a processor is `init(ctx) / process(record) /
+ * close()`; it forwards records to its children, schedules punctuators and reads its stores.
+ */
+
+/** Header values as the runtime hands them to processors: decoded to UTF-8 strings. */
+export type RecordHeaders = Readonly<Record<string, string>>;
+
+export interface StreamRecord<K, V> {
+  readonly key: K;
+  readonly value: V;
+  /** Event time in epoch ms (the Kafka record timestamp, or what a processor set when forwarding). */
+  readonly timestamp: number;
+  readonly headers?: RecordHeaders;
+}
+
+/** Where the record being processed came from. Absent inside a punctuator. */
+export interface RecordMetadata {
+  readonly topic: string;
+  readonly partition: number;
+  /** Kafka offset as a decimal string (64-bit safe). */
+  readonly offset: string;
+}
+
+export type PunctuationType = 'stream-time' | 'wall-clock';
+
+export interface Cancellable {
+  cancel(): void;
+}
+
+export interface ProcessorContext<KOut = unknown, VOut = unknown> {
+  readonly applicationId: string;
+  /** `<subtopology>_<partition>`, e.g. `1_3`. Stable across restarts and moves. */
+  readonly taskId: string;
+  /** The input partition this task owns (all co-partitioned sources share it). */
+  readonly partition: number;
+  /** Metadata of the record being processed; undefined inside a punctuator. */
+  recordMetadata(): RecordMetadata | undefined;
+  /** Sends a record to all children, or to the named child only. */
+  forward<K extends KOut, V extends VOut>(record: StreamRecord<K, V>, childName?: string): void;
+  /**
+   * Schedules a punctuator. Stream-time punctuators fire as record timestamps advance the task's
+   * stream time; wall-clock punctuators fire by system time. Missed intervals are skipped and the
+   * schedule stays on its original grid.
+   */
+  schedule(intervalMs: number, type: PunctuationType, punctuator: (timestamp: number) => void | Promise<void>): Cancellable;
+  getStateStore<S>(name: string): S;
+  /** Highest record timestamp seen by this task; never decreases. -1 before the first record. */
+  streamTimeMs(): number;
+  /** System time as the runtime (or the TopologyTestDriver) sees it. */
+  wallClockTimeMs(): number;
+}
+
+export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> {
+  init?(context: ProcessorContext<KOut, VOut>): void | Promise<void>;
+  /**
+   * Handles one record. May return a promise (for I/O such as vendor submission); the runtime
+   * awaits it before the next record of the same task, which is how a processor applies back
+   * pressure. Processors that buffer asynchronous work implement `flush`.
+   */
+  process(record: StreamRecord<KIn, VIn>): void | Promise<void>;
+  /**
+   * Called before every commit (and before revocation and shutdown). A processor must complete
+   * any buffered or in-flight work here and forward its results: after flush returns, the output,
+   * the changelog writes and the input offsets are committed together.
+   */
+  flush?(): Promise<void>;
+  close?(): void | Promise<void>;
+}
+
+export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> = () => Processor<KIn, VIn, KOut, VOut>;

@@ -1,0 +1,42 @@
+import type { Logger } from '../common/log.ts';
+
+/**
+ * Observability hooks of the runtime. Every method is synchronous, must return quickly and must
+ * not throw (the runtime guards against it anyway): a Prometheus or logging adapter records the
+ * figure and returns. All methods are optional.
+ */
+export interface MetricsListener {
+  /** Records processed by a node since the last report (reported at each commit, per task). */
+  onNodeRecords?(event: { applicationId: string; taskId: string; node: string; recordsIn: number; recordsOut: number }): void;
+  /** One commit of a task: latency in ms from flush start to broker acknowledgement. */
+  onCommit?(event: { applicationId: string; taskId: string; latencyMs: number; outputRecords: number; changelogRecords: number; inputRecords: number }): void;
+  /** Restore progress of one store of one task; `done` on the last call. */
+  onRestoreProgress?(event: { applicationId: string; taskId: string; store: string; restoredRecords: number; done: boolean }): void;
+  /** Consumer lag of an input partition (high watermark − position), from each fetched batch. */
+  onLag?(event: { applicationId: string; topic: string; partition: number; lag: number }): void;
+  /** A record sent to the DLQ. */
+  onDeadLetter?(event: { applicationId: string; topic: string; partition: number; code: string }): void;
+  /** Tasks assigned to this instance after a rebalance. */
+  onAssignment?(event: { applicationId: string; taskIds: string[] }): void;
+}
+
+/** Wraps a listener so a faulty one can never break processing. */
+export function safeMetrics(listener: MetricsListener | undefined, logger?: Logger): Required<MetricsListener> {
+  const wrap = <E>(name: keyof MetricsListener) => (event: E) => {
+    const fn = listener?.[name] as ((e: E) => void) | undefined;
+    if (!fn) return;
+    try {
+      fn.call(listener, event);
+    } catch (error) {
+      logger?.warn('metrics listener threw', { method: name, error });
+    }
+  };
+  return {
+    onNodeRecords: wrap('onNodeRecords'),
+    onCommit: wrap('onCommit'),
+    onRestoreProgress: wrap('onRestoreProgress'),
+    onLag: wrap('onLag'),
+    onDeadLetter: wrap('onDeadLetter'),
+    onAssignment: wrap('onAssignment'),
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * State store interfaces seen by processors. Implementations (in-memory, backed by a compacted
+ * changelog topic per store and task) live in the runtime; the TopologyTestDriver uses the same
+ * implementations with an in-process changelog.
+ *
+ * Keys are strings (processors build composite keys such as `${uid}|${convId}`); values are
+ * encoded with the store's serde when written to the changelog.
+ */
+export interface KeyValueStore<V> {
+  readonly name: string;
+  get(key: string): V | undefined;
+  /** Writes the value and records the change for the changelog. */
+  put(key: string, value: V): void;
+  /** Removes the key (a tombstone in the changelog). */
+  delete(key: string): void;
+  /** All entries, in no particular order. Do not mutate the store while iterating. */
+  entries(): IterableIterator<[string, V]>;
+  readonly size: number;
+}
+
+/**
+ * A changelogged set of timers: key → due time (epoch ms). Used for merge windows, hold windows
+ * and deferred releases, so that a punctuator finds what is due without scanning every key.
+ */
+export interface TimerStore {
+  readonly name: string;
+  /** Sets (or moves) the timer of `key` to `dueMs`. */
+  set(key: string, dueMs: number): void;
+  cancel(key: string): void;
+  dueTime(key: string): number | undefined;
+  /** Removes and returns, in due-time order, every key due at or before `nowMs`. */
+  popDue(nowMs: number, limit?: number): Array<{ key: string; dueMs: number }>;
+  readonly size: number;
+}
+
+/** How a store's values go to and from its changelog topic. */
+export interface StoreSerde<V> {
+  serialize(value: V): Buffer;
+  deserialize(data: Buffer): V;
+}
+
+export const jsonStoreSerde = <V>(): StoreSerde<V> => ({
+  serialize: (value) => Buffer.from(JSON.stringify(value)),
+  deserialize: (data) => JSON.parse(data.toString('utf8')) as V,
+});
+
+export interface StoreDefinition {
+  readonly name: string;
+  readonly kind: 'kv' | 'timer';
+  readonly serde?: StoreSerde<unknown>;
+  /** Changelog backing; default true. */
+  readonly changelog?: boolean;
+}
+
+export const keyValueStore = <V>(name: string, serde: StoreSerde<V> = jsonStoreSerde<V>()): StoreDefinition => ({
+  name,
+  kind: 'kv',
+  serde: serde as StoreSerde<unknown>,
+});
+
+export const timerStore = (name: string): StoreDefinition => ({ name, kind: 'timer' });
