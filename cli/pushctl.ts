@@ -1,9 +1,13 @@
 #!/usr/bin/env -S node --import tsx
 import { stackCommand, stackHelp } from './commands/stack.ts';
+import { statusCommand, statusHelp } from './commands/status.ts';
+import { topicsCommand, topicsHelp } from './commands/topics.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
 const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
   stack: { help: stackHelp, run: stackCommand },
+  topics: { help: topicsHelp, run: topicsCommand },
+  status: { help: statusHelp, run: statusCommand },
 };
 
 async function main(argv: string[]): Promise<number> {

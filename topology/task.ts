@@ -134,6 +134,8 @@ export class StreamTask {
     }
     this.count(this.recordsIn, source.name);
     this.metadata = { topic: input.topic, partition: input.partition, offset: input.offset };
+    const advanced = input.timestamp > this.streamTime;
+    if (advanced) this.streamTime = input.timestamp;
     const outputsBefore = this.outputs.length;
     try {
       const record: StreamRecord<unknown, unknown> = { key, value, timestamp: input.timestamp, headers: input.headers };
@@ -149,10 +151,7 @@ export class StreamTask {
     } finally {
       this.metadata = undefined;
     }
-    if (input.timestamp > this.streamTime) {
-      this.streamTime = input.timestamp;
-      await this.punctuate('stream-time', this.streamTime);
-    }
+    if (advanced) await this.punctuate('stream-time', this.streamTime);
     return { kind: 'processed' };
   }
 
@@ -171,11 +170,10 @@ export class StreamTask {
   /** Lets every processor finish buffered work (in topological order), before a commit. */
   async flush(): Promise<void> {
     try {
-      for (const [name, processor] of this.processors) {
+      for (const processor of this.processors.values()) {
         if (!processor.flush) continue;
         await processor.flush();
         await this.drain();
-        void name;
       }
     } catch (error) {
       this.pending = undefined;

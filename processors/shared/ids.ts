@@ -1,0 +1,54 @@
+/**
+ * Deterministic identifiers of the push domain. Each is a pure function of its inputs, so a replay
+ * or a restarted task derives the same ids: the fan-out's idempotency (invariant 5), the device's
+ * collapse (replace, not stack) and ClickHouse's dedupe all rest on that.
+ */
+import { createHash } from 'node:crypto';
+
+const SEP = '\u001f'; // unit separator: cannot occur in ids, so ('a|b','c') and ('a','b|c') differ
+
+function digest(parts: readonly (string | number)[]): Buffer {
+  return createHash('sha256').update(parts.map(String).join(SEP)).digest();
+}
+
+/** Formats 16 bytes of a digest as a name-based (version 5 layout) UUID. */
+function uuidFrom(bytes: Buffer): string {
+  const b = Buffer.from(bytes.subarray(0, 16));
+  b[6] = (b[6]! & 0x0f) | 0x50;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * The task id of (uid, conv_id, seq, device_id): the idempotency key of one push to one device.
+ * UUID-shaped, so it can serve as APNs `apns-id` and as vendor request ids (≤ 64 characters).
+ */
+export function taskId(uid: string, convId: string, seq: number, deviceId: string): string {
+  return uuidFrom(digest(['task', uid, convId, seq, deviceId]));
+}
+
+/**
+ * The collapse id of a (uid, conv_id): every push about the conversation carries it, so the device
+ * replaces the earlier notification. 32 hex characters (APNs allows 64 bytes).
+ */
+export function collapseId(uid: string, convId: string): string {
+  return digest(['collapse', uid, convId]).subarray(0, 16).toString('hex');
+}
+
+/**
+ * A positive 31-bit integer derived from (uid, conv_id), for vendors whose replace key is a number
+ * (vivo `notifyId` 1..2^31-1, Xiaomi and OPPO `notify_id`).
+ */
+export function notifyId(uid: string, convId: string): number {
+  return (digest(['collapse', uid, convId]).readUInt32BE(0) & 0x7fffffff) || 1;
+}
+
+/**
+ * The event id of an outcome: the same (stage, status, task, discriminator) always gives the same
+ * id, so replayed outcomes dedupe in ClickHouse. `discriminator` separates distinct outcomes of one
+ * task in one stage (for example a merge window's start).
+ */
+export function outcomeEventId(stage: string, status: string, task: string, discriminator: string | number = ''): string {
+  return uuidFrom(digest(['outcome', stage, status, task, discriminator]));
+}

@@ -1,0 +1,168 @@
+/**
+ * TypeScript shapes of the topic values the decision stages read and write. Field names are the
+ * Avro field names of schemas/*.avsc (snake_case, as on the wire); unions decode to `null` or the
+ * value. Keys of every topic are the recipient uid.
+ */
+export type ConvType = 'SINGLE' | 'GROUP' | 'CHANNEL' | 'SYSTEM';
+export type Mention = 'NONE' | 'DIRECT' | 'ALL';
+export type PresenceKind = 'HEARTBEAT' | 'CONNECT' | 'DISCONNECT' | 'FOREGROUND' | 'BACKGROUND' | 'EXIT' | 'ACK' | 'READ';
+/** Why the online-filter decided to wake a device. */
+export type PresenceDecision = 'OFFLINE' | 'HALF_OPEN' | 'SUSPECT' | 'BACKGROUND' | 'READ';
+
+/** im.message.persisted (message-persisted.avsc). */
+export interface MessagePersisted {
+  msg_id: string;
+  conv_id: string;
+  conv_type: ConvType;
+  seq: number;
+  sender_uid: string;
+  uid: string;
+  unread_cnt: number;
+  title: string;
+  summary: string;
+  sensitive: boolean;
+  mention: Mention;
+  persisted_at: number;
+  app_id: string;
+}
+
+/** im.presence (presence-event.avsc). */
+export interface PresenceEvent {
+  uid: string;
+  device_id: string;
+  kind: PresenceKind;
+  conv_id: string | null;
+  seq: number | null;
+  at: number;
+}
+
+export type TokenState = 'VALID' | 'INVALID';
+export type TokenSource = 'CLIENT' | 'FAN_OUT' | 'RECEIPT' | 'SWEEP';
+
+/** push.tokens (token-report.avsc). */
+export interface TokenReport {
+  uid: string;
+  device_id: string;
+  platform: string;
+  vendor: string;
+  app_id: string;
+  token: string;
+  reported_at: number;
+  state: TokenState;
+  source: TokenSource;
+  reason: string | null;
+  manufacturer: string | null;
+}
+
+/** push.settings (user-settings.avsc). */
+export interface UserSettings {
+  uid: string;
+  time_zone: string;
+  quiet_hours: { start_minute: number; end_minute: number } | null;
+  muted_conversations: string[];
+  private_mode: boolean;
+  updated_at: number;
+}
+
+/** push.candidates (push-candidate.avsc). */
+export interface PushCandidate {
+  kind: 'TRIGGER' | 'READ';
+  uid: string;
+  device_id: string;
+  conv_id: string;
+  seq: number;
+  msg_id: string;
+  conv_type: ConvType;
+  sender_uid: string;
+  unread_cnt: number;
+  title: string;
+  summary: string;
+  sensitive: boolean;
+  mention: Mention;
+  persisted_at: number;
+  app_id: string;
+  presence: PresenceDecision;
+  decided_at: number;
+}
+
+/** push.merged (push-merged.avsc). */
+export interface PushMerged {
+  uid: string;
+  device_id: string;
+  conv_id: string;
+  seq: number;
+  msg_id: string;
+  conv_type: ConvType;
+  sender_uid: string;
+  unread_cnt: number;
+  title: string;
+  summary: string;
+  sensitive: boolean;
+  mention: Mention;
+  persisted_at: number;
+  app_id: string;
+  kind: 'LEADING' | 'TRAILING';
+  silent: boolean;
+  merged_count: number;
+  collapse_id: string;
+  presence: PresenceDecision;
+  window_start: number;
+  decided_at: number;
+}
+
+export type DispatchKind = 'LEADING' | 'TRAILING' | 'IMMEDIATE' | 'DEFERRED';
+
+export interface DispatchChannel {
+  vendor: string;
+  token: string;
+  /** Vendor-specific message class fields (see push-dispatch.avsc). */
+  classification: Record<string, string>;
+}
+
+/** push.dispatch (push-dispatch.avsc). */
+export interface PushDispatch {
+  task_id: string;
+  uid: string;
+  device_id: string;
+  conv_id: string;
+  seq: number;
+  msg_id: string;
+  app_id: string;
+  platform: string;
+  channels: DispatchChannel[];
+  title: string;
+  body: string;
+  badge: number;
+  collapse_id: string;
+  silent: boolean;
+  kind: DispatchKind;
+  merged_count: number;
+  persisted_at: number;
+  decided_at: number;
+}
+
+export type OutcomeStatus = 'SUBMITTED' | 'ACCEPTED' | 'FAILED' | 'DEAD_TOKEN' | 'THROTTLED' | 'MERGED' | 'SUPPRESSED' | 'DROPPED' | 'SKIPPED_DUPLICATE';
+
+/** push.outcomes (push-outcome.avsc). */
+export interface PushOutcome {
+  event_id: string;
+  task_id: string;
+  uid: string;
+  device_id: string | null;
+  conv_id: string;
+  seq: number;
+  msg_id: string;
+  app_id: string;
+  platform: string | null;
+  vendor: string | null;
+  stage: string;
+  status: OutcomeStatus;
+  reason: string | null;
+  code: string | null;
+  vendor_message_id: string | null;
+  collapse_id: string | null;
+  attempts: number;
+  persisted_at: number;
+  at: number;
+  latency_ms: number | null;
+}

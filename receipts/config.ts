@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import { checkRange, readInt, readString, type Env } from '../common/config.ts';
+import { ConfigError } from '../common/errors.ts';
+import type { HmsCallbackCredentials } from './verify.ts';
+
+/** Vendors that post receipt callbacks (APNs and FCM have none: research/vendor-protocols.md §1.6, §2.7). */
+export type ReceiptVendor = 'hms' | 'xiaomi' | 'oppo' | 'vivo';
+export const RECEIPT_VENDORS: readonly ReceiptVendor[] = ['hms', 'xiaomi', 'oppo', 'vivo'];
+
+/** How one app's callbacks for one vendor are authenticated. */
+export type ReceiptAuth =
+  | { readonly kind: 'hms-hmac'; readonly credentials: HmsCallbackCredentials }
+  /** The receipt URL registered with the vendor ends in `?key=<sharedSecret>`. */
+  | { readonly kind: 'shared-secret'; readonly sharedSecret: string };
+
+export interface ReceiptAppConfig {
+  readonly appId: string;
+  readonly vendors: Readonly<Partial<Record<ReceiptVendor, ReceiptAuth>>>;
+}
+
+export interface ReceiptReceiverConfig {
+  /** PUSH_RECEIPTS_HOST. Default 127.0.0.1. */
+  readonly host: string;
+  /** PUSH_RECEIPTS_PORT. Default 18090; 0 picks a free port. */
+  readonly port: number;
+  /** PUSH_RECEIPTS_MAX_BODY_BYTES: larger callbacks get 413. Default 1 MiB, range 1 KiB–16 MiB. */
+  readonly maxBodyBytes: number;
+  /** PUSH_RECEIPTS_HMS_MAX_SKEW_MS: how far an HMS signature timestamp may be from now. Default 300 000. */
+  readonly hmsMaxSkewMs: number;
+  /** Time allowed to read a request body, ms. Default 10 000. */
+  readonly bodyTimeoutMs: number;
+  readonly apps: ReadonlyMap<string, ReceiptAppConfig>;
+}
+
+/**
+ * The apps file (PUSH_RECEIPTS_CONFIG, JSON):
+ * ```json
+ * { "apps": [ { "appId": "im-main",
+ *     "hms":    { "callbackUsername": "…", "callbackKey": "…" },
+ *     "xiaomi": { "sharedSecret": "…" }, "oppo": { "sharedSecret": "…" }, "vivo": { "sharedSecret": "…" } } ] }
+ * ```
+ * A vendor absent from an app's entry has no receipt route for that app (404).
+ */
+export function parseReceiptApps(raw: unknown, key = 'PUSH_RECEIPTS_CONFIG'): Map<string, ReceiptAppConfig> {
+  const root = raw as { apps?: unknown };
+  if (!root || typeof root !== 'object' || !Array.isArray(root.apps)) throw new ConfigError(key, 'expected an object with an `apps` array');
+  const apps = new Map<string, ReceiptAppConfig>();
+  root.apps.forEach((entry: unknown, i: number) => {
+    const at = `${key} apps[${i}]`;
+    const o = entry as Record<string, unknown>;
+    if (!o || typeof o !== 'object') throw new ConfigError(at, 'expected an object');
+    const appId = o.appId;
+    if (typeof appId !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(appId)) throw new ConfigError(`${at}.appId`, 'expected 1–128 of [A-Za-z0-9._-]');
+    if (apps.has(appId)) throw new ConfigError(`${at}.appId`, `duplicate app ${appId}`);
+    const vendors: Partial<Record<ReceiptVendor, ReceiptAuth>> = {};
+    for (const vendor of RECEIPT_VENDORS) {
+      const v = o[vendor] as Record<string, unknown> | undefined;
+      if (v === undefined) continue;
+      if (!v || typeof v !== 'object') throw new ConfigError(`${at}.${vendor}`, 'expected an object');
+      if (vendor === 'hms') {
+        vendors.hms = {
+          kind: 'hms-hmac',
+          credentials: { callbackUsername: nonEmpty(v.callbackUsername, `${at}.hms.callbackUsername`), callbackKey: nonEmpty(v.callbackKey, `${at}.hms.callbackKey`) },
+        };
+      } else {
+        const secret = nonEmpty(v.sharedSecret, `${at}.${vendor}.sharedSecret`);
+        if (secret.length < 16) throw new ConfigError(`${at}.${vendor}.sharedSecret`, 'must be at least 16 characters');
+        vendors[vendor] = { kind: 'shared-secret', sharedSecret: secret };
+      }
+    }
+    apps.set(appId, Object.freeze({ appId, vendors: Object.freeze(vendors) }));
+  });
+  return apps;
+}
+
+function nonEmpty(value: unknown, key: string): string {
+  if (typeof value !== 'string' || value === '') throw new ConfigError(key, 'expected a non-empty string');
+  return value;
+}
+
+export interface ReceiptReceiverOptions {
+  host?: string;
+  port?: number;
+  maxBodyBytes?: number;
+  hmsMaxSkewMs?: number;
+  bodyTimeoutMs?: number;
+  apps: ReadonlyMap<string, ReceiptAppConfig> | readonly ReceiptAppConfig[];
+}
+
+/** Validates options once into a frozen config. */
+export function compileReceiverConfig(options: ReceiptReceiverOptions): ReceiptReceiverConfig {
+  const apps = options.apps instanceof Map ? options.apps : new Map((options.apps as readonly ReceiptAppConfig[]).map((a) => [a.appId, a]));
+  return Object.freeze({
+    host: options.host ?? '127.0.0.1',
+    port: checkRange('port', options.port ?? 18090, { min: 0, max: 65535 }),
+    maxBodyBytes: checkRange('maxBodyBytes', options.maxBodyBytes ?? 1_048_576, { min: 1024, max: 16 * 1_048_576 }),
+    hmsMaxSkewMs: checkRange('hmsMaxSkewMs', options.hmsMaxSkewMs ?? 300_000, { min: 1_000, max: 3_600_000 }),
+    bodyTimeoutMs: checkRange('bodyTimeoutMs', options.bodyTimeoutMs ?? 10_000, { min: 100, max: 120_000 }),
+    apps,
+  });
+}
+
+/** Reads the receiver's configuration from `PUSH_RECEIPTS_*` keys. */
+export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfig {
+  const path = readString(env, 'PUSH_RECEIPTS_CONFIG', '');
+  if (path === '') throw new ConfigError('PUSH_RECEIPTS_CONFIG', 'expected the path of the receipt apps JSON file');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError('PUSH_RECEIPTS_CONFIG', `cannot read ${path} as JSON (${(error as Error).message})`);
+  }
+  return compileReceiverConfig({
+    host: readString(env, 'PUSH_RECEIPTS_HOST', '127.0.0.1'),
+    port: readInt(env, 'PUSH_RECEIPTS_PORT', 18090, { min: 0, max: 65535 }),
+    maxBodyBytes: readInt(env, 'PUSH_RECEIPTS_MAX_BODY_BYTES', 1_048_576, { min: 1024, max: 16 * 1_048_576 }),
+    hmsMaxSkewMs: readInt(env, 'PUSH_RECEIPTS_HMS_MAX_SKEW_MS', 300_000, { min: 1_000, max: 3_600_000 }),
+    apps: parseReceiptApps(raw),
+  });
+}

@@ -1,0 +1,57 @@
+/**
+ * What the receipt receiver reports. Methods must not block; Prometheus and logging adapters plug
+ * in here. `ReceiptCounters` is a plain in-process implementation (status endpoints, tests).
+ */
+export type RejectReason =
+  | 'unknown_route'
+  | 'method_not_allowed'
+  | 'unknown_app'
+  | 'oversized'
+  | 'body_timeout'
+  | 'missing_signature'
+  | 'bad_signature'
+  | 'stale_signature'
+  | 'replayed_nonce'
+  | 'missing_secret'
+  | 'bad_secret'
+  | 'malformed';
+
+export interface ReceiptMetricsListener {
+  /** A verified callback was handed to Kafka; `receipts` is how many receipts its body holds. */
+  accepted?(vendor: string, appId: string, receipts: number, duplicate: boolean): void;
+  /** A callback was refused with a 4xx status. */
+  rejected?(vendor: string, reason: RejectReason, status: number): void;
+  /** Kafka did not take a verified callback; the vendor got 503 and will retry. */
+  publishFailed?(vendor: string, errorCode: string): void;
+}
+
+export class ReceiptCounters implements ReceiptMetricsListener {
+  readonly acceptedCallbacks = new Map<string, number>();
+  readonly acceptedReceipts = new Map<string, number>();
+  readonly rejections = new Map<string, number>();
+  readonly publishFailures = new Map<string, number>();
+
+  accepted(vendor: string, _appId: string, receipts: number): void {
+    bump(this.acceptedCallbacks, vendor, 1);
+    bump(this.acceptedReceipts, vendor, receipts);
+  }
+
+  rejected(vendor: string, reason: RejectReason): void {
+    bump(this.rejections, `${vendor}:${reason}`, 1);
+  }
+
+  publishFailed(vendor: string): void {
+    bump(this.publishFailures, vendor, 1);
+  }
+
+  /** Rejections counted for a reason (all vendors), or for one vendor and reason. */
+  rejectedCount(reason: RejectReason, vendor?: string): number {
+    let total = 0;
+    for (const [key, n] of this.rejections) if (key.endsWith(`:${reason}`) && (vendor === undefined || key === `${vendor}:${reason}`)) total += n;
+    return total;
+  }
+}
+
+function bump(map: Map<string, number>, key: string, by: number): void {
+  map.set(key, (map.get(key) ?? 0) + by);
+}

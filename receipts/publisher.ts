@@ -1,0 +1,76 @@
+import { readFileSync } from 'node:fs';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { PushError, errorMessage } from '../common/errors.ts';
+import type { Endpoints } from '../common/endpoints.ts';
+import { topicName } from '../pipeline/topics.ts';
+import { registryAvroSerde } from '../topology/registry-serde.ts';
+import type { Serde } from '../topology/serdes.ts';
+
+/** A verified callback as it goes to push.receipts.raw (schemas/receipt-raw.avsc). */
+export interface ReceiptRawRecord {
+  /** sha256 of vendor and body, hex: duplicate deliveries of one callback share it. */
+  readonly receipt_id: string;
+  readonly vendor: string;
+  readonly app_id: string | null;
+  readonly content_type: string | null;
+  readonly body: Buffer;
+  /** Epoch ms. */
+  readonly received_at: number;
+}
+
+/** Where verified callbacks go. `publish` resolves once Kafka acknowledged every record. */
+export interface ReceiptPublisher {
+  publish(records: readonly ReceiptRawRecord[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface KafkaReceiptPublisherOptions {
+  readonly endpoints: Endpoints;
+  /** Topic prefix (PUSH_TOPIC_PREFIX), for tests and tenants. Default ''. */
+  readonly topicPrefix?: string;
+  /** kafkajs client id. Default `push-receipts`. */
+  readonly clientId?: string;
+}
+
+const RECEIPT_RAW_SCHEMA = JSON.parse(readFileSync(new URL('../schemas/receipt-raw.avsc', import.meta.url), 'utf8')) as object;
+
+/**
+ * Produces verified callbacks to push.receipts.raw with an idempotent producer (acks = all),
+ * Avro through the schema registry, keyed by vendor (as the schema documents).
+ */
+export class KafkaReceiptPublisher implements ReceiptPublisher {
+  readonly topic: string;
+  private readonly producer: Producer;
+  private readonly serde: Serde<ReceiptRawRecord>;
+  private connected?: Promise<void>;
+
+  constructor(options: KafkaReceiptPublisherOptions) {
+    this.topic = topicName('receiptsRaw', options.topicPrefix ?? '');
+    const kafka = new Kafka({ clientId: options.clientId ?? 'push-receipts', brokers: options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.serde = registryAvroSerde<ReceiptRawRecord>({ registry: new SchemaRegistry({ host: options.endpoints.schemaRegistryUrl }), schema: RECEIPT_RAW_SCHEMA });
+  }
+
+  async publish(records: readonly ReceiptRawRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    try {
+      this.connected ??= this.producer.connect().catch((error: unknown) => {
+        this.connected = undefined;
+        throw error;
+      });
+      await this.connected;
+      const messages = await Promise.all(
+        records.map(async (r) => ({ key: r.vendor, value: await this.serde.serialize(this.topic, r), timestamp: String(r.received_at) })),
+      );
+      await this.producer.send({ topic: this.topic, acks: -1, messages });
+    } catch (error) {
+      if (error instanceof PushError) throw error;
+      throw new PushError('RECEIPT_PUBLISH_FAILED', `could not produce to ${this.topic}: ${errorMessage(error)}`, { retriable: true, cause: error });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.connected) await this.producer.disconnect();
+  }
+}

@@ -1,0 +1,153 @@
+import type { HmsAppConfig } from '../apps-config.ts';
+import { groupByPayload } from '../batching.ts';
+import { CachedCredential, type MintedCredential } from '../credential.ts';
+import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
+
+export const HMS_BASE_URL = 'https://push-api.cloud.huawei.com';
+export const HMS_AUTH_URL = 'https://oauth-login.cloud.huawei.com/oauth2/v3/token';
+
+export interface HmsAdapterDeps {
+  readonly ca?: string | undefined;
+  readonly now?: () => number;
+}
+
+/**
+ * Huawei Push Kit v1: OAuth2 client credentials → bearer (3600 s, refreshed 5 min early);
+ * messages:send with up to 1000 tokens per identical message; IM self-classification
+ * (`android.category`); per-token dead tokens from 80100000 `illegal_tokens`.
+ */
+export class HmsAdapter implements VendorAdapter {
+  readonly vendor = 'hms' as const;
+  readonly maxBatchSize = 1000;
+  /** Message body excluding tokens (80300008 above it). */
+  readonly maxPayloadBytes = 4096;
+  private readonly http: VendorHttp;
+  private readonly bearer: CachedCredential;
+  private readonly now: () => number;
+
+  constructor(private readonly config: HmsAppConfig, deps: HmsAdapterDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
+  }
+
+  private async mintAccessToken(): Promise<MintedCredential> {
+    const started = this.now();
+    const answer = await this.http.postForm(this.config.authUrl ?? HMS_AUTH_URL, {}, {
+      grant_type: 'client_credentials',
+      client_id: this.config.clientId,
+      client_secret: this.config.clientSecret,
+    });
+    const body = jsonOf(answer.text) as { access_token?: string; expires_in?: number; error?: number | string } | undefined;
+    if (answer.status !== 200 || !body?.access_token) throw new HmsAuthError(String(body?.error ?? `HTTP_${answer.status}`));
+    return { value: body.access_token, expiresAtMs: started + (body.expires_in ?? 3600) * 1000 };
+  }
+
+  private message(m: PushMessage): Record<string, unknown> {
+    return {
+      data: JSON.stringify(m.data),
+      android: {
+        category: this.config.category,
+        urgency: 'HIGH',
+        ttl: `${Math.max(1, m.ttlSeconds)}s`,
+        ...(this.config.receiptId ? { receipt_id: this.config.receiptId } : {}),
+        notification: {
+          title: m.title,
+          body: m.body,
+          click_action: { type: 3 },
+          tag: m.collapseId,
+          notify_id: notifyIdOf(m.collapseId),
+          importance: m.silent ? 'LOW' : 'NORMAL',
+          default_sound: !m.silent,
+          badge: { set_num: Math.min(99, Math.max(0, m.badge)), ...(this.config.badgeClass ? { class: this.config.badgeClass } : {}) },
+        },
+      },
+    };
+  }
+
+  payloadBytes(m: PushMessage): number {
+    return Buffer.byteLength(JSON.stringify({ validate_only: false, message: this.message(m) }));
+  }
+
+  async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const outcomes: SubmitOutcome[] = new Array(messages.length);
+    const groups = groupByPayload(messages, (m) => JSON.stringify(this.message(m)), this.maxBatchSize);
+    await Promise.all(groups.map(async (indices) => {
+      const group = indices.map((i) => messages[i]!);
+      const results = await this.send(group);
+      indices.forEach((i, k) => (outcomes[i] = results[k]!));
+    }));
+    return outcomes;
+  }
+
+  private async send(group: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const all = (o: SubmitOutcome) => group.map(() => o);
+    if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: '80300008' });
+    const url = joinUrl(this.config.baseUrl ?? HMS_BASE_URL, `/v1/${encodeURIComponent(this.config.clientId)}/messages:send`);
+    const body = { validate_only: false, message: { ...this.message(group[0]!), token: group.map((m) => m.token) } };
+    for (let authRetried = false; ; authRetried = true) {
+      let bearer: string;
+      try {
+        bearer = await this.bearer.get();
+      } catch (error) {
+        return all(error instanceof HmsAuthError ? { kind: 'auth-failed', code: error.code } : { kind: 'retryable', code: 'NETWORK' });
+      }
+      let answer;
+      try {
+        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body);
+      } catch (error) {
+        if (error instanceof NetworkError) return all({ kind: 'retryable', code: 'NETWORK' });
+        throw error;
+      }
+      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
+      const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
+      // Huawei's answers must be read from the body whatever the status; 503 is flow control.
+      const parsed = jsonOf(answer.text) as { code?: string; msg?: string; requestId?: string } | undefined;
+      const code = typeof parsed?.code === 'string' ? parsed.code : undefined;
+      if (answer.status === 503) return all(outcomeOf('rate-limited', code ?? '503', extra));
+      if (code === undefined || !Object.hasOwn(HMS_CODES, code)) {
+        return all(outcomeOf(ruleFor(HMS_STATUS_FALLBACK, String(answer.status)), code ?? String(answer.status), extra));
+      }
+      const rule = ruleFor(HMS_CODES, code);
+      if (rule === 'auth-refresh' && !authRetried) {
+        this.bearer.invalidate(bearer);
+        continue;
+      }
+      if (rule !== 'accepted') return all(outcomeOf(rule, code, extra));
+      const illegal = new Set(code === '80100000' ? illegalTokens(parsed?.msg) : []);
+      return group.map((m) => (illegal.has(m.token) ? { kind: 'dead-token', code } : { kind: 'accepted', vendorMessageId: parsed?.requestId ?? '' }));
+    }
+  }
+
+  /** Huawei receipt: `{"statuses":[{biTag, appid, token, status, timestamp, requestId}]}` (signature checked by the receiver). */
+  parseReceipt(body: Buffer): ParsedReceipt[] {
+    const parsed = jsonOf(body.toString('utf8')) as { statuses?: Array<Record<string, unknown>> } | undefined;
+    return (parsed?.statuses ?? []).map((s) => ({
+      vendor: 'hms' as const,
+      vendorMessageId: String(s.requestId ?? ''),
+      ...(typeof s.token === 'string' ? { token: s.token } : {}),
+      status: HMS_RECEIPT_STATUS[String(s.status)] ?? 'failed',
+      code: String(s.status),
+      at: Number(s.timestamp) || this.now(),
+    }));
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+class HmsAuthError extends Error {
+  constructor(readonly code: string) {
+    super(`HMS OAuth refused: ${code}`);
+  }
+}
+
+/** 80100000's `msg` is a JSON string: `{"success":3,"failure":1,"illegal_tokens":[...]}`. */
+function illegalTokens(msg: string | undefined): string[] {
+  const parsed = jsonOf(msg ?? '') as { illegal_tokens?: unknown } | undefined;
+  return Array.isArray(parsed?.illegal_tokens) ? parsed.illegal_tokens.filter((t): t is string => typeof t === 'string') : [];
+}

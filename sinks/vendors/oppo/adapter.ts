@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import type { OppoAppConfig } from '../apps-config.ts';
+import { CachedCredential, type MintedCredential } from '../credential.ts';
+import { joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../http.ts';
+import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
+
+export const OPPO_BASE_URL = 'https://api.push.oppomobile.com';
+
+export interface OppoAdapterDeps {
+  readonly ca?: string | undefined;
+  readonly now?: () => number;
+}
+
+interface OppoBody {
+  code?: number;
+  message?: string;
+  data?: { auth_token?: string; messageId?: string } | Array<{ messageId?: string; registrationId?: string; errorCode?: number }>;
+}
+
+/**
+ * OPPO PUSH: `sign = sha256(appKey + timestamp + masterSecret)` → auth_token (24 h, refreshed after
+ * 23 h); unicast for one message, unicast_batch (≤1000, per-item results) for more; the
+ * communication class via `category` + `notify_level`; `app_message_id` = task id (vendor dedupe).
+ */
+export class OppoAdapter implements VendorAdapter {
+  readonly vendor = 'oppo' as const;
+  readonly maxBatchSize = 1000;
+  /** `action_parameters` (the custom data) ≤ 4000 characters. */
+  readonly maxPayloadBytes = 4000;
+  private readonly http: VendorHttp;
+  private readonly authToken: CachedCredential;
+  private readonly now: () => number;
+  private readonly base: string;
+
+  constructor(private readonly config: OppoAppConfig, deps: OppoAdapterDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.base = config.baseUrl ?? OPPO_BASE_URL;
+    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    this.authToken = new CachedCredential(() => this.mintAuthToken(), 60 * 60_000, this.now);
+  }
+
+  private async mintAuthToken(): Promise<MintedCredential> {
+    const timestamp = String(this.now());
+    const sign = createHash('sha256').update(this.config.appKey + timestamp + this.config.masterSecret).digest('hex');
+    const answer = await this.http.postForm(joinUrl(this.base, '/server/v1/auth'), {}, { app_key: this.config.appKey, timestamp, sign });
+    const body = jsonOf(answer.text) as OppoBody | undefined;
+    const token = !Array.isArray(body?.data) ? body?.data?.auth_token : undefined;
+    if (answer.status !== 200 || body?.code !== 0 || !token) throw new OppoAuthError(String(body?.code ?? `HTTP_${answer.status}`));
+    return { value: token, expiresAtMs: Number(timestamp) + 24 * 3600_000 };
+  }
+
+  private message(m: PushMessage): Record<string, unknown> {
+    return {
+      target_type: 2,
+      target_value: m.token,
+      notification: {
+        app_message_id: m.taskId,
+        style: 1,
+        title: m.title,
+        content: m.body,
+        click_action_type: 0,
+        action_parameters: JSON.stringify(m.data),
+        off_line: true,
+        off_line_ttl: Math.min(864_000, Math.max(1, m.ttlSeconds)),
+        channel_id: this.config.channelId,
+        notify_id: notifyIdOf(m.collapseId),
+        category: this.config.category,
+        notify_level: m.silent ? 1 : 2,
+        ...(this.config.receiptUrl ? { call_back_url: this.config.receiptUrl, call_back_parameter: m.taskId.slice(0, 100) } : {}),
+      },
+    };
+  }
+
+  payloadBytes(m: PushMessage): number {
+    return Buffer.byteLength(JSON.stringify(m.data));
+  }
+
+  async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const outcomes: SubmitOutcome[] = new Array(messages.length);
+    const sendable: number[] = [];
+    messages.forEach((m, i) => {
+      if (this.payloadBytes(m) > this.maxPayloadBytes) outcomes[i] = { kind: 'payload-too-large', code: 'action_parameters' };
+      else sendable.push(i);
+    });
+    if (sendable.length === 0) return outcomes;
+    const batch = sendable.map((i) => messages[i]!);
+    const results = batch.length === 1 ? [await this.sendOne(batch[0]!)] : await this.sendBatch(batch);
+    sendable.forEach((i, k) => (outcomes[i] = results[k]!));
+    return outcomes;
+  }
+
+  /** Posts with the auth token (form field and header); refreshes it once on 11 / 29. */
+  private async call(path: string, form: Record<string, string>): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
+    for (let authRetried = false; ; authRetried = true) {
+      let token: string;
+      try {
+        token = await this.authToken.get();
+      } catch (error) {
+        return error instanceof OppoAuthError ? { kind: 'auth-failed', code: error.code } : { kind: 'retryable', code: 'NETWORK' };
+      }
+      let answer;
+      try {
+        answer = await this.http.postForm(joinUrl(this.base, path), { auth_token: token }, { auth_token: token, ...form });
+      } catch (error) {
+        if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+        throw error;
+      }
+      const body = jsonOf(answer.text) as OppoBody | undefined;
+      if (ruleFor(OPPO_CODES, String(body?.code)) === 'auth-refresh' && !authRetried) {
+        this.authToken.invalidate(token);
+        continue;
+      }
+      return { answer, body };
+    }
+  }
+
+  private failure(answer: HttpAnswer, body: OppoBody | undefined): SubmitOutcome | undefined {
+    const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
+    const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
+    if (typeof body?.code !== 'number') {
+      return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'permanent', `HTTP_${answer.status}`, extra);
+    }
+    return body.code === 0 ? undefined : outcomeOf(ruleFor(OPPO_CODES, String(body.code)), String(body.code), extra);
+  }
+
+  private async sendOne(m: PushMessage): Promise<SubmitOutcome> {
+    const r = await this.call('/server/v1/message/notification/unicast', { message: JSON.stringify(this.message(m)) });
+    if ('kind' in r) return r;
+    const failed = this.failure(r.answer, r.body);
+    if (failed) return failed;
+    const data = r.body?.data;
+    return { kind: 'accepted', vendorMessageId: (!Array.isArray(data) && data?.messageId) || '' };
+  }
+
+  private async sendBatch(batch: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const r = await this.call('/server/v1/message/notification/unicast_batch', { messages: JSON.stringify(batch.map((m) => this.message(m))) });
+    if ('kind' in r) return batch.map(() => r);
+    const failed = this.failure(r.answer, r.body);
+    if (failed) return batch.map(() => failed);
+    const items = Array.isArray(r.body?.data) ? r.body.data : [];
+    const byToken = new Map(items.map((item) => [item.registrationId, item]));
+    return batch.map((m, k) => {
+      const item = byToken.get(m.token) ?? items[k];
+      if (!item) return { kind: 'retryable', code: 'MISSING_ITEM' };
+      if (item.errorCode !== undefined && item.errorCode !== 0) return outcomeOf(ruleFor(OPPO_CODES, String(item.errorCode)), String(item.errorCode));
+      return { kind: 'accepted', vendorMessageId: item.messageId ?? '' };
+    });
+  }
+
+  /** OPPO receipt: JSON array of `{messageId, appId, taskId, registrationIds:"r1,r2", eventTime, eventType, param}`. */
+  parseReceipt(body: Buffer): ParsedReceipt[] {
+    const parsed = jsonOf(body.toString('utf8'));
+    const events = (Array.isArray(parsed) ? parsed : []) as Array<Record<string, unknown>>;
+    return events.flatMap((e) => String(e.registrationIds ?? '').split(',').filter(Boolean).map((token) => ({
+      vendor: 'oppo' as const,
+      vendorMessageId: String(e.messageId ?? ''),
+      token,
+      status: OPPO_RECEIPT_EVENTS[String(e.eventType)] ?? 'failed',
+      code: String(e.eventType ?? ''),
+      at: Number(e.eventTime) || this.now(),
+    })));
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+class OppoAuthError extends Error {
+  constructor(readonly code: string) {
+    super(`OPPO auth refused: ${code}`);
+  }
+}

@@ -1,0 +1,75 @@
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { InMemoryKeyValueStore, InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
+
+describe('InMemoryTimerStore', () => {
+  test('popDue returns due keys in due-time order, honouring moves, cancels and the limit', () => {
+    const timers = new InMemoryTimerStore('t');
+    timers.set('a', 300);
+    timers.set('b', 100);
+    timers.set('c', 200);
+    timers.set('a', 50); // moved earlier
+    timers.set('d', 400);
+    timers.cancel('c');
+    assert.deepEqual(timers.popDue(250, 1), [{ key: 'a', dueMs: 50 }]);
+    assert.deepEqual(timers.popDue(250), [{ key: 'b', dueMs: 100 }]);
+    assert.deepEqual(timers.popDue(399), []);
+    assert.equal(timers.size, 1);
+    assert.equal(timers.dueTime('d'), 400);
+  });
+
+  test('agrees with a naive model over 20,000 random operations', () => {
+    const timers = new InMemoryTimerStore('t');
+    const model = new Map<string, number>();
+    let now = 0;
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    for (let i = 0; i < 20_000; i++) {
+      const op = rand(10);
+      const key = `k${rand(500)}`;
+      if (op < 6) {
+        const due = now + rand(1000);
+        timers.set(key, due);
+        model.set(key, due);
+      } else if (op < 8) {
+        timers.cancel(key);
+        model.delete(key);
+      } else {
+        now += rand(200);
+        const expected = [...model].filter(([, d]) => d <= now).sort((x, y) => x[1] - y[1] || (x[0] < y[0] ? -1 : 1));
+        for (const [k] of expected) model.delete(k);
+        assert.deepEqual(timers.popDue(now).map((e) => [e.key, e.dueMs]), expected);
+      }
+      assert.equal(timers.size, model.size);
+    }
+  });
+
+  test('changelog carries due times and tombstones, and restores into an equal store', () => {
+    const timers = new InMemoryTimerStore('t');
+    timers.set('a', 10);
+    timers.set('b', 20);
+    timers.set('b', 30);
+    timers.set('c', 40);
+    timers.cancel('c');
+    const changes = timers.drainChanges();
+    assert.deepEqual(changes.map((c) => [c.key, c.value?.toString() ?? null]), [['a', '10'], ['b', '30'], ['c', null]]);
+    const restored = new InMemoryTimerStore('t');
+    for (const c of changes) restored.restore(c.key, c.value);
+    assert.deepEqual(restored.popDue(100), [{ key: 'a', dueMs: 10 }, { key: 'b', dueMs: 30 }]);
+    assert.deepEqual(restored.drainChanges(), [{ key: 'a', value: null }, { key: 'b', value: null }]);
+  });
+});
+
+describe('InMemoryKeyValueStore', () => {
+  test('writes between two drains cost one changelog record per key', () => {
+    const store = new InMemoryKeyValueStore<number>('counts');
+    store.put('x', 1);
+    store.put('x', 2);
+    store.put('y', 5);
+    store.delete('y');
+    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value?.toString() ?? null]), [['x', '2'], ['y', null]]);
+    assert.deepEqual(store.drainChanges(), []);
+    assert.equal(store.get('x'), 2);
+    assert.equal(store.size, 1);
+  });
+});
