@@ -1,4 +1,4 @@
-import { readList, readString, type Env } from './config.ts';
+import { readInt, readList, readString, type Env } from './config.ts';
 
 /**
  * Where the pipeline's external parts are. Defaults point at the local stack (`pushctl stack up`);
@@ -30,12 +30,18 @@ export const DEFAULT_PORTS = {
   clickhouseTcp: 19000,
 } as const;
 
+/** A local-stack port: PUSH_STACK_<NAME>_PORT when set (so moving the stack moves the defaults), else the default. */
+export function localStackPort(env: Env, name: keyof typeof DEFAULT_PORTS, stackKey: string): number {
+  return readInt(env, `PUSH_STACK_${stackKey}_PORT`, DEFAULT_PORTS[name], { min: 1, max: 65535 });
+}
+
 export function readEndpoints(env: Env = process.env): Endpoints {
+  const port = (name: keyof typeof DEFAULT_PORTS, stackKey: string) => localStackPort(env, name, stackKey);
   return Object.freeze({
-    kafkaBrokers: readList(env, 'PUSH_KAFKA_BROKERS', [`127.0.0.1:${DEFAULT_PORTS.kafka}`]),
-    schemaRegistryUrl: readString(env, 'PUSH_SCHEMA_REGISTRY_URL', `http://127.0.0.1:${DEFAULT_PORTS.registry}/apis/ccompat/v7`),
-    mysqlUrl: readString(env, 'PUSH_MYSQL_URL', `mysql://root@127.0.0.1:${DEFAULT_PORTS.mysql}/offline_push`),
-    clickhouseUrl: readString(env, 'PUSH_CLICKHOUSE_URL', `http://127.0.0.1:${DEFAULT_PORTS.clickhouseHttp}`),
+    kafkaBrokers: readList(env, 'PUSH_KAFKA_BROKERS', [`127.0.0.1:${port('kafka', 'KAFKA')}`]),
+    schemaRegistryUrl: readString(env, 'PUSH_SCHEMA_REGISTRY_URL', `http://127.0.0.1:${port('registry', 'REGISTRY')}/apis/ccompat/v7`),
+    mysqlUrl: readString(env, 'PUSH_MYSQL_URL', `mysql://root@127.0.0.1:${port('mysql', 'MYSQL')}/offline_push`),
+    clickhouseUrl: readString(env, 'PUSH_CLICKHOUSE_URL', `http://127.0.0.1:${port('clickhouseHttp', 'CLICKHOUSE')}`),
     clickhouseDatabase: readString(env, 'PUSH_CLICKHOUSE_DATABASE', 'offline_push'),
     clickhouseUser: readString(env, 'PUSH_CLICKHOUSE_USER', 'default'),
     clickhousePassword: readString(env, 'PUSH_CLICKHOUSE_PASSWORD', ''),

@@ -1,6 +1,5 @@
 import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_PORTS } from '../common/endpoints.ts';
 import { ensureDir, stackPath } from './paths.ts';
 import { aptInstall, logFile, portOpen, readPid, startDetached, stopByPidFile, waitFor } from './process.ts';
 import { stackPort, type ServiceStatus, type StackService } from './service.ts';
@@ -38,8 +37,8 @@ async function clickhouseVersion(port: number): Promise<string | undefined> {
 }
 
 export function clickhouseService(): StackService {
-  const port = stackPort('clickhouse', DEFAULT_PORTS.clickhouseHttp);
-  const tcpPort = stackPort('clickhouse_tcp', DEFAULT_PORTS.clickhouseTcp);
+  const port = stackPort('clickhouseHttp', 'CLICKHOUSE');
+  const tcpPort = stackPort('clickhouseTcp', 'CLICKHOUSE_TCP');
   return {
     name: NAME,
     port,

@@ -2,7 +2,6 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { DEFAULT_PORTS } from '../common/endpoints.ts';
 import { ROOT, ensureDir, stackPath } from './paths.ts';
 import { logFile, portOpen, readPid, runLogged, startDetached, stopByPidFile, waitFor } from './process.ts';
 import { stackPort, type ServiceStatus, type StackService } from './service.ts';
@@ -98,8 +97,8 @@ export async function kafkaVersionAt(port: number): Promise<string | undefined> 
 }
 
 export function kafkaService(): StackService {
-  const port = stackPort('kafka', DEFAULT_PORTS.kafka);
-  const controllerPort = stackPort('kafka_controller', DEFAULT_PORTS.kafkaController);
+  const port = stackPort('kafka', 'KAFKA');
+  const controllerPort = stackPort('kafkaController', 'KAFKA_CONTROLLER');
   return {
     name: NAME,
     port,

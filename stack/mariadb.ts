@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
-import { DEFAULT_PORTS, readEndpoints } from '../common/endpoints.ts';
+import { readEndpoints } from '../common/endpoints.ts';
 import { aptInstall, logFile, portOpen, readPid, startDetached, stopByPidFile, waitFor } from './process.ts';
 import { stackPort, type ServiceStatus, type StackService } from './service.ts';
 
@@ -33,7 +33,7 @@ async function createProjectDatabase(port: number): Promise<void> {
 }
 
 export function mariadbService(): StackService {
-  const port = stackPort('mysql', DEFAULT_PORTS.mysql);
+  const port = stackPort('mysql', 'MYSQL');
   return {
     name: NAME,
     port,

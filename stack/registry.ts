@@ -1,6 +1,5 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_PORTS } from '../common/endpoints.ts';
 import { ensureDir, stackPath } from './paths.ts';
 import { logFile, portOpen, readPid, runLogged, startDetached, stopByPidFile, waitFor } from './process.ts';
 import { stackPort, type ServiceStatus, type StackService } from './service.ts';
@@ -58,7 +57,7 @@ async function registryVersion(port: number): Promise<string | undefined> {
 }
 
 export function registryService(): StackService {
-  const port = stackPort('registry', DEFAULT_PORTS.registry);
+  const port = stackPort('registry', 'REGISTRY');
   return {
     name: NAME,
     port,

@@ -1,3 +1,6 @@
+import { localStackPort } from '../common/endpoints.ts';
+import type { DEFAULT_PORTS } from '../common/endpoints.ts';
+
 /** One part of the local stack, as `pushctl stack up|down|status` sees it. */
 export interface StackService {
   readonly name: string;
@@ -19,13 +22,7 @@ export interface ServiceStatus {
   readonly detail?: string;
 }
 
-/** Ports may be moved with PUSH_STACK_<NAME>_PORT. */
-export function stackPort(name: string, fallback: number): number {
-  const raw = process.env[`PUSH_STACK_${name.toUpperCase()}_PORT`];
-  if (raw === undefined || raw === '') return fallback;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new Error(`PUSH_STACK_${name.toUpperCase()}_PORT: expected a port in [1, 65535], got ${JSON.stringify(raw)}`);
-  }
-  return port;
+/** Ports move with PUSH_STACK_<KEY>_PORT; the endpoint defaults (common/endpoints.ts) follow. */
+export function stackPort(name: keyof typeof DEFAULT_PORTS, stackKey: string): number {
+  return localStackPort(process.env, name, stackKey);
 }
