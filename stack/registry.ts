@@ -73,6 +73,8 @@ export function registryService(): StackService {
       const pid = startDetached(NAME, findJava21(), [
         '-Xms128m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1',
         '-Dquarkus.http.host=127.0.0.1', `-Dquarkus.http.port=${port}`,
+        // Quarkus' management interface would otherwise bind 0.0.0.0:9000.
+        '-Dquarkus.management.host=127.0.0.1', `-Dquarkus.management.port=${port + 1}`,
         '-Dapicurio.rules.global.compatibility=BACKWARD',
         '-Dapicurio.storage.kind=sql', '-Dapicurio.storage.sql.kind=h2',
         `-Dapicurio.datasource.url=jdbc:h2:file:${join(dbDir, 'registry')};DB_CLOSE_ON_EXIT=FALSE`,
