@@ -1,12 +1,18 @@
 #!/usr/bin/env -S node --import tsx
 import { stackCommand, stackHelp } from './commands/stack.ts';
 import { statusCommand, statusHelp } from './commands/status.ts';
+import { migrateCommand, migrateHelp } from './commands/migrate.ts';
+import { runCommand, runHelp } from './commands/run.ts';
+import { demoCommand, demoHelp } from './commands/demo.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
 const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
   stack: { help: stackHelp, run: stackCommand },
   topics: { help: topicsHelp, run: topicsCommand },
+  migrate: { help: migrateHelp, run: migrateCommand },
+  run: { help: runHelp, run: runCommand },
+  demo: { help: demoHelp, run: demoCommand },
   status: { help: statusHelp, run: statusCommand },
 };
 

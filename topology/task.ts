@@ -6,7 +6,7 @@ import { deadLetter, type DlqPhase, type DlqSource } from './dlq.ts';
 import { createStore, type ChangeloggedStore } from './in-memory-stores.ts';
 
 /** A record as read from a source topic, bytes still encoded. */
-export interface InputRecord extends DlqSource {}
+export type InputRecord = DlqSource;
 
 /** A record to write: sink output, DLQ record or changelog record (the latter carries a partition). */
 export interface OutputRecord {
@@ -292,7 +292,7 @@ export class StreamTask {
   }
 
   private contextFor(node: ProcessorNode): ProcessorContext {
-    const task = this;
+    const task: StreamTask = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the context is a plain object literal
     return {
       applicationId: this.options.applicationId,
       taskId: this.id,

@@ -13,7 +13,7 @@ SELECT
     device_id,
     vendor,
     any(app_id) AS app_id,
-    anyIf(platform, platform != '') AS platform,
+    max(platform) AS platform,
     minIf(event_time, source = 'outcome' AND kind IN ('submitted', 'accepted', 'failed', 'dead_token', 'throttled')) AS submitted_at,
     max(source = 'outcome' AND kind IN ('submitted', 'accepted', 'failed', 'dead_token', 'throttled')) AS submitted,
     max(kind IN ('accepted', 'delivered')) AS arrived,
@@ -32,16 +32,16 @@ SELECT
     toStartOfHour(submitted_at) AS hour,
     vendor,
     app_id,
-    count() AS submitted,
-    sum(arrived) AS arrived,
-    sum(delivered) AS delivered,
-    sum(accepted AND NOT has_receipt) AS unknown,
-    sum(receipt_failed) AS failed_receipts,
-    round(sum(arrived) / count(), 6) AS arrival_rate,
-    round(sum(delivered) / count(), 6) AS delivered_rate,
-    round(sum(accepted AND NOT has_receipt) / count(), 6) AS unknown_rate
+    count() AS pairs_submitted,
+    sum(arrived) AS pairs_arrived,
+    sum(delivered) AS pairs_delivered,
+    sum(accepted AND NOT has_receipt) AS pairs_unknown,
+    sum(receipt_failed) AS pairs_failed_receipt,
+    round(pairs_arrived / pairs_submitted, 6) AS arrival_rate,
+    round(pairs_delivered / pairs_submitted, 6) AS delivered_rate,
+    round(pairs_unknown / pairs_submitted, 6) AS unknown_rate
 FROM push_submissions
-WHERE submitted
+WHERE submitted = 1
 GROUP BY hour, vendor, app_id;
 
 -- One row per (task_id, device_id) across vendors: a device that fell back from one vendor to
@@ -56,7 +56,7 @@ SELECT
     max(delivered) AS delivered,
     max(accepted AND NOT has_receipt) AS unknown
 FROM push_submissions
-WHERE submitted
+WHERE submitted = 1
 GROUP BY task_id, device_id;
 
 -- Arrival rate per app and hour, counting each (task, device) pair once.
@@ -64,13 +64,13 @@ CREATE VIEW IF NOT EXISTS arrival_by_app_hour AS
 SELECT
     toStartOfHour(submitted_at) AS hour,
     app_id,
-    count() AS submitted,
-    sum(arrived) AS arrived,
-    sum(delivered) AS delivered,
-    sum(unknown) AS unknown,
-    round(sum(arrived) / count(), 6) AS arrival_rate,
-    round(sum(delivered) / count(), 6) AS delivered_rate,
-    round(sum(unknown) / count(), 6) AS unknown_rate
+    count() AS pairs_submitted,
+    sum(arrived) AS pairs_arrived,
+    sum(delivered) AS pairs_delivered,
+    sum(unknown) AS pairs_unknown,
+    round(pairs_arrived / pairs_submitted, 6) AS arrival_rate,
+    round(pairs_delivered / pairs_submitted, 6) AS delivered_rate,
+    round(pairs_unknown / pairs_submitted, 6) AS unknown_rate
 FROM push_device_submissions
 GROUP BY hour, app_id;
 
@@ -91,14 +91,19 @@ GROUP BY day, app_id, vendor, stage, kind, reason;
 -- and hour, each event once.
 CREATE VIEW IF NOT EXISTS push_latency_by_vendor_hour AS
 SELECT
-    toStartOfHour(event_time) AS hour,
-    vendor,
-    kind,
+    toStartOfHour(one_time) AS hour,
+    one_vendor AS vendor,
+    one_kind AS kind,
     count() AS events,
-    quantiles(0.5, 0.9, 0.99)(latency_ms) AS latency_ms_p50_p90_p99
+    quantiles(0.5, 0.9, 0.99)(one_latency_ms) AS latency_ms_p50_p90_p99
 FROM
 (
-    SELECT event_id, any(event_time) AS event_time, any(vendor) AS vendor, any(kind) AS kind, any(latency_ms) AS latency_ms
+    SELECT
+        event_id,
+        any(event_time) AS one_time,
+        any(vendor) AS one_vendor,
+        any(kind) AS one_kind,
+        any(latency_ms) AS one_latency_ms
     FROM push_events
     WHERE kind IN ('accepted', 'delivered') AND latency_ms IS NOT NULL
     GROUP BY event_id

@@ -1,6 +1,7 @@
 import type { Processor, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { isReceiptRecord, rowFromOutcome, rowFromReceipt, type PushOutcomeRecord, type PushReceiptRecord } from './rows.ts';
 import type { PushEventWriter } from './writer.ts';
+import { PERSISTED_AT_HEADER } from '../../processors/receipt-join/join.ts';
 
 /**
  * The ClickHouse sink as a terminal processor: attach it to the push.outcomes and push.receipts
@@ -24,9 +25,6 @@ export function clickhouseEventSink(writer: PushEventWriter): ProcessorSupplier<
     flush: () => writer.flush(),
   });
 }
-
-/** The receipt-join puts the task's persisted_at (epoch ms) in this header for latency figures. */
-export const PERSISTED_AT_HEADER = 'push-persisted-at';
 
 function persistedAtHeader(record: StreamRecord<unknown, unknown>): number | undefined {
   const raw = record.headers?.[PERSISTED_AT_HEADER];

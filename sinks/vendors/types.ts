@@ -25,6 +25,12 @@ export interface PushMessage {
   readonly data: Readonly<Record<string, string>>;
   /** Time to live at the vendor, in seconds. */
   readonly ttlSeconds: number;
+  /**
+   * Vendor message-class fields from the dispatch channel (hms {category}; oppo {category,
+   * notify_level}; vivo {classification, category}; xiaomi {channel}); they override the app's
+   * configured defaults. Optional; added by the vendor engineer, compatible with earlier callers.
+   */
+  readonly classification?: Readonly<Record<string, string>>;
 }
 
 export type SubmitOutcome =

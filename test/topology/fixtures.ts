@@ -84,12 +84,12 @@ export class HoldProcessor implements Processor<string, string, string, string> 
   }
 }
 
-export function holdTopology(): Topology {
+export function holdTopology(input = 'hold-in', output = 'hold-out', holdMs = 5000): Topology {
   return new TopologyBuilder()
-    .addSource('hold-source', { topics: ['hold-in'], keySerde: stringSerde, valueSerde: stringSerde })
-    .addProcessor('hold', () => new HoldProcessor(5000), 'hold-source')
+    .addSource('hold-source', { topics: [input], keySerde: stringSerde, valueSerde: stringSerde })
+    .addProcessor('hold', () => new HoldProcessor(holdMs), 'hold-source')
     .addStateStore(timerStore('hold-timers'), 'hold')
     .addStateStore(keyValueStore<string>('held-values'), 'hold')
-    .addSink('hold-sink', { topic: 'hold-out', keySerde: stringSerde, valueSerde: stringSerde }, 'hold')
+    .addSink('hold-sink', { topic: output, keySerde: stringSerde, valueSerde: stringSerde }, 'hold')
     .build();
 }

@@ -38,6 +38,8 @@ export class ApnsConnectionPool {
   private readonly timeoutMs: number;
   private next = 0;
   private closed = false;
+  /** Every connection not yet closed, in a slot or draining after GOAWAY / retirement. */
+  private readonly open = new Set<ClientHttp2Session>();
   /** Connections opened so far (for tests and metrics). */
   connectionsOpened = 0;
 
@@ -53,11 +55,15 @@ export class ApnsConnectionPool {
     if (existing && !existing.closed && !existing.destroyed) return existing;
     const session = connect(this.options.origin, this.options.ca === undefined ? {} : { ca: this.options.ca });
     this.connectionsOpened++;
+    this.open.add(session);
     const leave = () => {
       if (this.slots[slot] === session) this.slots[slot] = undefined;
     };
     session.on('goaway', leave);
-    session.on('close', leave);
+    session.on('close', () => {
+      leave();
+      this.open.delete(session);
+    });
     session.on('error', leave);
     this.slots[slot] = session;
     return session;
@@ -101,10 +107,18 @@ export class ApnsConnectionPool {
     if (!session.closed) session.close();
   }
 
+  /** Closes every connection: in-flight streams may finish for up to a second, then it is destroyed. */
   async close(): Promise<void> {
     this.closed = true;
-    const open = this.slots.filter((s): s is ClientHttp2Session => s !== undefined && !s.closed);
     this.slots.fill(undefined);
-    await Promise.all(open.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    await Promise.all([...this.open].map((s) => new Promise<void>((resolve) => {
+      if (s.destroyed) return resolve();
+      const force = setTimeout(() => s.destroy(), 1000);
+      s.once('close', () => {
+        clearTimeout(force);
+        resolve();
+      });
+      s.close();
+    })));
   }
 }

@@ -50,7 +50,7 @@ export class HmsAdapter implements VendorAdapter {
     return {
       data: JSON.stringify(m.data),
       android: {
-        category: this.config.category,
+        category: m.classification?.category ?? this.config.category,
         urgency: 'HIGH',
         ttl: `${Math.max(1, m.ttlSeconds)}s`,
         ...(this.config.receiptId ? { receipt_id: this.config.receiptId } : {}),

@@ -66,8 +66,8 @@ export class OppoAdapter implements VendorAdapter {
         off_line_ttl: Math.min(864_000, Math.max(1, m.ttlSeconds)),
         channel_id: this.config.channelId,
         notify_id: notifyIdOf(m.collapseId),
-        category: this.config.category,
-        notify_level: m.silent ? 1 : 2,
+        category: m.classification?.category ?? this.config.category,
+        notify_level: m.silent ? 1 : Number(m.classification?.notify_level ?? 2),
         ...(this.config.receiptUrl ? { call_back_url: this.config.receiptUrl, call_back_parameter: m.taskId.slice(0, 100) } : {}),
       },
     };

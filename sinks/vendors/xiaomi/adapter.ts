@@ -35,8 +35,8 @@ export class XiaomiAdapter implements VendorAdapter {
     const form: Record<string, string> = {
       restricted_package_name: this.config.packageName,
       pass_through: '0',
-      title: m.title,
-      description: m.body,
+      title: [...m.title].slice(0, 49).join(''),
+      description: [...m.body].slice(0, 127).join(''),
       payload: JSON.stringify(m.data),
       notify_type: m.silent ? '4' : '-1',
       time_to_live: String(Math.max(0, m.ttlSeconds) * 1000),

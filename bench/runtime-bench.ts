@@ -1,0 +1,186 @@
+/**
+ * Runtime ceiling benchmark: on the same broker, in one run, the throughput of
+ *   1. raw kafkajs consume → produce (no transactions, autocommit), and
+ *   2. an identity hop through the StreamsApp runtime under exactly_once (and, for reference,
+ *      at_least_once),
+ * each measured the same way: a read_committed reader counts the output records, and the figure is
+ * records ÷ time between the first and the last output record seen.
+ *
+ * CLI: `node --import tsx bench/runtime-bench.ts [--records 200000] [--partitions 4] [--value-bytes 200]`
+ */
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { readEndpoints } from '../common/endpoints.ts';
+import { createLogger } from '../common/log.ts';
+import { TopologyBuilder } from '../topology/builder.ts';
+import { bufferSerde } from '../topology/serdes.ts';
+import { StreamsApp, type ProcessingGuarantee } from '../topology/runtime.ts';
+import type { ProcessorContext, StreamRecord } from '../topology/api.ts';
+
+export interface RuntimeBenchOptions {
+  /** Default: PUSH_KAFKA_BROKERS or the local stack. */
+  brokers?: string[];
+  /** Records per scenario. Default 200 000. */
+  records?: number;
+  /** Input and output partitions. Default 4. */
+  partitions?: number;
+  /** Value size in bytes. Default 200. */
+  valueBytes?: number;
+  /** Commit interval of the runtime scenarios in ms. Default 100. */
+  commitIntervalMs?: number;
+  /** Also run the at_least_once runtime scenario. Default true. */
+  includeAtLeastOnce?: boolean;
+}
+
+export interface ScenarioResult {
+  readonly name: string;
+  readonly records: number;
+  /** Output records per second between the first and the last output record. */
+  readonly recordsPerSecond: number;
+  readonly seconds: number;
+}
+
+export interface RuntimeBenchResult {
+  readonly records: number;
+  readonly partitions: number;
+  readonly valueBytes: number;
+  readonly scenarios: ScenarioResult[];
+  /** exactly-once runtime ÷ raw kafkajs. */
+  readonly eosToRawRatio: number;
+}
+
+const suffix = () => `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+
+async function fillInput(kafka: Kafka, topic: string, records: number, valueBytes: number): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  const value = randomBytes(valueBytes);
+  for (let i = 0; i < records; i += 5000) {
+    const n = Math.min(5000, records - i);
+    await producer.send({ topic, acks: -1, messages: Array.from({ length: n }, (_, j) => ({ key: `user-${(i + j) % 10_000}`, value })) });
+  }
+  await producer.disconnect();
+}
+
+/** Counts read_committed output until `records` arrived; returns seconds between first and last. */
+async function measureOutput(kafka: Kafka, topic: string, records: number, start: () => Promise<void>): Promise<number> {
+  const reader = kafka.consumer({ groupId: `bench-reader-${suffix()}`, readUncommitted: false, maxWaitTimeInMs: 50 });
+  await reader.connect();
+  await reader.subscribe({ topic, fromBeginning: true });
+  let seen = 0;
+  let first = 0;
+  let last = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await reader.run({
+    partitionsConsumedConcurrently: 4,
+    eachBatch: async ({ batch }) => {
+      if (batch.messages.length === 0) return;
+      const now = performance.now();
+      if (first === 0) first = now;
+      seen += batch.messages.length;
+      last = now;
+      if (seen >= records) done();
+    },
+  });
+  await start();
+  await finished;
+  await reader.disconnect();
+  return (last - first) / 1000;
+}
+
+async function rawHop(kafka: Kafka, input: string, output: string, records: number, partitions: number): Promise<number> {
+  const consumer = kafka.consumer({ groupId: `bench-raw-${suffix()}`, maxWaitTimeInMs: 100 });
+  const producer = kafka.producer();
+  const seconds = await measureOutput(kafka, output, records, async () => {
+    await producer.connect();
+    await consumer.connect();
+    await consumer.subscribe({ topic: input, fromBeginning: true });
+    await consumer.run({
+      partitionsConsumedConcurrently: partitions,
+      eachBatch: async ({ batch }) => {
+        await producer.send({ topic: output, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
+      },
+    });
+  });
+  await consumer.disconnect();
+  await producer.disconnect();
+  return seconds;
+}
+
+function identityTopology(input: string, output: string) {
+  return new TopologyBuilder()
+    .addSource('bench-source', { topics: [input], keySerde: bufferSerde, valueSerde: bufferSerde })
+    .addProcessor('identity', () => {
+      let ctx: ProcessorContext;
+      return { init: (c: ProcessorContext) => void (ctx = c), process: (r: StreamRecord<Buffer, Buffer>) => ctx.forward(r) };
+    }, 'bench-source')
+    .addSink('bench-sink', { topic: output, keySerde: bufferSerde, valueSerde: bufferSerde }, 'identity')
+    .build();
+}
+
+async function runtimeHop(kafka: Kafka, brokers: string[], input: string, output: string, records: number, guarantee: ProcessingGuarantee, commitIntervalMs: number, partitions: number): Promise<number> {
+  const app = new StreamsApp({
+    applicationId: `bench-${guarantee.replace(/_/g, '-')}-${suffix()}`,
+    topology: identityTopology(input, output),
+    brokers,
+    processingGuarantee: guarantee,
+    commitIntervalMs,
+    partitionsConsumedConcurrently: partitions,
+    dlqTopic: `bench-dlq-${suffix()}`,
+    logger: createLogger({}, 'warn'),
+  });
+  const seconds = await measureOutput(kafka, output, records, () => app.start());
+  await app.close();
+  return seconds;
+}
+
+async function createTopics(admin: Admin, topics: string[], partitions: number): Promise<void> {
+  await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) });
+}
+
+export async function runRuntimeBench(opts: RuntimeBenchOptions = {}): Promise<RuntimeBenchResult> {
+  const brokers = opts.brokers ?? readEndpoints().kafkaBrokers;
+  const records = opts.records ?? 200_000;
+  const partitions = opts.partitions ?? 4;
+  const valueBytes = opts.valueBytes ?? 200;
+  const commitIntervalMs = opts.commitIntervalMs ?? 100;
+  const kafka = new Kafka({ clientId: 'runtime-bench', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const input = `bench-in-${suffix()}`;
+  const scenarios: Array<[string, (out: string) => Promise<number>]> = [
+    ['raw kafkajs consume→produce', (out) => rawHop(kafka, input, out, records, partitions)],
+    ['runtime identity hop, exactly_once', (out) => runtimeHop(kafka, brokers, input, out, records, 'exactly_once', commitIntervalMs, partitions)],
+  ];
+  if (opts.includeAtLeastOnce ?? true) scenarios.push(['runtime identity hop, at_least_once', (out) => runtimeHop(kafka, brokers, input, out, records, 'at_least_once', commitIntervalMs, partitions)]);
+  const outputs = scenarios.map(() => `bench-out-${suffix()}`);
+  const created = [input, ...outputs];
+  try {
+    await createTopics(admin, created, partitions);
+    await fillInput(kafka, input, records, valueBytes);
+    const results: ScenarioResult[] = [];
+    for (const [i, [name, run]] of scenarios.entries()) {
+      const seconds = await run(outputs[i]!);
+      results.push({ name, records, seconds: round(seconds), recordsPerSecond: Math.round(records / seconds) });
+    }
+    return { records, partitions, valueBytes, scenarios: results, eosToRawRatio: round(results[1]!.recordsPerSecond / results[0]!.recordsPerSecond) };
+  } finally {
+    await admin.deleteTopics({ topics: created }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+
+function arg(name: string): number | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : undefined;
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  const result = await runRuntimeBench({ records: arg('records'), partitions: arg('partitions'), valueBytes: arg('value-bytes') });
+  console.log(JSON.stringify(result, null, 2));
+  for (const s of result.scenarios) console.log(`${s.name.padEnd(40)} ${String(s.recordsPerSecond).padStart(8)} records/s  (${s.records} in ${s.seconds} s)`);
+  console.log(`exactly-once runtime ÷ raw kafkajs: ${result.eosToRawRatio}`);
+}

@@ -1,0 +1,69 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { readEndpoints } from '../../common/endpoints.ts';
+import { ConfigError } from '../../common/errors.ts';
+import { queryArrival, type ArrivalDimension, type ArrivalRow } from '../../sinks/clickhouse/arrival-query.ts';
+import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
+
+export interface ArrivalCommandOptions {
+  /** How far back, e.g. `90m`, `24h`, `7d`, `2w` (default 24h). Pairs submitted in this range count. */
+  readonly since?: string;
+  /** Group rows by `vendor`, `app` or `hour` (default vendor). */
+  readonly by?: string;
+  /** Where the table goes. Default process.stdout. */
+  readonly out?: NodeJS.WritableStream;
+  /** A ClickHouse client to use (default: one from PUSH_CLICKHOUSE_*). */
+  readonly client?: ClickHouseClient;
+  /** Clock, epoch ms. Default Date.now. */
+  readonly now?: () => number;
+}
+
+const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** Parses `<n><s|m|h|d|w>` into milliseconds. */
+export function parseDuration(text: string, key = '--since'): number {
+  const m = /^(\d{1,6})\s*([smhdw])$/.exec(text.trim());
+  if (!m) throw new ConfigError(key, `expected a duration such as 90m, 24h or 7d, got ${JSON.stringify(text)}`);
+  const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
+  if (ms <= 0) throw new ConfigError(key, 'must be greater than zero');
+  return ms;
+}
+
+/**
+ * `pushctl arrival --since <duration> --by vendor|app|hour`: prints the arrival table read from
+ * ClickHouse (definition in docs/data.md) and returns its rows.
+ */
+export async function arrival(options: ArrivalCommandOptions = {}): Promise<ArrivalRow[]> {
+  const by = (options.by ?? 'vendor') as ArrivalDimension;
+  if (!['vendor', 'app', 'hour'].includes(by)) throw new ConfigError('--by', `expected vendor | app | hour, got ${JSON.stringify(options.by)}`);
+  const sinceMs = parseDuration(options.since ?? '24h');
+  const now = (options.now ?? Date.now)();
+  const sinceSeconds = Math.floor((now - sinceMs) / 1000);
+  const client = options.client ?? createClickhouseClient(connectionFromEndpoints(readEndpoints()));
+  try {
+    const rows = await queryArrival(client, by, sinceSeconds);
+    (options.out ?? process.stdout).write(formatArrivalTable(by, rows, new Date(sinceSeconds * 1000)));
+    return rows;
+  } finally {
+    if (!options.client) await client.close();
+  }
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+
+export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalRow[], since: Date): string {
+  const header = [by === 'hour' ? 'hour (UTC)' : by, 'submitted', 'arrived', 'arrival', 'delivered', 'delivered%', 'unknown', 'unknown%'];
+  const total = rows.reduce((t, r) => ({ submitted: t.submitted + r.submitted, arrived: t.arrived + r.arrived, delivered: t.delivered + r.delivered, unknown: t.unknown + r.unknown }), { submitted: 0, arrived: 0, delivered: 0, unknown: 0 });
+  const line = (key: string, r: { submitted: number; arrived: number; delivered: number; unknown: number }) => {
+    const rate = (n: number) => (r.submitted === 0 ? 0 : n / r.submitted);
+    return [key, String(r.submitted), String(r.arrived), pct(rate(r.arrived)), String(r.delivered), pct(rate(r.delivered)), String(r.unknown), pct(rate(r.unknown))];
+  };
+  const body = rows.map((r) => line(r.key, r));
+  // By vendor a pair that fell back across vendors is in two rows, so no total is summed there.
+  if (by !== 'vendor' && rows.length > 1) body.push(line('total', total));
+  const table = [header, ...body];
+  const widths = header.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  const render = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const out = [`arrival since ${since.toISOString().replace('T', ' ').slice(0, 19)} UTC, by ${by}`, render(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(render)];
+  if (rows.length === 0) out.push('(no submissions in this range)');
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,126 @@
+import { readInt } from '../../common/config.ts';
+import { startEnvironment } from '../../demo/environment.ts';
+import { trafficProducer, watchOutcomes } from '../../demo/traffic.ts';
+import { buildPopulation, setupRecords, timeline } from '../../bench/workload.ts';
+import { groupStatus } from './status.ts';
+import { STAGES } from '../../pipeline/stages.ts';
+import { formatArrivalTable } from './arrival.ts';
+import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
+import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
+import { Kafka, logLevel } from 'kafkajs';
+import { readEndpoints } from '../../common/endpoints.ts';
+import { delay } from '../../stack/process.ts';
+
+export const demoHelp = `pushctl demo [--users N] [--messages N] [--seconds S] [--instances N]
+
+  the main job on the embedded default: local stack, migrations, topics, all six vendor
+  emulators, worker processes, synthetic IM traffic (users with several devices, presence churn,
+  group storms, quiet hours, private mode, dead tokens) with a progress bar, then a summary:
+  events, pushes by vendor, merged, suppressed by reason, arrival rate read from ClickHouse.
+  defaults: 2000 users, 20000 messages over 30 s, 2 worker instances`;
+
+function flag(args: string[], name: string, key: string, fallback: number, max: number): number {
+  const i = args.indexOf(name);
+  return readInt({ [key]: i >= 0 ? args[i + 1] : undefined }, key, fallback, { min: 1, max });
+}
+
+function bar(done: number, total: number, width = 30): string {
+  const filled = Math.round((done / Math.max(1, total)) * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.round((done / Math.max(1, total)) * 100)).padStart(3)}%`;
+}
+
+/**
+ * Committed and end offsets of every input partition of the run's consumer groups, as one string.
+ * A drained pipeline is one whose snapshot stops changing (a transactionally written partition
+ * ends in commit markers no consumer "reads", so lag alone never reaches 0 under exactly-once).
+ */
+async function offsetsSnapshot(applicationId: string): Promise<string> {
+  const admin = new Kafka({ clientId: 'pushctl-demo', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const parts: string[] = [];
+    for (const stage of STAGES) {
+      const status = await groupStatus(admin, `${applicationId}-${stage}`);
+      for (const t of status.topics) for (const p of t.partitions) parts.push(`${stage}/${t.topic}/${p.partition}=${p.committed}/${p.end}`);
+    }
+    return parts.sort().join(',');
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Waits until the offsets snapshot is the same twice in a row, `intervalMs` apart, and `quiet()` holds. */
+async function waitDrained(applicationId: string, quiet: () => boolean, intervalMs = 2000): Promise<void> {
+  let previous = '';
+  for (;;) {
+    await delay(intervalMs);
+    const snapshot = await offsetsSnapshot(applicationId);
+    if (snapshot === previous && quiet()) return;
+    previous = snapshot;
+  }
+}
+
+export async function demoCommand(args: string[]): Promise<number> {
+  const users = flag(args, '--users', 'PUSH_DEMO_USERS', 2000, 1_000_000);
+  const messages = flag(args, '--messages', 'PUSH_DEMO_MESSAGES', 20_000, 10_000_000);
+  const seconds = flag(args, '--seconds', 'PUSH_DEMO_SECONDS', 30, 3600);
+  const instances = flag(args, '--instances', 'PUSH_DEMO_INSTANCES', 2, 16);
+  const started = Date.now();
+
+  const env = await startEnvironment({ instances });
+  try {
+    const population = buildPopulation({ users, apps: [env.appId] }, env.emulators.token);
+    // Some devices' preferred token is one the vendor has already forgotten: the fan-out must drop it and fall back.
+    for (const device of population.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
+    console.log(`[demo] ${users} users, ${population.devices.length} devices; waiting for workers to be ready ...`);
+    await env.waitReady();
+
+    const traffic = await trafficProducer(env.topicPrefix);
+    const watcher = await watchOutcomes(env.topicPrefix, `${env.applicationId}-demo-watcher`);
+    const setup = setupRecords(population);
+    await traffic.send('tokens', setup.tokens);
+    await traffic.send('settings', setup.settings);
+    // Tokens and settings must be in the policy's state before the first message needs them.
+    await waitDrained(env.applicationId, () => true, 1000);
+
+    const events = [...timeline(population, { users, messages, durationMs: seconds * 1000, startMs: Date.now() + 1000 })];
+    console.log(`[demo] playing ${events.length} events (${messages} persisted messages) over ${seconds} s`);
+    let sent = 0;
+    // On a terminal the bar redraws in place; in a log it is a line every 5 s.
+    const tty = process.stdout.isTTY;
+    const showProgress = () => {
+      const line = `[demo] ${bar(sent, events.length)} events ${sent}/${events.length}  outcomes ${watcher.total()}  accepted ${watcher.counts.get('ACCEPTED') ?? 0}`;
+      process.stdout.write(tty ? `\r${line}   ` : `${line}\n`);
+    };
+    const progress = setInterval(showProgress, tty ? 500 : 5000);
+    await traffic.play(events, (n) => (sent = n));
+    // Drain: hold and merge windows close, trailing updates go out, receipts come back.
+    await waitDrained(env.applicationId, () => watcher.quietForMs() > 4000);
+    clearInterval(progress);
+    showProgress();
+    if (tty) process.stdout.write('\n');
+
+    const c = (k: string) => watcher.counts.get(k) ?? 0;
+    const reasons = [...watcher.counts.entries()].filter(([k]) => /^(SUPPRESSED|DROPPED)\//.test(k)).sort();
+    console.log('\n=== offline-push demo summary ===');
+    console.log(`input events          ${events.length} (persisted messages ${messages}, presence ${events.length - messages})`);
+    console.log(`outcomes              ${watcher.total()}`);
+    console.log(`vendor accepted       ${c('ACCEPTED')}  (${['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo'].map((v) => `${v} ${c(`vendor/${v}`)}`).join(', ')})`);
+    console.log(`merged                ${c('MERGED')}`);
+    console.log(`dead tokens           ${c('DEAD_TOKEN')}    failed ${c('FAILED')}    throttled ${c('THROTTLED')}`);
+    for (const [k, n] of reasons) console.log(`${k.toLowerCase().padEnd(32)}${n}`);
+    await watcher.close();
+    await traffic.close();
+    console.log(`\narrival rate of app ${env.appId} from ClickHouse (distinct submitted (task, device) pairs):`);
+    const clickhouse = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
+    try {
+      console.log(formatArrivalTable('vendor', await queryArrival(clickhouse, 'vendor', Math.floor(started / 1000) - 60, env.appId), new Date(started)));
+    } finally {
+      await clickhouse.close();
+    }
+    console.log(`\n[demo] done in ${((Date.now() - started) / 1000).toFixed(1)} s (run ${env.run})`);
+    return 0;
+  } finally {
+    await env.close();
+  }
+}

@@ -1,0 +1,46 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { readInt } from '../../common/config.ts';
+import { closeOnSignals } from '../../topology/shutdown.ts';
+import { startWorker } from '../../pipeline/worker.ts';
+import { STAGES } from '../../pipeline/stages.ts';
+
+export const runHelp = `pushctl run [--stages ${STAGES.join(',')}] [--instances N] [--receiver]
+
+  runs pipeline workers until SIGTERM/SIGINT (finishes in-flight batches, commits, leaves groups).
+  --stages      which stages (default all; PUSH_STAGES)
+  --instances   start N worker processes (metrics ports PUSH_METRICS_PORT, +1, ...); default 1
+  --receiver    also serve vendor receipt callbacks (PUSH_RECEIVER=true)
+  configuration: PUSH_* keys, see README (PUSH_APPS_CONFIG is required for fan-out and receipts)`;
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+export async function runCommand(args: string[]): Promise<number> {
+  const env = { ...process.env };
+  const stages = flag(args, '--stages');
+  if (stages) env.PUSH_STAGES = stages;
+  if (args.includes('--receiver')) env.PUSH_RECEIVER = 'true';
+  const instances = readInt({ PUSH_INSTANCES: flag(args, '--instances') }, 'PUSH_INSTANCES', 1, { min: 1, max: 64 });
+  if (instances === 1) {
+    const worker = await startWorker(env);
+    console.log(`worker running: stages ${worker.config.stages.join(',')}, metrics http://127.0.0.1:${worker.metricsPort}/metrics`);
+    closeOnSignals([worker]);
+    return new Promise<number>(() => undefined);
+  }
+  // Several instances: one child process each, so a crash of one is a crash of one.
+  const basePort = readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 });
+  const pushctl = fileURLToPath(new URL('../pushctl.ts', import.meta.url));
+  const children: ChildProcess[] = [];
+  for (let i = 0; i < instances; i++) {
+    const childEnv = { ...env, PUSH_METRICS_PORT: String(basePort === 0 ? 0 : basePort + i), ...(i > 0 ? { PUSH_RECEIVER: 'false' } : {}) };
+    children.push(spawn(process.execPath, ['--import', 'tsx', pushctl, 'run'], { env: childEnv, stdio: 'inherit' }));
+  }
+  const stop = () => children.forEach((c) => c.kill('SIGTERM'));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  const codes = await Promise.all(children.map((c) => new Promise<number>((resolve) => c.once('exit', (code) => resolve(code ?? 1)))));
+  return codes.every((c) => c === 0) ? 0 : 1;
+}

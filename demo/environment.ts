@@ -1,0 +1,160 @@
+/**
+ * The embedded environment the demo, the benchmark and the chaos run share: the local stack with
+ * migrations applied, all six vendor emulators, and N worker processes (the first also serving
+ * receipt callbacks) on their own topic prefix and application id, so runs never see each other.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { stackUp } from '../stack/index.ts';
+import { ensureDir, LOG_DIR, stackPath } from '../stack/paths.ts';
+import { migrateAll } from '../cli/commands/migrate.ts';
+import { createPipelineTopics } from '../cli/commands/topics.ts';
+import { startEmulators, type StartedEmulators } from '../test/emulators/index.ts';
+import { delay } from '../stack/process.ts';
+
+export interface EnvironmentOptions {
+  /** Worker processes. Default 1. */
+  readonly instances?: number;
+  /** Topic partitions. Default 6. */
+  readonly partitions?: number;
+  /** Extra PUSH_* settings for every worker. */
+  readonly workerEnv?: Readonly<Record<string, string>>;
+  /** Run name: prefixes topics and the application id. Default a fresh one. */
+  readonly run?: string;
+  /** Print what is happening. Default true. */
+  readonly verbose?: boolean;
+}
+
+export interface Worker {
+  readonly index: number;
+  readonly metricsPort: number;
+  process: ChildProcess;
+}
+
+export interface Environment {
+  readonly run: string;
+  readonly topicPrefix: string;
+  readonly applicationId: string;
+  /** The vendor app of this run (its own, so ClickHouse figures of one run can be read apart). */
+  readonly appId: string;
+  readonly emulators: StartedEmulators;
+  readonly receiptPort: number;
+  readonly workers: Worker[];
+  /** The env every worker gets (for starting more, or restarting one). */
+  readonly workerEnv: Readonly<Record<string, string>>;
+  startWorker(index: number, options?: { receiver?: boolean }): Promise<Worker>;
+  /** Waits until every worker answers /readyz. */
+  waitReady(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const PUSHCTL = fileURLToPath(new URL('../cli/pushctl.ts', import.meta.url));
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startEnvironment(options: EnvironmentOptions = {}): Promise<Environment> {
+  const say = (line: string) => options.verbose !== false && console.log(line);
+  const run = options.run ?? `r${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  const topicPrefix = `${run}.`;
+  const applicationId = `offline-push-${run}`;
+  const appId = `app-${run}`;
+  const partitions = options.partitions ?? 6;
+
+  say('[env] local stack ...');
+  await stackUp();
+  say('[env] migrations ...');
+  await migrateAll();
+  await createPipelineTopics({ partitions, prefix: topicPrefix });
+
+  const receiptPort = await freePort();
+  const secret = randomBytes(16).toString('hex');
+  const receiptUrl = (vendor: string) => `http://127.0.0.1:${receiptPort}/receipts/${vendor}/${appId}${vendor === 'hms' ? '' : `?key=${secret}`}`;
+  say('[env] vendor emulators (APNs, FCM, HMS, Xiaomi, OPPO, vivo) ...');
+  const emulators = await startEmulators({
+    apps: [appId],
+    receiptUrls: { hms: receiptUrl('hms'), xiaomi: receiptUrl('xiaomi'), oppo: receiptUrl('oppo'), vivo: receiptUrl('vivo') },
+  });
+  const dir = ensureDir(stackPath('runs', run));
+  const appsConfig = join(dir, 'apps.json');
+  writeFileSync(appsConfig, JSON.stringify(emulators.rawAppsConfig, null, 2), { mode: 0o600 });
+  const receiptsConfig = join(dir, 'receipts.json');
+  writeFileSync(
+    receiptsConfig,
+    JSON.stringify({ apps: [{ appId, hms: emulators.hmsReceiptSigning, xiaomi: { sharedSecret: secret }, oppo: { sharedSecret: secret }, vivo: { sharedSecret: secret } }] }),
+    { mode: 0o600 },
+  );
+
+  const workerEnv: Record<string, string> = {
+    PUSH_APPLICATION_ID: applicationId,
+    PUSH_TOPIC_PREFIX: topicPrefix,
+    PUSH_PARTITIONS: String(partitions),
+    PUSH_APPS_CONFIG: appsConfig,
+    PUSH_RECEIPTS_CONFIG: receiptsConfig,
+    PUSH_RECEIPTS_PORT: String(receiptPort),
+    PUSH_LOG_LEVEL: process.env.PUSH_LOG_LEVEL ?? 'warn',
+    ...options.workerEnv,
+  };
+  const workers: Worker[] = [];
+
+  const startWorker = async (index: number, o: { receiver?: boolean } = {}): Promise<Worker> => {
+    const metricsPort = await freePort();
+    const log = openSync(join(ensureDir(LOG_DIR), `${run}-worker-${index}.log`), 'a');
+    const child = spawn(process.execPath, ['--import', 'tsx', PUSHCTL, 'run'], {
+      env: { ...process.env, ...workerEnv, PUSH_METRICS_PORT: String(metricsPort), PUSH_RECEIVER: String(o.receiver ?? index === 0) },
+      stdio: ['ignore', log, log],
+    });
+    const worker = { index, metricsPort, process: child };
+    const existing = workers.findIndex((w) => w.index === index);
+    if (existing >= 0) workers[existing] = worker;
+    else workers.push(worker);
+    return worker;
+  };
+
+  const instances = options.instances ?? 1;
+  say(`[env] ${instances} worker process(es), logs in ${LOG_DIR}/${run}-worker-*.log ...`);
+  for (let i = 0; i < instances; i++) await startWorker(i);
+
+  const env: Environment = {
+    run, topicPrefix, applicationId, appId, emulators, receiptPort, workers, workerEnv, startWorker,
+    async waitReady(timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (const worker of workers) {
+        for (;;) {
+          if (worker.process.exitCode !== null) throw new Error(`worker ${worker.index} exited with ${worker.process.exitCode}; see ${LOG_DIR}/${run}-worker-${worker.index}.log`);
+          const ok = await fetch(`http://127.0.0.1:${worker.metricsPort}/readyz`).then((r) => r.ok, () => false);
+          if (ok) break;
+          if (Date.now() > deadline) throw new Error(`worker ${worker.index} not ready after ${timeoutMs} ms`);
+          await delay(250);
+        }
+      }
+    },
+    async close() {
+      await Promise.all(
+        workers.map(
+          (w) =>
+            new Promise<void>((resolve) => {
+              if (w.process.exitCode !== null || w.process.signalCode !== null) return resolve();
+              w.process.once('exit', () => resolve());
+              w.process.kill('SIGTERM');
+              setTimeout(() => w.process.kill('SIGKILL'), 30_000).unref();
+            }),
+        ),
+      );
+      await emulators.close();
+    },
+  };
+  return env;
+}

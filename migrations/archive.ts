@@ -1,0 +1,52 @@
+/**
+ * Moves push tasks older than the hot retention (7 days, DESIGN §3) from im_push_task into
+ * im_push_task_archive, in batches, each batch one transaction (copy, then delete), so the hot table
+ * is never locked for long and a crash mid-way loses and duplicates nothing (INSERT IGNORE on the
+ * archive's primary key makes a repeated batch harmless).
+ */
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+
+export interface ArchiveOptions {
+  /** Rows older than this (by created_at) move, in days. Default 7. */
+  retentionDays?: number;
+  /** Rows per batch. Default 1 000. */
+  batchSize?: number;
+  /** The current time in epoch ms. Default Date.now(). */
+  nowMs?: number;
+  /** Default im_push_task / im_push_task_archive. */
+  table?: string;
+  archiveTable?: string;
+}
+
+const COLUMNS = 'id, task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, vendor_message_id, collapse_id, status, attempts, fail_code, created_at, updated_at, submitted_at';
+
+/** Returns how many rows moved. */
+export async function archiveTasks(pool: Pool, options: ArchiveOptions = {}): Promise<number> {
+  const cutoff = new Date((options.nowMs ?? Date.now()) - (options.retentionDays ?? 7) * 86_400_000);
+  const batch = options.batchSize ?? 1_000;
+  const table = `\`${options.table ?? 'im_push_task'}\``;
+  const archive = `\`${options.archiveTable ?? 'im_push_task_archive'}\``;
+  let moved = 0;
+  for (;;) {
+    const conn = await pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      const [rows] = await conn.query<RowDataPacket[]>(`SELECT id FROM ${table} WHERE created_at < ? ORDER BY id LIMIT ? FOR UPDATE`, [cutoff, batch]);
+      if (rows.length === 0) {
+        await conn.commit();
+        return moved;
+      }
+      const ids = rows.map((r) => r.id as number);
+      await conn.query(`INSERT IGNORE INTO ${archive} (${COLUMNS}) SELECT ${COLUMNS} FROM ${table} WHERE id IN (?)`, [ids]);
+      await conn.query(`DELETE FROM ${table} WHERE id IN (?)`, [ids]);
+      await conn.commit();
+      moved += ids.length;
+      if (ids.length < batch) return moved;
+    } catch (error) {
+      await conn.rollback().catch(() => undefined);
+      throw error;
+    } finally {
+      conn.release();
+    }
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Applies the numbered MySQL (migrations/mysql) and ClickHouse (migrations/clickhouse) files in
+ * order, once each, recording every applied version in a `schema_migrations` table on each side.
+ * Idempotent: a second run applies nothing. Creates the databases when missing. A file changed after
+ * it was applied fails the run (its checksum no longer matches) instead of being skipped silently.
+ * Concurrent runs (several workers starting) serialise on a MySQL named lock.
+ */
+import { basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import mysql from 'mysql2/promise';
+import { ConfigError, ContractError } from '../common/errors.ts';
+import type { Logger } from '../common/log.ts';
+import { chIdent, chString, clickhouseQuery, type ClickHouseTarget } from './clickhouse-http.ts';
+import { readMigrations, type MigrationFile } from './files.ts';
+
+export const MYSQL_MIGRATIONS_DIR = fileURLToPath(new URL('./mysql', import.meta.url));
+export const CLICKHOUSE_MIGRATIONS_DIR = fileURLToPath(new URL('./clickhouse', import.meta.url));
+
+export interface MigrateOptions {
+  /** mysql://user:password@host:port/database (PUSH_MYSQL_URL). The database is created when missing. */
+  mysqlUrl: string;
+  /** ClickHouse HTTP target (PUSH_CLICKHOUSE_*); omit to migrate MySQL only. */
+  clickhouse?: ClickHouseTarget;
+  /** Default migrations/mysql. */
+  mysqlDir?: string;
+  /** Default migrations/clickhouse. */
+  clickhouseDir?: string;
+  /**
+   * Accept files whose checksum changed after they were applied (warn and skip instead of failing).
+   * For development databases only; default false.
+   */
+  allowChangedFiles?: boolean;
+  /** How long to wait for another run's lock, in seconds. Default 60. */
+  lockTimeoutSeconds?: number;
+  log?: Logger;
+}
+
+export interface AppliedSide {
+  /** Versions applied by this run, in order. */
+  applied: number[];
+  /** Versions that were already recorded. */
+  alreadyApplied: number[];
+}
+
+export interface MigrateResult {
+  mysql: AppliedSide;
+  clickhouse?: AppliedSide;
+}
+
+/** Splits a mysql:// URL into connection options and the database name. */
+export function parseMysqlUrl(raw: string): { connection: mysql.ConnectionOptions; database: string } {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('PUSH_MYSQL_URL', 'expected mysql://user:password@host:port/database');
+  }
+  if (url.protocol !== 'mysql:') throw new ConfigError('PUSH_MYSQL_URL', `expected the mysql: scheme, got ${url.protocol}`);
+  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_]+$/.test(database)) throw new ConfigError('PUSH_MYSQL_URL', 'the path must name the database (letters, digits, _)');
+  return {
+    connection: {
+      host: url.hostname,
+      port: url.port ? Number(url.port) : 3306,
+      user: decodeURIComponent(url.username || 'root'),
+      password: decodeURIComponent(url.password),
+      charset: 'utf8mb4',
+    },
+    database,
+  };
+}
+
+export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
+  const result: MigrateResult = { mysql: await migrateMysql(options) };
+  if (options.clickhouse) result.clickhouse = await migrateClickHouse(options.clickhouse, options.clickhouseDir ?? CLICKHOUSE_MIGRATIONS_DIR, options);
+  return result;
+}
+
+const MYSQL_VERSIONS_DDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version    INT UNSIGNED NOT NULL,
+  name       VARCHAR(255) NOT NULL,
+  checksum   CHAR(64)     NOT NULL,
+  applied_at DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (version)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`;
+
+async function migrateMysql(options: MigrateOptions): Promise<AppliedSide> {
+  const { connection, database } = parseMysqlUrl(options.mysqlUrl);
+  const files = readMigrations(options.mysqlDir ?? MYSQL_MIGRATIONS_DIR);
+  const conn = await mysql.createConnection(connection);
+  const lockName = `offline_push_migrate_${database}`;
+  try {
+    await conn.query(`CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    await conn.query(`USE \`${database}\``);
+    const [lock] = await conn.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [lockName, options.lockTimeoutSeconds ?? 60]);
+    if (lock[0]?.got !== 1) throw new ContractError('MIGRATION_LOCKED', `another migration run holds ${lockName}`);
+    try {
+      await conn.query(MYSQL_VERSIONS_DDL);
+      const [rows] = await conn.query<mysql.RowDataPacket[]>('SELECT version, checksum FROM schema_migrations');
+      const recorded = new Map(rows.map((r) => [Number(r.version), String(r.checksum)]));
+      return await applyInOrder(files, recorded, 'mysql', options, async (file) => {
+        // MySQL DDL commits implicitly; each statement is idempotent (IF NOT EXISTS), so a crash
+        // between a statement and the version record re-runs harmlessly.
+        for (const statement of file.statements) await conn.query(statement);
+        await conn.query('INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)', [file.version, file.name, file.checksum]);
+        options.log?.info('mysql migration applied', { version: file.version, name: file.name });
+      });
+    } finally {
+      await conn.query('SELECT RELEASE_LOCK(?)', [lockName]).catch(() => undefined);
+    }
+  } finally {
+    await conn.end();
+  }
+}
+
+async function migrateClickHouse(target: ClickHouseTarget, dir: string, options: MigrateOptions): Promise<AppliedSide> {
+  if (!/^[A-Za-z0-9_]+$/.test(target.database)) throw new ConfigError('PUSH_CLICKHOUSE_DATABASE', 'letters, digits and _ only');
+  const files = readMigrations(dir);
+  await clickhouseQuery(target, `CREATE DATABASE IF NOT EXISTS ${chIdent(target.database)}`, false);
+  // TinyLog: a handful of rows, appended once per version; runs on 18.16 and current releases.
+  await clickhouseQuery(target, 'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime) ENGINE = TinyLog');
+  const text = await clickhouseQuery(target, 'SELECT version, checksum FROM schema_migrations FORMAT TabSeparated');
+  const recorded = new Map<number, string>();
+  for (const line of text.split('\n').filter(Boolean)) {
+    const [version, checksum] = line.split('\t');
+    recorded.set(Number(version), checksum ?? '');
+  }
+  return applyInOrder(files, recorded, 'clickhouse', options, async (file) => {
+    for (const statement of file.statements) await clickhouseQuery(target, statement);
+    await clickhouseQuery(target, `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (${file.version}, ${chString(file.name)}, ${chString(file.checksum)}, now())`);
+    options.log?.info('clickhouse migration applied', { version: file.version, name: file.name });
+  });
+}
+
+async function applyInOrder(
+  files: MigrationFile[],
+  recorded: Map<number, string>,
+  side: string,
+  options: Pick<MigrateOptions, 'allowChangedFiles' | 'log'>,
+  apply: (file: MigrationFile) => Promise<void>,
+): Promise<AppliedSide> {
+  const out: AppliedSide = { applied: [], alreadyApplied: [] };
+  for (const file of files) {
+    const checksum = recorded.get(file.version);
+    if (checksum !== undefined) {
+      if (checksum !== file.checksum && options.allowChangedFiles) {
+        options.log?.warn('migration changed after it was applied; not re-applied', { side, file: basename(file.path) });
+      } else if (checksum !== file.checksum) {
+        throw new ContractError('MIGRATION_CHANGED', `${side} migration ${basename(file.path)} was changed after it was applied; add a new numbered file instead`);
+      }
+      out.alreadyApplied.push(file.version);
+      continue;
+    }
+    await apply(file);
+    out.applied.push(file.version);
+  }
+  return out;
+}

@@ -1,0 +1,152 @@
+/**
+ * A worker process: runs the chosen stages of the pipeline (each a StreamsApp in its own consumer
+ * group), the optional receipt receiver, and the /metrics, /healthz, /readyz endpoints. Start as
+ * many as you like with the same PUSH_APPLICATION_ID: partitions (and their state, through the
+ * changelogs) spread over them.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import mysql from 'mysql2/promise';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { readEnum, readInt, readList, readString, type Env } from '../common/config.ts';
+import { ConfigError } from '../common/errors.ts';
+import { readEndpoints } from '../common/endpoints.ts';
+import { createLogger, type Logger } from '../common/log.ts';
+import { StreamsApp, type ProcessingGuarantee } from '../topology/runtime.ts';
+import { PipelineMetrics } from '../sinks/metrics/pipeline-metrics.ts';
+import { startMetricsServer } from '../sinks/metrics/server.ts';
+import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
+import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
+import { startReceiptReceiver, type RunningReceiver } from '../receipts/main.ts';
+import { createPipelineTopics } from '../cli/commands/topics.ts';
+import { registerSchemas } from './schemas.ts';
+import { buildStage, STAGES, type Stage, type StageName } from './stages.ts';
+import { topicName } from './topics.ts';
+
+/** Worker settings, read once from PUSH_* keys (a bad value names its key). */
+export interface WorkerConfig {
+  /** PUSH_APPLICATION_ID: prefix of consumer groups, changelogs and transactional ids. Default offline-push. */
+  readonly applicationId: string;
+  /** PUSH_STAGES: comma-separated subset of decisions, fan-out, receipts, clickhouse. Default all. */
+  readonly stages: StageName[];
+  /** PUSH_RECEIVER: also serve the vendor receipt callbacks (receipts/). Default false. */
+  readonly receiver: boolean;
+  /** PUSH_PROCESSING_GUARANTEE: exactly_once (default) or at_least_once. */
+  readonly guarantee: ProcessingGuarantee;
+  /** PUSH_COMMIT_INTERVAL_MS: default 100 under exactly_once, 1000 otherwise; 10–60 000. */
+  readonly commitIntervalMs: number;
+  /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
+  readonly partitions: number;
+  /** PUSH_TOPIC_PREFIX: prefix of every topic name. Default none. */
+  readonly topicPrefix: string;
+  /** PUSH_METRICS_PORT: /metrics, /healthz, /readyz; 0 picks a free port. Default 9464. */
+  readonly metricsPort: number;
+  /** PUSH_APPS_CONFIG: the vendor apps JSON file (needed by fan-out, receipts and the receiver). */
+  readonly appsConfigPath: string;
+}
+
+export function readWorkerConfig(env: Env = process.env): WorkerConfig {
+  const stages = readList(env, 'PUSH_STAGES', STAGES);
+  for (const stage of stages) {
+    if (!(STAGES as readonly string[]).includes(stage)) throw new ConfigError('PUSH_STAGES', `unknown stage ${JSON.stringify(stage)}; expected some of ${STAGES.join(', ')}`);
+  }
+  const guarantee = readEnum(env, 'PUSH_PROCESSING_GUARANTEE', 'exactly_once', ['exactly_once', 'at_least_once'] as const);
+  const receiver = readString(env, 'PUSH_RECEIVER', 'false') === 'true';
+  const appsConfigPath = readString(env, 'PUSH_APPS_CONFIG', '');
+  if (appsConfigPath === '' && (receiver || stages.some((s) => s === 'fan-out' || s === 'receipts'))) {
+    throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
+  }
+  return Object.freeze({
+    applicationId: readString(env, 'PUSH_APPLICATION_ID', 'offline-push'),
+    stages: stages as StageName[],
+    receiver,
+    guarantee,
+    commitIntervalMs: readInt(env, 'PUSH_COMMIT_INTERVAL_MS', guarantee === 'exactly_once' ? 100 : 1000, { min: 10, max: 60_000 }),
+    partitions: readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }),
+    topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', ''),
+    metricsPort: readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 }),
+    appsConfigPath,
+  });
+}
+
+export interface RunningWorker {
+  readonly config: WorkerConfig;
+  readonly metrics: PipelineMetrics;
+  readonly metricsPort: number;
+  readonly receiverPort?: number;
+  /** True once every stage has its tasks assigned. */
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+export async function startWorker(env: Env = process.env, logger: Logger = createLogger({ service: 'push-worker' })): Promise<RunningWorker> {
+  const config = readWorkerConfig(env);
+  const endpoints = readEndpoints(env);
+  const metrics = new PipelineMetrics();
+  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 8, timezone: 'Z' });
+  const vendors: VendorRegistry | undefined = config.appsConfigPath ? createVendorRegistry(loadAppsConfig(config.appsConfigPath)) : undefined;
+
+  await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
+  await registerSchemas(registry, { prefix: config.topicPrefix });
+
+  const stages: Stage[] = config.stages.map((name) =>
+    buildStage(name, { env, endpoints, topicPrefix: config.topicPrefix, registry, mysql: pool, vendors: vendors!, metrics, logger: logger.child({ stage: name }) }),
+  );
+  await ensureInternalTopics(endpoints.kafkaBrokers, stages.flatMap((s) => s.internalTopics), config.partitions);
+
+  const apps: StreamsApp[] = [];
+  let fatal: unknown;
+  for (const stage of stages) {
+    const app = new StreamsApp({
+      applicationId: `${config.applicationId}-${stage.name}`,
+      topology: stage.topology,
+      brokers: endpoints.kafkaBrokers,
+      // The ClickHouse sink is idempotent (events dedupe by id) and may wait out a long outage, longer
+      // than a transaction may stay open, so it always runs at-least-once.
+      processingGuarantee: stage.name === 'clickhouse' ? 'at_least_once' : config.guarantee,
+      commitIntervalMs: config.commitIntervalMs,
+      dlqTopic: topicName('dlq', config.topicPrefix),
+      metricsListener: metrics.listener,
+      logger: logger.child({ stage: stage.name }),
+      onFatalError: (error) => {
+        fatal = error;
+        logger.error('stage stopped on an unrecoverable error', { stage: stage.name, error });
+      },
+    });
+    await app.start();
+    apps.push(app);
+  }
+  const receiver: RunningReceiver | undefined = config.receiver ? await startReceiptReceiver(env, undefined, logger.child({ service: 'push-receipts' })) : undefined;
+  const ready = () => fatal === undefined && apps.every((a) => a.assignedTasks().length > 0);
+  const server = await startMetricsServer(metrics.registry, { live: () => fatal === undefined, ready }, config.metricsPort);
+  logger.info('worker running', { stages: config.stages, metricsPort: server.port, receiverPort: receiver?.port, guarantee: config.guarantee });
+
+  return {
+    config,
+    metrics,
+    metricsPort: server.port,
+    ...(receiver ? { receiverPort: receiver.port } : {}),
+    ready,
+    async close() {
+      await receiver?.stop();
+      for (const app of apps) await app.close();
+      for (const stage of stages) await stage.close();
+      await server.close();
+      await vendors?.close();
+      await pool.end();
+    },
+  };
+}
+
+async function ensureInternalTopics(brokers: string[], topics: readonly string[], partitions: number): Promise<void> {
+  if (topics.length === 0) return;
+  const admin = new Kafka({ clientId: 'push-worker', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter((t) => !existing.has(t));
+    if (missing.length > 0) await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+}

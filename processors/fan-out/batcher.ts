@@ -1,0 +1,49 @@
+import type { PushMessage, SubmitOutcome, VendorAdapter } from '../../sinks/vendors/types.ts';
+import type { VendorGate } from './vendor-gate.ts';
+
+/**
+ * Collects the messages for one (vendor, app) that arrive in the same tick into submit calls of
+ * up to the adapter's `maxBatchSize` (HMS, Xiaomi, vivo batch identical messages, OPPO any), each
+ * admitted through the vendor gate. Single-token vendors (APNs, FCM) get one call per message.
+ */
+export class SubmitBatcher {
+  private queue: Array<{ message: PushMessage; resolve: (o: SubmitOutcome) => void }> = [];
+  private scheduled = false;
+  /** Vendor calls made (for metrics and tests). */
+  calls = 0;
+
+  constructor(private readonly adapter: VendorAdapter, private readonly gate: VendorGate) {}
+
+  submit(message: PushMessage): Promise<SubmitOutcome> {
+    return new Promise((resolve) => {
+      this.queue.push({ message, resolve });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.drain());
+      }
+    });
+  }
+
+  private drain(): void {
+    this.scheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    const size = Math.max(1, this.adapter.maxBatchSize);
+    for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
+  }
+
+  private async send(batch: Array<{ message: PushMessage; resolve: (o: SubmitOutcome) => void }>): Promise<void> {
+    let outcomes: SubmitOutcome[];
+    await this.gate.acquire(batch.length);
+    try {
+      this.calls++;
+      outcomes = await this.adapter.submit(batch.map((b) => b.message));
+    } catch (error) {
+      // Adapters answer network trouble with `retryable`; anything thrown is a bug, kept retryable.
+      outcomes = batch.map(() => ({ kind: 'retryable', code: `ADAPTER_${(error as Error).name ?? 'ERROR'}` }));
+    } finally {
+      this.gate.release();
+    }
+    batch.forEach((b, i) => b.resolve(outcomes[i] ?? { kind: 'retryable', code: 'MISSING_OUTCOME' }));
+  }
+}

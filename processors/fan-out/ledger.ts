@@ -1,0 +1,60 @@
+/**
+ * The fan-out's view of `im_push_task` (DESIGN §1.5, §3): what it needs to submit each task at
+ * most once. Injected, so the processor stays pure; `sinks/mysql/tasks.ts` implements it on MySQL.
+ */
+
+/** Task status as stored: 0 pending, 1 submitted, 2 delivered, 3 failed, 4 merged. */
+export type TaskStatus = 0 | 1 | 2 | 3 | 4;
+
+export const TASK_STATUS = { pending: 0, submitted: 1, delivered: 2, failed: 3, merged: 4 } as const;
+
+/** The identifying columns of one task row. */
+export interface TaskRow {
+  readonly taskId: string;
+  readonly uid: string;
+  readonly convId: string;
+  readonly seq: number;
+  readonly deviceId: string;
+  readonly msgId: string;
+  readonly appId: string;
+  readonly platform: string;
+  readonly collapseId: string;
+}
+
+/** How a submission ended, recorded on the task row. */
+export interface TaskResult {
+  readonly status: typeof TASK_STATUS.submitted | typeof TASK_STATUS.failed;
+  readonly vendor: string;
+  /** The vendor's message id (accepted), else null. */
+  readonly vendorMessageId: string | null;
+  /** The vendor code of a failure, else null. */
+  readonly failCode: string | null;
+  /** Vendor calls made for this task. */
+  readonly attempts: number;
+}
+
+/** A task row as stored when the fan-out claims it. */
+export interface StoredTask {
+  readonly status: TaskStatus;
+  /** Vendor, message id, failure code and attempts of an earlier submission (null while pending). */
+  readonly vendor: string | null;
+  readonly vendorMessageId: string | null;
+  readonly failCode: string | null;
+  readonly attempts: number;
+}
+
+export interface PushTaskLedger {
+  /**
+   * Records the task as pending (status 0) unless a row exists, and resolves to the row now
+   * stored. Calls made close together are written in one batch. Waits (retrying) while the store
+   * is unreachable; rejects only on errors a retry cannot fix.
+   */
+  claim(task: TaskRow): Promise<StoredTask>;
+  /**
+   * Buffers the result of a task: 1 (submitted, never overriding delivered) or 3 (failed, only
+   * over pending). Written in batches, at the latest by `flush`.
+   */
+  record(task: TaskRow, result: TaskResult): void;
+  /** Writes everything buffered; resolves when it is durable. Called before every commit. */
+  flush(): Promise<void>;
+}

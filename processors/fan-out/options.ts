@@ -1,0 +1,82 @@
+import { checkRange, readInt, type Env } from '../../common/config.ts';
+import type { VendorLimits } from '../../sinks/vendors/registry.ts';
+import type { Vendor, VendorAdapter } from '../../sinks/vendors/types.ts';
+import type { PushTaskLedger } from './ledger.ts';
+import { realClock, type GateClock } from './vendor-gate.ts';
+
+/** What the fan-out needs of the vendor registry (sinks/vendors/registry.ts). */
+export interface VendorDirectory {
+  adapter(vendor: Vendor, appId: string): VendorAdapter | undefined;
+  limits(vendor: Vendor, appId: string): VendorLimits | undefined;
+}
+
+/** Non-blocking observer of vendor answers (metrics). */
+export interface FanOutListener {
+  onAnswer?(vendor: string, appId: string, kind: string, code: string | null): void;
+}
+
+/** Options of the fan-out stage (DESIGN §2.4). */
+export interface FanOutOptions {
+  /** Adapters and per (vendor, app) limits. */
+  readonly vendors: VendorDirectory;
+  /** The im_push_task ledger (sinks/mysql/tasks.ts on MySQL). */
+  readonly ledger: PushTaskLedger;
+  /** Child node names: outcomes (push.outcomes) and token invalidations (a push.tokens sink). */
+  readonly outputs: { readonly outcomes: string; readonly tokens: string };
+  /** Vendor time to live of a push, s. Env PUSH_FANOUT_TTL_SECONDS; default 86 400; 0–2 419 200. */
+  readonly ttlSeconds?: number;
+  /** Vendor calls per channel for retryable answers (5xx, network). Env PUSH_FANOUT_MAX_RETRIES; default 3; 1–10. */
+  readonly maxRetryableAttempts?: number;
+  /** Vendor calls per channel when throttled and no other channel is left. Env PUSH_FANOUT_MAX_THROTTLED; default 4; 1–20. */
+  readonly maxThrottledAttempts?: number;
+  /** Backoff before the second call, ms (doubling, full jitter). Default 200; 1–60 000. */
+  readonly backoffInitialMs?: number;
+  /** Longest backoff, ms. Default 30 000; 1–600 000. */
+  readonly backoffMaxMs?: number;
+  /** Pause of a (vendor, app) after a 429 without Retry-After, ms. Default 1 000; 0–600 000. */
+  readonly defaultThrottleMs?: number;
+  /** Dispatches in flight per task before `process` waits (back pressure). Env PUSH_FANOUT_MAX_IN_FLIGHT; default 256; 1–100 000. */
+  readonly maxInFlight?: number;
+  /** Per (vendor, app) limits when the directory has none. Defaults 500/s and 64. */
+  readonly defaultLimits?: VendorLimits;
+  /** Clock and sleep; tests may inject. Default real time. */
+  readonly clock?: GateClock;
+  readonly listener?: FanOutListener;
+}
+
+export interface FanOutConfig {
+  readonly ttlSeconds: number;
+  readonly maxRetryableAttempts: number;
+  readonly maxThrottledAttempts: number;
+  readonly backoffInitialMs: number;
+  readonly backoffMaxMs: number;
+  readonly defaultThrottleMs: number;
+  readonly maxInFlight: number;
+  readonly defaultLimits: VendorLimits;
+  readonly clock: GateClock;
+}
+
+/** Validates once (ConfigError naming the option) and fills defaults. */
+export function fanOutConfig(o: FanOutOptions): FanOutConfig {
+  return Object.freeze({
+    ttlSeconds: checkRange('fanOut.ttlSeconds', o.ttlSeconds ?? 86_400, { min: 0, max: 2_419_200 }),
+    maxRetryableAttempts: checkRange('fanOut.maxRetryableAttempts', o.maxRetryableAttempts ?? 3, { min: 1, max: 10 }),
+    maxThrottledAttempts: checkRange('fanOut.maxThrottledAttempts', o.maxThrottledAttempts ?? 4, { min: 1, max: 20 }),
+    backoffInitialMs: checkRange('fanOut.backoffInitialMs', o.backoffInitialMs ?? 200, { min: 1, max: 60_000 }),
+    backoffMaxMs: checkRange('fanOut.backoffMaxMs', o.backoffMaxMs ?? 30_000, { min: 1, max: 600_000 }),
+    defaultThrottleMs: checkRange('fanOut.defaultThrottleMs', o.defaultThrottleMs ?? 1000, { min: 0, max: 600_000 }),
+    maxInFlight: checkRange('fanOut.maxInFlight', o.maxInFlight ?? 256, { min: 1, max: 100_000 }),
+    defaultLimits: o.defaultLimits ?? { ratePerSecond: 500, concurrency: 64 },
+    clock: o.clock ?? realClock,
+  });
+}
+
+/** Reads the PUSH_FANOUT_* keys into options (the rest comes from the worker's wiring). */
+export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight'> {
+  return {
+    ttlSeconds: readInt(env, 'PUSH_FANOUT_TTL_SECONDS', 86_400, { min: 0, max: 2_419_200 }),
+    maxRetryableAttempts: readInt(env, 'PUSH_FANOUT_MAX_RETRIES', 3, { min: 1, max: 10 }),
+    maxThrottledAttempts: readInt(env, 'PUSH_FANOUT_MAX_THROTTLED', 4, { min: 1, max: 20 }),
+    maxInFlight: readInt(env, 'PUSH_FANOUT_MAX_IN_FLIGHT', 256, { min: 1, max: 100_000 }),
+  };
+}

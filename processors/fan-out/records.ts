@@ -1,0 +1,68 @@
+import { outcomeEventId } from '../shared/ids.ts';
+import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
+import type { TaskRow } from './ledger.ts';
+
+/** Reasons the fan-out puts on outcomes (push-outcome.reason). */
+export type FanOutReason =
+  | 'rate_limited' // the vendor throttled (429, flow control); retried later or moved to another channel
+  | 'quota' // the vendor's daily quota is used up; never retried
+  | 'dead_token'
+  | 'payload_too_large'
+  | 'auth_failed' // the vendor credential still failed after one refresh
+  | 'permanent' // the vendor refused the request for good
+  | 'retries_exhausted' // 5xx / network answers beyond the retry budget
+  | 'no_adapter' // the app has no such vendor configured
+  | 'no_token' // the dispatch carried no channel
+  | 'duplicate'; // already submitted (or final) in im_push_task
+
+export interface FanOutAnswer {
+  readonly status: OutcomeStatus;
+  readonly vendor: string | null;
+  readonly reason: FanOutReason | null;
+  readonly code: string | null;
+  readonly vendorMessageId?: string | null;
+  readonly attempts: number;
+  /** Separates several outcomes of one task (vendor and call number). */
+  readonly discriminator: string;
+}
+
+export function taskRowOf(d: PushDispatch): TaskRow {
+  return {
+    taskId: d.task_id, uid: d.uid, convId: d.conv_id, seq: d.seq, deviceId: d.device_id,
+    msgId: d.msg_id, appId: d.app_id, platform: d.platform, collapseId: d.collapse_id,
+  };
+}
+
+/** One push-outcome record of the fan-out; the event id is deterministic so replays dedupe. */
+export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): PushOutcome {
+  return {
+    event_id: outcomeEventId('fan-out', a.status, d.task_id, a.discriminator),
+    task_id: d.task_id,
+    uid: d.uid,
+    device_id: d.device_id,
+    conv_id: d.conv_id,
+    seq: d.seq,
+    msg_id: d.msg_id,
+    app_id: d.app_id,
+    platform: d.platform,
+    vendor: a.vendor,
+    stage: 'fan-out',
+    status: a.status,
+    reason: a.reason,
+    code: a.code,
+    vendor_message_id: a.vendorMessageId ?? null,
+    collapse_id: d.collapse_id,
+    attempts: a.attempts,
+    persisted_at: d.persisted_at,
+    at,
+    latency_ms: a.status === 'ACCEPTED' ? Math.max(0, at - d.persisted_at) : null,
+  };
+}
+
+/** The token invalidation fed back to push.tokens when a vendor says the token is dead. */
+export function deadTokenReport(d: PushDispatch, vendor: string, token: string, at: number): TokenReport {
+  return {
+    uid: d.uid, device_id: d.device_id, platform: d.platform, vendor, app_id: d.app_id, token,
+    reported_at: at, state: 'INVALID', source: 'FAN_OUT', reason: 'dead_token', manufacturer: null,
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * The merge stage (DESIGN §2.2): one notification stands per (uid, conv_id) window, per device,
+ * carrying the latest seq and unread count. Input: push candidates (TRIGGER and READ). Outputs:
+ * merged notifications, and a MERGED / SUPPRESSED outcome for every trigger that does not become one.
+ *
+ * Every trigger ends in exactly one of: a merged notification (LEADING or TRAILING), MERGED (folded
+ * into a push that carries a higher seq), or SUPPRESSED `read` (read before its push went out).
+ * Windows close by the wall clock (a punctuator over a timer store, one timer per (uid, conv_id):
+ * no scan of open windows), and also by event time when the device's next trigger arrives after
+ * the window's end.
+ */
+import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
+import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { collapseId } from '../shared/ids.ts';
+import { classifyInput } from '../shared/inputs.ts';
+import { compositeKey, keyParts } from '../shared/keys.ts';
+import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
+import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../shared/records.ts';
+import { compileMergeOptions, type MergeConfig, type MergeOptions } from './options.ts';
+import { carry, coveredSeq, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
+
+type Out = PushMerged | PushOutcome;
+
+/** Creates the merge processor supplier; options are validated here, once (ConfigError naming the key). */
+export function merge(options: MergeOptions = {}): () => Processor<string, unknown, string, Out> {
+  const config = compileMergeOptions(options);
+  return () => new MergeProcessor(config);
+}
+
+class MergeProcessor implements Processor<string, unknown, string, Out> {
+  private ctx!: ProcessorContext<string, Out>;
+  private windows!: KeyValueStore<ConvWindows>;
+  private timers!: TimerStore;
+
+  constructor(private readonly config: MergeConfig) {}
+
+  init(ctx: ProcessorContext<string, Out>): void {
+    this.ctx = ctx;
+    this.windows = ctx.getStateStore(this.config.stores.windows);
+    this.timers = ctx.getStateStore(this.config.stores.windowTimers);
+    ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.onTimers(now));
+  }
+
+  process(record: StreamRecord<string, unknown>): void {
+    const input = classifyInput(record.value);
+    if (input.kind !== 'candidate') throw new Error(`merge: unexpected ${input.kind} record`);
+    const c = input.value;
+    if (c.kind === 'READ') this.onRead(c);
+    else this.onTrigger(c, c.decided_at);
+  }
+
+  private onTrigger(c: PushCandidate, at: number): void {
+    const key = compositeKey(c.uid, c.conv_id);
+    const conv = this.windows.get(key) ?? {};
+    let w: DeviceWindow | undefined = conv[c.device_id];
+    if (w?.open && at >= w.until) this.closeWindow(c.uid, c.conv_id, c.device_id, w, w.until);
+    if (w && !w.open && at >= w.until) w = undefined;
+
+    if (w && c.seq <= w.read_seq) {
+      this.outcome('SUPPRESSED', 'read', c, at);
+    } else if (w && c.seq <= coveredSeq(w)) {
+      // Out of order, or already carried: a push with a higher seq stands for it.
+      this.outcome('MERGED', 'merged', c, at);
+      if (w.open) w.count += 1;
+    } else if (!w || !w.open) {
+      w = this.open(c, at, w);
+    } else {
+      if (w.carried) this.outcome('MERGED', 'merged', uncarry(w.carried, c.uid, c.device_id, c.conv_id, at), at);
+      w.carried = carry(c);
+      w.count += 1;
+      w.mention = strongerMention(w.mention, c.mention);
+    }
+    if (w) conv[c.device_id] = w;
+    this.store(key, conv);
+  }
+
+  private open(c: PushCandidate, at: number, previous: DeviceWindow | undefined): DeviceWindow {
+    // A window runs from when its first trigger is seen: while the stage catches up on a backlog,
+    // windows stay open for their full length and keep merging instead of closing at once.
+    const w: DeviceWindow = {
+      open: true, until: Math.max(at, this.ctx.wallClockTimeMs()) + this.config.windowMs, pushed_seq: previous?.pushed_seq ?? -1, carried: null, count: 0, mention: 'NONE', read_seq: previous?.read_seq ?? -1,
+    };
+    if (this.config.mode === 'leading') {
+      this.emit(c, w, 'LEADING', 1, c.mention, at);
+      w.pushed_seq = c.seq;
+    } else {
+      w.carried = carry(c);
+      w.count = 1;
+      w.mention = c.mention;
+    }
+    return w;
+  }
+
+  /** Closes a device's window at `at`: sends the trailing update if a trigger is pending. */
+  private closeWindow(uid: string, convId: string, deviceId: string, w: DeviceWindow, at: number): void {
+    if (w.carried) {
+      const trailingSilent = this.config.mode === 'leading';
+      this.emit(uncarry(w.carried, uid, deviceId, convId, at), w, 'TRAILING', w.count, w.mention, at, trailingSilent);
+      w.pushed_seq = Math.max(w.pushed_seq, w.carried.seq);
+    }
+    w.open = false;
+    w.carried = null;
+    w.count = 0;
+    w.mention = 'NONE';
+    w.until = at + this.config.retentionMs;
+  }
+
+  /** A READ of the conversation cancels every device's pending trailing update up to its seq. */
+  private onRead(read: PushCandidate): void {
+    const key = compositeKey(read.uid, read.conv_id);
+    const conv = this.windows.get(key);
+    if (!conv) return;
+    for (const [deviceId, w] of Object.entries(conv)) {
+      w.read_seq = Math.max(w.read_seq, read.seq);
+      if (w.open && w.carried && w.carried.seq <= read.seq) {
+        this.outcome('SUPPRESSED', 'read', uncarry(w.carried, read.uid, deviceId, read.conv_id, read.decided_at), read.decided_at);
+        w.carried = null;
+        w.count = 0;
+        w.mention = 'NONE';
+      }
+    }
+    this.store(key, conv);
+  }
+
+  /** Closes due windows and forgets expired ones; the timer of a (uid, conv) is its earliest `until`. */
+  private onTimers(now: number): void {
+    for (const { key } of this.timers.popDue(now)) {
+      const conv = this.windows.get(key);
+      if (!conv) continue;
+      const [uid, convId] = keyParts(key) as [string, string];
+      for (const [deviceId, w] of Object.entries(conv)) {
+        if (w.open && w.until <= now) this.closeWindow(uid, convId, deviceId, w, w.until);
+        if (!w.open && w.until <= now) delete conv[deviceId];
+      }
+      this.store(key, conv);
+    }
+  }
+
+  /** Writes the conversation's windows (or deletes them) and re-arms its timer at the earliest `until`. */
+  private store(key: string, conv: ConvWindows): void {
+    let due = Infinity;
+    for (const w of Object.values(conv)) due = Math.min(due, w.until);
+    if (due === Infinity) {
+      this.windows.delete(key);
+      this.timers.cancel(key);
+      return;
+    }
+    this.windows.put(key, conv);
+    this.timers.set(key, due);
+  }
+
+  private emit(c: PushCandidate, w: DeviceWindow, kind: 'LEADING' | 'TRAILING', mergedCount: number, mention: Mention, at: number, silent = false): void {
+    const value: PushMerged = {
+      uid: c.uid, device_id: c.device_id, conv_id: c.conv_id, seq: c.seq, msg_id: c.msg_id, conv_type: c.conv_type, sender_uid: c.sender_uid,
+      unread_cnt: c.unread_cnt, title: c.title, summary: c.summary, sensitive: c.sensitive, mention, persisted_at: c.persisted_at, app_id: c.app_id,
+      kind, silent, merged_count: mergedCount, collapse_id: collapseId(c.uid, c.conv_id), presence: c.presence, window_start: w.until - this.config.windowMs, decided_at: at,
+    };
+    this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.merged);
+  }
+
+  private outcome(status: 'MERGED' | 'SUPPRESSED', reason: DecisionReason, c: PushCandidate, at: number): void {
+    const value = decisionOutcome('merge', status, reason, { ...c, collapse_id: collapseId(c.uid, c.conv_id) }, at);
+    this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.outcomes);
+  }
+}

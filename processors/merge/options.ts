@@ -1,0 +1,75 @@
+import { ConfigError } from '../../common/errors.ts';
+import { checkRange, readEnum, readInt, type Env } from '../../common/config.ts';
+import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
+
+/**
+ * `leading`: the first trigger of an idle (uid, conv) is pushed at once, later triggers in the window
+ * are merged, one silent trailing update carries the latest unread count at window close.
+ * `trailing-only`: the seed's rule: nothing is sent until the window closes, then one notification.
+ */
+export type MergeMode = 'leading' | 'trailing-only';
+
+/** Options of the merge stage (DESIGN §2.2). Durations in milliseconds. */
+export interface MergeOptions {
+  /** The merge window per (uid, conv_id). Env PUSH_MERGE_WINDOW_MS; default 5 000; above 10 000 is rejected. */
+  windowMs?: number;
+  /** Env PUSH_MERGE_MODE; default `leading`. */
+  mode?: MergeMode;
+  /**
+   * How long a closed window's highest pushed seq is remembered, so a late trigger with a lower seq
+   * never produces a push that lowers the carried seq or unread count. Env PUSH_MERGE_RETENTION_MS;
+   * default 60 000.
+   */
+  retentionMs?: number;
+  /** Wall-clock interval at which due windows close. Default 100. */
+  punctuateIntervalMs?: number;
+  /** Child node names. Defaults `merged` and `outcomes`. */
+  outputs?: { merged?: string; outcomes?: string };
+  stores?: Partial<MergeStoreNames>;
+}
+
+export interface MergeStoreNames {
+  /** (uid, conv) → per-device window state. */
+  windows: string;
+  /** (uid, conv, device) → when that device's window closes (or its memory expires). */
+  windowTimers: string;
+}
+
+export const MERGE_STORE_NAMES: MergeStoreNames = { windows: 'merge-windows', windowTimers: 'merge-window-timers' };
+
+export interface MergeConfig {
+  readonly windowMs: number;
+  readonly mode: MergeMode;
+  readonly retentionMs: number;
+  readonly punctuateIntervalMs: number;
+  readonly outputs: { readonly merged: string; readonly outcomes: string };
+  readonly stores: Readonly<MergeStoreNames>;
+}
+
+const MODES: readonly MergeMode[] = ['leading', 'trailing-only'];
+
+/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
+export function compileMergeOptions(options: MergeOptions = {}): MergeConfig {
+  const mode = options.mode ?? 'leading';
+  if (!MODES.includes(mode)) throw new ConfigError('PUSH_MERGE_MODE', `expected one of ${MODES.join(' | ')}, got ${JSON.stringify(mode)}`);
+  return Object.freeze({
+    windowMs: checkRange('PUSH_MERGE_WINDOW_MS', options.windowMs ?? 5_000, { min: 1, max: 10_000 }),
+    mode,
+    retentionMs: checkRange('PUSH_MERGE_RETENTION_MS', options.retentionMs ?? 60_000, { min: 0, max: 86_400_000 }),
+    punctuateIntervalMs: checkRange('PUSH_MERGE_PUNCTUATE_MS', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
+    outputs: Object.freeze({ merged: options.outputs?.merged ?? 'merged', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
+    stores: Object.freeze({ ...MERGE_STORE_NAMES, ...options.stores }),
+  });
+}
+
+export function mergeOptionsFromEnv(env: Env = process.env): MergeOptions {
+  return {
+    windowMs: readInt(env, 'PUSH_MERGE_WINDOW_MS', 5_000, { min: 1, max: 10_000 }),
+    mode: readEnum(env, 'PUSH_MERGE_MODE', 'leading', MODES),
+    retentionMs: readInt(env, 'PUSH_MERGE_RETENTION_MS', 60_000, { min: 0, max: 86_400_000 }),
+  };
+}
+
+export function mergeStores(names: MergeStoreNames = MERGE_STORE_NAMES): StoreDefinition[] {
+  return [keyValueStore(names.windows), timerStore(names.windowTimers)];
+}

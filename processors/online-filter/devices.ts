@@ -1,0 +1,39 @@
+/**
+ * Which devices of a user can be woken: the online-filter keeps, per uid, the devices that hold a
+ * valid vendor token per app (fed by push.tokens). Only a fingerprint of each token is kept here;
+ * the tokens themselves live in the policy stage's store.
+ */
+import { createHash } from 'node:crypto';
+import type { TokenReport } from '../shared/records.ts';
+
+/** deviceId → `${appId}` → vendor → fingerprint of its VALID token. */
+export type UserDevices = Record<string, Record<string, Record<string, string>>>;
+
+export function tokenFingerprint(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 16);
+}
+
+/**
+ * Applies a token report. VALID records the token; INVALID removes it only when it names the token
+ * currently held (or no token), so a stale invalidation never kills a token reported since.
+ */
+export function applyTokenReport(devices: UserDevices, report: TokenReport): void {
+  const fp = tokenFingerprint(report.token);
+  const apps = (devices[report.device_id] ??= {});
+  if (report.state === 'VALID') {
+    // A (device, vendor) holds one token: drop it from any other app first.
+    for (const [app, vendors] of Object.entries(apps)) if (app !== report.app_id) delete vendors[report.vendor];
+    (apps[report.app_id] ??= {})[report.vendor] = fp;
+  } else {
+    const vendors = apps[report.app_id];
+    if (vendors && (report.token === '' || vendors[report.vendor] === fp)) delete vendors[report.vendor];
+  }
+  for (const [app, vendors] of Object.entries(apps)) if (Object.keys(vendors).length === 0) delete apps[app];
+  if (Object.keys(apps).length === 0) delete devices[report.device_id];
+}
+
+/** The devices with at least one valid token for the app, sorted for a stable output order. */
+export function pushableDevices(devices: UserDevices | undefined, appId: string): string[] {
+  if (!devices) return [];
+  return Object.keys(devices).filter((d) => Object.keys(devices[d]?.[appId] ?? {}).length > 0).sort();
+}

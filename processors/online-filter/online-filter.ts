@@ -1,0 +1,238 @@
+/**
+ * The online-filter stage (DESIGN §2.1): per device of the recipient, decide whether a persisted
+ * message must wake the device. Inputs (all keyed by uid): persisted messages, gateway presence
+ * events, token reports. Outputs: push candidates (one per device to wake, plus READ markers for the
+ * merge stage) and outcomes for every message that is not pushed.
+ *
+ * | condition                                   | decision        | action                                      |
+ * | heartbeat ≤ 90 s, last downlink ACK fine     | online          | hold ≤ hold window; ACK/READ seq ≥ cancels  |
+ * | heartbeat fine, no ACK within hold window    | half-open       | push, mark suspicious until a fresh ACK     |
+ * | no connection                               | offline         | push                                        |
+ * | client reported BACKGROUND / EXIT            | offline         | push; no second push within 10 s            |
+ */
+import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
+import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { compositeKey } from '../shared/keys.ts';
+import { classifyInput } from '../shared/inputs.ts';
+import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
+import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../shared/records.ts';
+import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
+import { compileOnlineFilterOptions, type OnlineFilterConfig, type OnlineFilterOptions } from './options.ts';
+import { ackedSeq, applyPresence, decide, emptyPresence, type DevicePresence } from './presence.ts';
+
+/** Messages held for one (uid, device, conv), waiting for the device's ACK. */
+export interface HoldEntry {
+  uid: string;
+  device_id: string;
+  conv_id: string;
+  messages: Array<{ message: MessagePersisted; due_at: number }>;
+}
+
+type Out = PushCandidate | PushOutcome;
+
+/**
+ * Creates the online-filter processor supplier. Options are validated here, once; an invalid value
+ * throws a ConfigError naming its PUSH_* key.
+ */
+export function onlineFilter(options: OnlineFilterOptions = {}): () => Processor<string, unknown, string, Out> {
+  const config = compileOnlineFilterOptions(options);
+  return () => new OnlineFilterProcessor(config);
+}
+
+class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
+  private ctx!: ProcessorContext<string, Out>;
+  private devices!: KeyValueStore<UserDevices>;
+  private presence!: KeyValueStore<DevicePresence>;
+  private holds!: KeyValueStore<HoldEntry>;
+  private timers!: TimerStore;
+
+  constructor(private readonly config: OnlineFilterConfig) {}
+
+  init(ctx: ProcessorContext<string, Out>): void {
+    this.ctx = ctx;
+    this.devices = ctx.getStateStore(this.config.stores.devices);
+    this.presence = ctx.getStateStore(this.config.stores.presence);
+    this.holds = ctx.getStateStore(this.config.stores.holds);
+    this.timers = ctx.getStateStore(this.config.stores.holdTimers);
+    ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.releaseDue(now));
+  }
+
+  process(record: StreamRecord<string, unknown>): void {
+    const input = classifyInput(record.value);
+    switch (input.kind) {
+      case 'token': {
+        const devices = this.devices.get(input.value.uid) ?? {};
+        applyTokenReport(devices, input.value);
+        if (Object.keys(devices).length === 0) this.devices.delete(input.value.uid);
+        else this.devices.put(input.value.uid, devices);
+        return;
+      }
+      case 'presence':
+        return this.onPresence(input.value);
+      case 'message':
+        return this.onMessage(input.value);
+      default:
+        throw new Error(`online-filter: unexpected ${input.kind} record`);
+    }
+  }
+
+  /** Releases every hold window that is due by the wall clock. */
+  private releaseDue(now: number): void {
+    for (const { key } of this.timers.popDue(now)) this.releaseHold(key, now);
+  }
+
+  private onMessage(message: MessagePersisted): void {
+    const at = message.persisted_at;
+    const targets = pushableDevices(this.devices.get(message.uid), message.app_id);
+    if (targets.length === 0) {
+      this.outcome('DROPPED', 'no_token', message, null, at);
+      return;
+    }
+    for (const deviceId of targets) {
+      const key = compositeKey(message.uid, deviceId);
+      const p = this.presence.get(key) ?? emptyPresence();
+      this.releaseDeviceHolds(message.uid, deviceId, p, at);
+      if (ackedSeq(p, message.conv_id) >= message.seq) {
+        // The gateway delivered (or the user read) this message before its persisted record got here.
+        this.outcome('SUPPRESSED', 'online_ack', message, deviceId, at);
+        this.presence.put(key, p);
+        continue;
+      }
+      switch (decide(p, at, this.config.heartbeatTimeoutMs)) {
+        case 'background':
+          if (p.lastPushAt !== null && at - p.lastPushAt < this.config.backgroundCooldownMs) {
+            this.outcome('SUPPRESSED', 'background_cooldown', message, deviceId, at);
+          } else {
+            this.push(message, deviceId, 'BACKGROUND', p, at);
+          }
+          break;
+        case 'offline':
+          this.push(message, deviceId, 'OFFLINE', p, at);
+          break;
+        case 'suspect':
+          this.push(message, deviceId, 'SUSPECT', p, at);
+          break;
+        case 'online':
+          this.hold(message, deviceId, p, at);
+          break;
+      }
+      this.presence.put(key, p);
+    }
+  }
+
+  private onPresence(event: PresenceEvent): void {
+    const key = compositeKey(event.uid, event.device_id);
+    const p = this.presence.get(key) ?? emptyPresence();
+    this.releaseDeviceHolds(event.uid, event.device_id, p, event.at);
+    applyPresence(p, event);
+    if (event.kind === 'ACK' && event.conv_id !== null && event.seq !== null) {
+      this.cancelHolds(event.uid, event.device_id, p, event.conv_id, event.seq, 'online_ack', event.at);
+    }
+    this.presence.put(key, p);
+    if (event.kind === 'READ' && event.conv_id !== null && event.seq !== null) this.onRead(event, event.conv_id, event.seq);
+  }
+
+  /** A READ means the user has read the conversation: every device's holds up to seq are cancelled. */
+  private onRead(event: PresenceEvent, convId: string, seq: number): void {
+    const devices = this.devices.get(event.uid) ?? {};
+    for (const deviceId of new Set([...Object.keys(devices), event.device_id])) {
+      const key = compositeKey(event.uid, deviceId);
+      const p = this.presence.get(key);
+      if (!p) continue;
+      if (deviceId !== event.device_id) this.releaseDeviceHolds(event.uid, deviceId, p, event.at);
+      this.cancelHolds(event.uid, deviceId, p, convId, seq, 'read', event.at);
+      if (deviceId !== event.device_id) applyPresence(p, { ...event, device_id: deviceId });
+      this.presence.put(key, p);
+    }
+    const read: PushCandidate = {
+      kind: 'READ', uid: event.uid, device_id: event.device_id, conv_id: convId, seq, msg_id: '', conv_type: 'SINGLE', sender_uid: '', unread_cnt: 0,
+      title: '', summary: '', sensitive: false, mention: 'NONE', persisted_at: 0, app_id: '', presence: 'READ', decided_at: event.at,
+    };
+    this.ctx.forward({ key: event.uid, value: read, timestamp: event.at }, this.config.outputs.candidates);
+  }
+
+  private hold(message: MessagePersisted, deviceId: string, p: DevicePresence, at: number): void {
+    const key = compositeKey(message.uid, deviceId, message.conv_id);
+    const entry = this.holds.get(key) ?? { uid: message.uid, device_id: deviceId, conv_id: message.conv_id, messages: [] };
+    if (entry.messages.some((h) => h.message.seq === message.seq)) return; // a redelivered input: already held
+    // The hold runs from when the message is seen, not from when it was persisted: while the stage
+    // catches up on a backlog, a message must not be released as half-open before its ACK (which
+    // lags just as much) has been read.
+    const dueAt = Math.max(at, this.ctx.wallClockTimeMs()) + this.config.holdWindowMs;
+    entry.messages.push({ message, due_at: dueAt });
+    this.holds.put(key, entry);
+    const current = this.timers.dueTime(key);
+    if (current === undefined || dueAt < current) this.timers.set(key, dueAt);
+    if (!p.heldConvs.includes(message.conv_id)) p.heldConvs.push(message.conv_id);
+  }
+
+  /** Cancels this device's held messages of the conversation with seq ≤ `seq`. */
+  private cancelHolds(uid: string, deviceId: string, p: DevicePresence, convId: string, seq: number, reason: DecisionReason, at: number): void {
+    const key = compositeKey(uid, deviceId, convId);
+    const entry = this.holds.get(key);
+    if (!entry) return;
+    const keep = entry.messages.filter((h) => h.message.seq > seq);
+    for (const h of entry.messages) if (h.message.seq <= seq) this.outcome('SUPPRESSED', reason, h.message, deviceId, at);
+    this.storeHold(key, entry, keep, p);
+  }
+
+  /** Event-time consistency: before a device's next event, release its holds due by that event's time. */
+  private releaseDeviceHolds(uid: string, deviceId: string, p: DevicePresence, at: number): void {
+    for (const convId of [...p.heldConvs]) {
+      const key = compositeKey(uid, deviceId, convId);
+      const due = this.timers.dueTime(key);
+      if (due !== undefined && due <= at) this.releaseHoldOf(key, at, p);
+    }
+  }
+
+  /** A timer fired: the hold's due messages found no ACK in time. */
+  private releaseHold(key: string, now: number): void {
+    const entry = this.holds.get(key);
+    if (!entry) return;
+    const pKey = compositeKey(entry.uid, entry.device_id);
+    const p = this.presence.get(pKey) ?? emptyPresence();
+    this.releaseHoldOf(key, now, p);
+    this.presence.put(pKey, p);
+  }
+
+  private releaseHoldOf(key: string, now: number, p: DevicePresence): void {
+    const entry = this.holds.get(key);
+    if (!entry) {
+      this.timers.cancel(key);
+      return;
+    }
+    const due = entry.messages.filter((h) => h.due_at <= now).sort((a, b) => a.message.seq - b.message.seq);
+    for (const h of due) {
+      // Half-open: the connection looks alive but the ACK never came. Push, and push at once from now on.
+      if (p.suspiciousSince === null) p.suspiciousSince = h.due_at;
+      this.push(h.message, entry.device_id, 'HALF_OPEN', p, h.due_at);
+    }
+    this.storeHold(key, entry, entry.messages.filter((h) => h.due_at > now), p);
+  }
+
+  private storeHold(key: string, entry: HoldEntry, keep: HoldEntry['messages'], p: DevicePresence): void {
+    if (keep.length === 0) {
+      this.holds.delete(key);
+      this.timers.cancel(key);
+      p.heldConvs = p.heldConvs.filter((c) => c !== entry.conv_id);
+      return;
+    }
+    this.holds.put(key, { ...entry, messages: keep });
+    this.timers.set(key, Math.min(...keep.map((h) => h.due_at)));
+  }
+
+  private push(message: MessagePersisted, deviceId: string, presence: PresenceDecision, p: DevicePresence, at: number): void {
+    p.lastPushAt = at;
+    const candidate: PushCandidate = {
+      kind: 'TRIGGER', uid: message.uid, device_id: deviceId, conv_id: message.conv_id, seq: message.seq, msg_id: message.msg_id,
+      conv_type: message.conv_type, sender_uid: message.sender_uid, unread_cnt: message.unread_cnt, title: message.title, summary: message.summary,
+      sensitive: message.sensitive, mention: message.mention, persisted_at: message.persisted_at, app_id: message.app_id, presence, decided_at: at,
+    };
+    this.ctx.forward({ key: message.uid, value: candidate, timestamp: at }, this.config.outputs.candidates);
+  }
+
+  private outcome(status: 'SUPPRESSED' | 'DROPPED', reason: DecisionReason, message: MessagePersisted, deviceId: string | null, at: number): void {
+    const value = decisionOutcome('online-filter', status, reason, { ...message, device_id: deviceId }, at);
+    this.ctx.forward({ key: message.uid, value, timestamp: at }, this.config.outputs.outcomes);
+  }
+}

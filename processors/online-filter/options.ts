@@ -1,0 +1,75 @@
+import { checkRange, readInt, type Env } from '../../common/config.ts';
+import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
+
+/** Options of the online-filter stage (DESIGN §2.1). All durations in milliseconds. */
+export interface OnlineFilterOptions {
+  /**
+   * How long a message for an online, ACKing device is held waiting for its downlink ACK before it is
+   * pushed anyway (and the device marked suspicious). Env PUSH_HOLD_WINDOW_MS; default 10 000;
+   * allowed 5 000–30 000.
+   */
+  holdWindowMs?: number;
+  /** A device is connected only while its last heartbeat is at most this old. Env PUSH_HEARTBEAT_TIMEOUT_MS; default 90 000. */
+  heartbeatTimeoutMs?: number;
+  /** After a push to a BACKGROUND/EXIT device, no second push to it within this time. Env PUSH_BACKGROUND_COOLDOWN_MS; default 10 000. */
+  backgroundCooldownMs?: number;
+  /** Wall-clock interval at which due hold windows are released. Default 100. */
+  punctuateIntervalMs?: number;
+  /** Names of the child nodes the stage forwards to. Defaults `candidates` and `outcomes`. */
+  outputs?: { candidates?: string; outcomes?: string };
+  /** Store names; defaults are ONLINE_FILTER_STORE_NAMES. */
+  stores?: Partial<OnlineFilterStoreNames>;
+}
+
+export interface OnlineFilterStoreNames {
+  /** uid → the user's devices and which of their (app, vendor) tokens are valid. */
+  devices: string;
+  /** (uid, device) → connection, heartbeat, app state, suspicion, recent ACKs. */
+  presence: string;
+  /** (uid, device, conv) → messages held for an online device. */
+  holds: string;
+  /** (uid, device, conv) → when its earliest held message is due. */
+  holdTimers: string;
+}
+
+export const ONLINE_FILTER_STORE_NAMES: OnlineFilterStoreNames = {
+  devices: 'online-filter-devices',
+  presence: 'online-filter-presence',
+  holds: 'online-filter-holds',
+  holdTimers: 'online-filter-hold-timers',
+};
+
+export interface OnlineFilterConfig {
+  readonly holdWindowMs: number;
+  readonly heartbeatTimeoutMs: number;
+  readonly backgroundCooldownMs: number;
+  readonly punctuateIntervalMs: number;
+  readonly outputs: { readonly candidates: string; readonly outcomes: string };
+  readonly stores: Readonly<OnlineFilterStoreNames>;
+}
+
+/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
+export function compileOnlineFilterOptions(options: OnlineFilterOptions = {}): OnlineFilterConfig {
+  return Object.freeze({
+    holdWindowMs: checkRange('PUSH_HOLD_WINDOW_MS', options.holdWindowMs ?? 10_000, { min: 5_000, max: 30_000 }),
+    heartbeatTimeoutMs: checkRange('PUSH_HEARTBEAT_TIMEOUT_MS', options.heartbeatTimeoutMs ?? 90_000, { min: 1_000, max: 3_600_000 }),
+    backgroundCooldownMs: checkRange('PUSH_BACKGROUND_COOLDOWN_MS', options.backgroundCooldownMs ?? 10_000, { min: 0, max: 600_000 }),
+    punctuateIntervalMs: checkRange('PUSH_ONLINE_FILTER_PUNCTUATE_MS', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
+    outputs: Object.freeze({ candidates: options.outputs?.candidates ?? 'candidates', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
+    stores: Object.freeze({ ...ONLINE_FILTER_STORE_NAMES, ...options.stores }),
+  });
+}
+
+/** Reads the stage's options from PUSH_* environment keys. */
+export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilterOptions {
+  return {
+    holdWindowMs: readInt(env, 'PUSH_HOLD_WINDOW_MS', 10_000, { min: 5_000, max: 30_000 }),
+    heartbeatTimeoutMs: readInt(env, 'PUSH_HEARTBEAT_TIMEOUT_MS', 90_000, { min: 1_000, max: 3_600_000 }),
+    backgroundCooldownMs: readInt(env, 'PUSH_BACKGROUND_COOLDOWN_MS', 10_000, { min: 0, max: 600_000 }),
+  };
+}
+
+/** The stores the stage needs, for the wiring to attach. */
+export function onlineFilterStores(names: OnlineFilterStoreNames = ONLINE_FILTER_STORE_NAMES): StoreDefinition[] {
+  return [keyValueStore(names.devices), keyValueStore(names.presence), keyValueStore(names.holds), timerStore(names.holdTimers)];
+}

@@ -1,0 +1,138 @@
+import { ConfigError } from '../../common/errors.ts';
+import { checkRange, readBool, readEnum, readInt, readString, type Env } from '../../common/config.ts';
+import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
+import { isValidTimeZone } from './quiet-hours.ts';
+import type { DailyQuotas } from './quota.ts';
+
+/**
+ * How @mentions interact with the user's filters: `none` (a mention is filtered like any message),
+ * `mute` (a mention breaks through a conversation mute), `mute-and-quiet-hours` (also through quiet
+ * hours).
+ */
+export type MentionRule = 'none' | 'mute' | 'mute-and-quiet-hours';
+
+/** Options of the policy stage (DESIGN §2.3). */
+export interface PolicyOptions {
+  /** Env PUSH_MENTION_RULE; default `mute`. */
+  mentionRule?: MentionRule;
+  /** Whether @all counts as a mention for the rule (DIRECT always does). Env PUSH_MENTION_ALL; default false. */
+  mentionAllCounts?: boolean;
+  /** Title sent instead of the real one for private mode and sensitive conversations. Env PUSH_GENERIC_TITLE; default `New message`. */
+  genericTitle?: string;
+  /** Text sent instead of the summary. Env PUSH_GENERIC_TEXT; default `You have a new message`. */
+  genericText?: string;
+  /** Summaries are cut to this many characters (code points). Default 100; 1–100. */
+  summaryMaxChars?: number;
+  /** Daily quotas per vendor and app (`*` = any app). Env PUSH_VENDOR_QUOTAS `vendor:app=n,...`; default none. */
+  quotas?: DailyQuotas;
+  /** Partitions of the input topics: each spends 1/partitionCount of a daily quota. Env PUSH_PARTITIONS; default 1. */
+  partitionCount?: number;
+  /** Zone whose midnight starts a quota day. Env PUSH_QUOTA_TIME_ZONE; default `Asia/Shanghai` (the CN vendors' day). */
+  quotaTimeZone?: string;
+  /**
+   * Keep the newest notification per (uid, device, conv) suppressed by quiet hours and release it as
+   * one DEFERRED push when the quiet period ends, unless the conversation was read meanwhile.
+   * Env PUSH_QUIET_HOURS_RELEASE; default false (quiet-hour pushes are suppressed and counted).
+   */
+  deferredRelease?: boolean;
+  /** Wall-clock interval at which due deferred releases are sent, ms. Default 1 000. */
+  releaseCheckIntervalMs?: number;
+  /** Child node names. Defaults `dispatch` and `outcomes`. */
+  outputs?: { dispatch?: string; outcomes?: string };
+  stores?: Partial<PolicyStoreNames>;
+}
+
+export interface PolicyStoreNames {
+  /** uid → devices → tokens per vendor. */
+  tokens: string;
+  /** uid → latest user settings. */
+  settings: string;
+  /** (vendor, app, day) → submissions charged on this partition. */
+  quotaLedger: string;
+  /** (uid, device, conv) → the notification kept for release after quiet hours. */
+  deferred: string;
+  /** (uid, device, conv) → when its quiet hours end. */
+  deferredTimers: string;
+}
+
+export const POLICY_STORE_NAMES: PolicyStoreNames = {
+  tokens: 'policy-tokens',
+  settings: 'policy-settings',
+  quotaLedger: 'policy-quota-ledger',
+  deferred: 'policy-deferred',
+  deferredTimers: 'policy-deferred-timers',
+};
+
+export interface PolicyConfig {
+  readonly mentionRule: MentionRule;
+  readonly mentionAllCounts: boolean;
+  readonly genericTitle: string;
+  readonly genericText: string;
+  readonly summaryMaxChars: number;
+  readonly quotas: DailyQuotas;
+  readonly partitionCount: number;
+  readonly quotaTimeZone: string;
+  readonly deferredRelease: boolean;
+  readonly releaseCheckIntervalMs: number;
+  readonly outputs: { readonly dispatch: string; readonly outcomes: string };
+  readonly stores: Readonly<PolicyStoreNames>;
+}
+
+const MENTION_RULES: readonly MentionRule[] = ['none', 'mute', 'mute-and-quiet-hours'];
+
+/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
+export function compilePolicyOptions(options: PolicyOptions = {}): PolicyConfig {
+  const mentionRule = options.mentionRule ?? 'mute';
+  if (!MENTION_RULES.includes(mentionRule)) throw new ConfigError('PUSH_MENTION_RULE', `expected one of ${MENTION_RULES.join(' | ')}, got ${JSON.stringify(mentionRule)}`);
+  const quotaTimeZone = options.quotaTimeZone ?? 'Asia/Shanghai';
+  if (!isValidTimeZone(quotaTimeZone)) throw new ConfigError('PUSH_QUOTA_TIME_ZONE', `unknown IANA time zone ${JSON.stringify(quotaTimeZone)}`);
+  const quotas = options.quotas ?? {};
+  for (const [vendor, apps] of Object.entries(quotas)) {
+    for (const [app, daily] of Object.entries(apps)) checkRange(`PUSH_VENDOR_QUOTAS (${vendor}:${app})`, daily, { min: 0, max: Number.MAX_SAFE_INTEGER });
+  }
+  const genericTitle = options.genericTitle ?? 'New message';
+  const genericText = options.genericText ?? 'You have a new message';
+  if (!genericText) throw new ConfigError('PUSH_GENERIC_TEXT', 'must not be empty');
+  return Object.freeze({
+    mentionRule,
+    mentionAllCounts: options.mentionAllCounts ?? false,
+    genericTitle,
+    genericText,
+    summaryMaxChars: checkRange('PUSH_SUMMARY_MAX_CHARS', options.summaryMaxChars ?? 100, { min: 1, max: 100 }),
+    quotas,
+    partitionCount: checkRange('PUSH_PARTITIONS', options.partitionCount ?? 1, { min: 1, max: 10_000 }),
+    quotaTimeZone,
+    deferredRelease: options.deferredRelease ?? false,
+    releaseCheckIntervalMs: checkRange('PUSH_QUIET_HOURS_RELEASE_CHECK_MS', options.releaseCheckIntervalMs ?? 1_000, { min: 10, max: 600_000 }),
+    outputs: Object.freeze({ dispatch: options.outputs?.dispatch ?? 'dispatch', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
+    stores: Object.freeze({ ...POLICY_STORE_NAMES, ...options.stores }),
+  });
+}
+
+/** Parses PUSH_VENDOR_QUOTAS: `hms:im.demo=100000,xiaomi:*=50000`. */
+export function parseQuotas(raw: string): DailyQuotas {
+  const out: Record<string, Record<string, number>> = {};
+  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^([a-z]+):([^=]+)=(\d+)$/.exec(item);
+    if (!m) throw new ConfigError('PUSH_VENDOR_QUOTAS', `expected vendor:app=count, got ${JSON.stringify(item)}`);
+    (out[m[1]!] ??= {})[m[2]!] = Number(m[3]);
+  }
+  return out;
+}
+
+export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
+  return {
+    mentionRule: readEnum(env, 'PUSH_MENTION_RULE', 'mute', MENTION_RULES),
+    mentionAllCounts: readBool(env, 'PUSH_MENTION_ALL', false),
+    genericTitle: readString(env, 'PUSH_GENERIC_TITLE', 'New message'),
+    genericText: readString(env, 'PUSH_GENERIC_TEXT', 'You have a new message'),
+    quotas: parseQuotas(readString(env, 'PUSH_VENDOR_QUOTAS', '')),
+    partitionCount: readInt(env, 'PUSH_PARTITIONS', 1, { min: 1, max: 10_000 }),
+    quotaTimeZone: readString(env, 'PUSH_QUOTA_TIME_ZONE', 'Asia/Shanghai'),
+    deferredRelease: readBool(env, 'PUSH_QUIET_HOURS_RELEASE', false),
+  };
+}
+
+export function policyStores(names: PolicyStoreNames = POLICY_STORE_NAMES): StoreDefinition[] {
+  return [keyValueStore(names.tokens), keyValueStore(names.settings), keyValueStore(names.quotaLedger), keyValueStore(names.deferred), timerStore(names.deferredTimers)];
+}

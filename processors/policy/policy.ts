@@ -1,0 +1,157 @@
+/**
+ * The policy stage (DESIGN §2.3): per merged notification and device, apply the user's filters
+ * (conversation mute, night quiet hours, with the configured @mention rule), render the payload
+ * (generic text for private mode and sensitive conversations: the summary never leaves), and choose
+ * the device's channels (valid tokens in fallback order, skipping vendors over their daily quota).
+ * Inputs, keyed by uid: merged notifications, token reports, user settings. Outputs: dispatch
+ * records, and an outcome for every suppression or drop.
+ */
+import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
+import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { taskId } from '../shared/ids.ts';
+import { classifyInput } from '../shared/inputs.ts';
+import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
+import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../shared/records.ts';
+import { DeferredReleases, type DeferredPush } from './deferred.ts';
+import { classificationFor, orderVendors, preferredVendor } from './channels.ts';
+import { compilePolicyOptions, type PolicyConfig, type PolicyOptions } from './options.ts';
+import { inQuietHours, quietHoursEnd } from './quiet-hours.ts';
+import { QuotaLedger } from './quota.ts';
+import { applyTokenReport, validTokens, type UserTokens } from './tokens.ts';
+
+type Out = PushDispatch | PushOutcome;
+
+/** Creates the policy processor supplier; options are validated here, once (ConfigError naming the key). */
+export function policy(options: PolicyOptions = {}): () => Processor<string, unknown, string, Out> {
+  const config = compilePolicyOptions(options);
+  return () => new PolicyProcessor(config);
+}
+
+/** Cuts a summary to `max` characters (code points, so no surrogate pair is split). */
+export function cutSummary(summary: string, max: number): string {
+  const chars = Array.from(summary);
+  return chars.length <= max ? summary : chars.slice(0, max).join('');
+}
+
+class PolicyProcessor implements Processor<string, unknown, string, Out> {
+  private ctx!: ProcessorContext<string, Out>;
+  private tokens!: KeyValueStore<UserTokens>;
+  private settings!: KeyValueStore<UserSettings>;
+  private ledger!: QuotaLedger;
+  private deferred!: DeferredReleases;
+
+  constructor(private readonly config: PolicyConfig) {}
+
+  init(ctx: ProcessorContext<string, Out>): void {
+    this.ctx = ctx;
+    this.tokens = ctx.getStateStore(this.config.stores.tokens);
+    this.settings = ctx.getStateStore(this.config.stores.settings);
+    this.ledger = new QuotaLedger(ctx.getStateStore(this.config.stores.quotaLedger), this.config.quotas, this.config.partitionCount, this.config.quotaTimeZone);
+    this.deferred = new DeferredReleases(ctx.getStateStore<KeyValueStore<DeferredPush>>(this.config.stores.deferred), ctx.getStateStore<TimerStore>(this.config.stores.deferredTimers));
+    if (this.config.deferredRelease) ctx.schedule(this.config.releaseCheckIntervalMs, 'wall-clock', (now) => this.release(now));
+  }
+
+  process(record: StreamRecord<string, unknown>): void {
+    const input = classifyInput(record.value);
+    switch (input.kind) {
+      case 'token': {
+        const user = this.tokens.get(input.value.uid) ?? {};
+        applyTokenReport(user, input.value);
+        this.tokens.put(input.value.uid, user);
+        return;
+      }
+      case 'settings': {
+        const current = this.settings.get(input.value.uid);
+        if (!current || current.updated_at <= input.value.updated_at) this.settings.put(input.value.uid, plainSettings(input.value));
+        return;
+      }
+      case 'merged':
+        return this.decide(input.value);
+      case 'presence':
+        return this.onPresence(input.value);
+      default:
+        throw new Error(`policy: unexpected ${input.kind} record`);
+    }
+  }
+
+  /** Only READs matter here: they cancel notifications kept for release after quiet hours. */
+  private onPresence(event: PresenceEvent): void {
+    if (!this.config.deferredRelease || event.kind !== 'READ' || event.conv_id === null || event.seq === null) return;
+    const devices = Object.keys(this.tokens.get(event.uid) ?? {});
+    for (const m of this.deferred.read(event.uid, event.conv_id, event.seq, devices)) {
+      this.outcome('SUPPRESSED', 'read', m, this.tokens.get(m.uid)?.[m.device_id]?.platform ?? null, null, event.at);
+    }
+  }
+
+  /** Quiet hours are over for these: decide them again, as DEFERRED pushes. */
+  private release(now: number): void {
+    for (const kept of this.deferred.due(now)) {
+      this.decide({ ...kept.merged, decided_at: now, merged_count: kept.count, silent: false }, 'DEFERRED');
+    }
+  }
+
+  private decide(m: PushMerged, kind: DispatchKind = m.kind): void {
+    const at = m.decided_at;
+    const settings = this.settings.get(m.uid);
+    const device = this.tokens.get(m.uid)?.[m.device_id];
+    const platform = device?.platform ?? null;
+    const mentioned = m.mention === 'DIRECT' || (this.config.mentionAllCounts && m.mention === 'ALL');
+    const rule = this.config.mentionRule;
+
+    if (settings?.muted_conversations.includes(m.conv_id) && !(mentioned && rule !== 'none')) {
+      return this.outcome('SUPPRESSED', 'mute', m, platform, null, at);
+    }
+    if (settings?.quiet_hours && inQuietHours(at, settings.time_zone, settings.quiet_hours) && !(mentioned && rule === 'mute-and-quiet-hours')) {
+      if (!this.config.deferredRelease) return this.outcome('SUPPRESSED', 'dnd', m, platform, null, at);
+      const superseded = this.deferred.defer(m, quietHoursEnd(at, settings.time_zone, settings.quiet_hours));
+      if (superseded) this.outcome('SUPPRESSED', 'dnd', superseded, platform, null, at);
+      return;
+    }
+    const valid = validTokens(device, m.app_id);
+    if (!device || valid.size === 0) return this.outcome('DROPPED', 'no_token', m, platform, null, at);
+    const ordered = orderVendors([...valid.keys()], preferredVendor(device.platform, device.manufacturer));
+    const usable = ordered.filter((vendor) => this.ledger.hasRoom(vendor, m.app_id, at));
+    if (usable.length === 0) return this.outcome('DROPPED', 'quota', m, platform, ordered[0]!, at);
+    this.ledger.charge(usable[0]!, m.app_id, at);
+
+    const generic = m.sensitive || settings?.private_mode === true;
+    const dispatch: PushDispatch = {
+      task_id: taskId(m.uid, m.conv_id, m.seq, m.device_id),
+      uid: m.uid,
+      device_id: m.device_id,
+      conv_id: m.conv_id,
+      seq: m.seq,
+      msg_id: m.msg_id,
+      app_id: m.app_id,
+      platform: device.platform,
+      channels: usable.map((vendor) => ({ vendor, token: valid.get(vendor)!, classification: classificationFor(vendor) })),
+      title: generic ? this.config.genericTitle : m.title,
+      body: generic ? this.config.genericText : cutSummary(m.summary, this.config.summaryMaxChars),
+      badge: m.unread_cnt,
+      collapse_id: m.collapse_id,
+      silent: m.silent,
+      kind,
+      merged_count: m.merged_count,
+      persisted_at: m.persisted_at,
+      decided_at: at,
+    };
+    this.ctx.forward({ key: m.uid, value: dispatch, timestamp: at }, this.config.outputs.dispatch);
+  }
+
+  private outcome(status: 'SUPPRESSED' | 'DROPPED', reason: DecisionReason, m: PushMerged, platform: string | null, vendor: string | null, at: number): void {
+    const value = decisionOutcome('policy', status, reason, { ...m, platform, vendor }, at);
+    this.ctx.forward({ key: m.uid, value, timestamp: at }, this.config.outputs.outcomes);
+  }
+}
+
+/** Settings as a plain JSON-able object (decoded Avro records are class instances). */
+function plainSettings(s: UserSettings): UserSettings {
+  return {
+    uid: s.uid,
+    time_zone: s.time_zone,
+    quiet_hours: s.quiet_hours ? { start_minute: s.quiet_hours.start_minute, end_minute: s.quiet_hours.end_minute } : null,
+    muted_conversations: [...s.muted_conversations],
+    private_mode: s.private_mode,
+    updated_at: s.updated_at,
+  };
+}

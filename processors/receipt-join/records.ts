@@ -1,0 +1,105 @@
+/**
+ * Records and seams of the receipt-join. Receipt callbacks arrive keyed by vendor
+ * (push.receipts.raw) and submissions keyed by uid (push.outcomes); both are re-keyed by
+ * (vendor, vendor message id) onto one internal topic so that the join sees a message's
+ * submission and its receipts in one task.
+ */
+import type { ParsedReceipt, Vendor } from '../../sinks/vendors/types.ts';
+
+/** push.receipts.raw (schemas/receipt-raw.avsc). */
+export interface ReceiptRaw {
+  receipt_id: string;
+  vendor: string;
+  app_id: string | null;
+  content_type: string | null;
+  body: Buffer;
+  received_at: number;
+}
+
+export type ReceiptStatus = 'DELIVERED' | 'FAILED' | 'DEAD_TOKEN';
+
+/** push.receipts (schemas/push-receipt.avsc). */
+export interface PushReceipt {
+  event_id: string;
+  vendor: string;
+  vendor_message_id: string;
+  status: ReceiptStatus;
+  code: string;
+  at: number;
+  received_at: number;
+  matched: boolean;
+  task_id: string | null;
+  uid: string | null;
+  device_id: string | null;
+  app_id: string | null;
+  platform: string | null;
+  conv_id: string | null;
+  seq: number | null;
+}
+
+/** What the join remembers of one vendor-accepted submission. */
+export interface SubmissionRef {
+  task_id: string;
+  uid: string;
+  device_id: string;
+  app_id: string;
+  platform: string | null;
+  conv_id: string;
+  seq: number;
+  persisted_at: number;
+  accepted_at: number;
+}
+
+/** One parsed receipt on the internal by-message topic. The device token is kept only as a hash. */
+export interface MessageReceipt {
+  vendor: string;
+  vendor_message_id: string;
+  /** sha256 of the token the receipt names (hex, first 32 chars), or null. */
+  token_hash: string | null;
+  status: ReceiptStatus;
+  code: string;
+  at: number;
+  received_at: number;
+  app_id: string | null;
+}
+
+/** The internal by-message topic's value (JSON serde); key: compositeKey(vendor, vendor_message_id). */
+export type ByMessageRecord =
+  | { readonly type: 'submission'; readonly vendor: string; readonly vendor_message_id: string; readonly submission: SubmissionRef }
+  | { readonly type: 'receipt'; readonly receipt: MessageReceipt };
+
+/** Parses one callback body with the vendor's adapter (`VendorAdapter.parseReceipt`). */
+export type ReceiptBodyParser = (body: Buffer, contentType: string | undefined) => ParsedReceipt[];
+
+/** The adapters' parsers by vendor; undefined for a vendor without receipts or adapter. */
+export type ReceiptParsers = (vendor: Vendor) => ReceiptBodyParser | undefined;
+
+/** im_push_task status codes (DESIGN §3). */
+export const TASK_STATUS = { delivered: 2, failed: 3 } as const;
+
+export interface TaskStatusUpdate {
+  readonly taskId: string;
+  readonly deviceId: string;
+  /** 2 delivered or 3 failed. */
+  readonly status: 2 | 3;
+  /** Epoch ms the vendor reported. */
+  readonly at: number;
+}
+
+/**
+ * Writes im_push_task.status from receipts. `update` buffers (never blocks); `flush` resolves once
+ * every buffered update is stored; the join's `flush` awaits it before the runtime commits.
+ * Implementations must be idempotent and must never move a task away from 2 (delivered): a late
+ * failure receipt after a delivery does not undo it.
+ */
+export interface TaskStatusWriter {
+  update(update: TaskStatusUpdate): void;
+  flush(): Promise<void>;
+}
+
+/** Counts what the join could not match (non-blocking). */
+export interface ReceiptJoinListener {
+  unmatched?(vendor: string, receipts: number): void;
+  unparsable?(vendor: string): void;
+  duplicate?(vendor: string): void;
+}

@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { ContractError, errorMessage } from '../../common/errors.ts';
+import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
+import { VENDORS, type ParsedReceipt, type Vendor } from '../../sinks/vendors/types.ts';
+import { compositeKey } from '../shared/keys.ts';
+import type { PushOutcome } from '../shared/records.ts';
+import type { ByMessageRecord, MessageReceipt, ReceiptJoinListener, ReceiptParsers, ReceiptRaw, ReceiptStatus } from './records.ts';
+
+const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { delivered: 'DELIVERED', failed: 'FAILED', 'dead-token': 'DEAD_TOKEN' };
+
+/** The by-message key: compositeKey(vendor, vendor_message_id). */
+export const messageKey = (vendor: string, vendorMessageId: string): string => compositeKey(vendor, vendorMessageId);
+
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 32);
+}
+
+/**
+ * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per
+ * receipt it holds, keyed by (vendor, vendor message id), for the join. Bodies are parsed by the
+ * vendor adapters; a body no adapter can parse is a contract error (the runtime's DLQ).
+ */
+export function receiptParseProcessor(parsers: ReceiptParsers, listener: ReceiptJoinListener = {}): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
+  return () => {
+    let ctx: ProcessorContext<string, ByMessageRecord>;
+    const processor: Processor<string, ReceiptRaw, string, ByMessageRecord> = {
+      init(context) {
+        ctx = context;
+      },
+      process(record: StreamRecord<string, ReceiptRaw>) {
+        const raw = record.value;
+        const vendor = raw.vendor as Vendor;
+        const parse = VENDORS.includes(vendor) ? parsers(vendor) : undefined;
+        let receipts: ParsedReceipt[];
+        try {
+          if (!parse) throw new Error(`no receipt parser for vendor ${raw.vendor}`);
+          receipts = parse(Buffer.from(raw.body), raw.content_type ?? undefined);
+        } catch (error) {
+          listener.unparsable?.(raw.vendor);
+          throw new ContractError('RECEIPT_UNPARSABLE', `receipt ${raw.receipt_id} (${raw.vendor}): ${errorMessage(error)}`, error);
+        }
+        for (const r of receipts) {
+          if (!r.vendorMessageId) continue;
+          const receipt: MessageReceipt = {
+            vendor: raw.vendor,
+            vendor_message_id: r.vendorMessageId,
+            token_hash: r.token ? tokenHash(r.token) : null,
+            status: STATUS[r.status] ?? 'FAILED',
+            code: r.code,
+            at: Number.isFinite(r.at) && r.at > 0 ? r.at : raw.received_at,
+            received_at: raw.received_at,
+            app_id: raw.app_id,
+          };
+          ctx.forward({ key: messageKey(raw.vendor, r.vendorMessageId), value: { type: 'receipt', receipt }, timestamp: record.timestamp });
+        }
+      },
+    };
+    return processor;
+  };
+}
+
+/**
+ * `submission-index`: vendor-accepted outcomes (push.outcomes, keyed by uid) → the submission the
+ * join needs to match receipts, keyed by (vendor, vendor message id). Other outcomes are dropped.
+ */
+export function submissionIndexProcessor(): ProcessorSupplier<string, PushOutcome, string, ByMessageRecord> {
+  return () => {
+    let ctx: ProcessorContext<string, ByMessageRecord>;
+    return {
+      init(context) {
+        ctx = context;
+      },
+      process(record: StreamRecord<string, PushOutcome>) {
+        const o = record.value;
+        if (o.status !== 'ACCEPTED' || !o.vendor || !o.vendor_message_id || !o.device_id) return;
+        ctx.forward({
+          key: messageKey(o.vendor, o.vendor_message_id),
+          value: {
+            type: 'submission',
+            vendor: o.vendor,
+            vendor_message_id: o.vendor_message_id,
+            submission: {
+              task_id: o.task_id,
+              uid: o.uid,
+              device_id: o.device_id,
+              app_id: o.app_id,
+              platform: o.platform,
+              conv_id: o.conv_id,
+              seq: o.seq,
+              persisted_at: o.persisted_at,
+              accepted_at: o.at,
+            },
+          },
+          timestamp: record.timestamp,
+        });
+      },
+    };
+  };
+}

@@ -1,0 +1,73 @@
+import type { Pool } from 'mysql2/promise';
+import { PushError, errorCode } from '../../common/errors.ts';
+import { backoffDelay, sleep } from '../../common/retry.ts';
+import type { TaskStatusUpdate, TaskStatusWriter } from '../../processors/receipt-join/records.ts';
+
+export interface MysqlTaskStatusWriterOptions {
+  readonly pool: Pool;
+  /** Default `im_push_task`. */
+  readonly table?: string;
+  /** Column holding the task id (deterministic id of uid, conv_id, seq, device_id). Default `task_id`. */
+  readonly taskIdColumn?: string;
+  /** Default `status`. */
+  readonly statusColumn?: string;
+  /** Ids per UPDATE statement. Default 500. */
+  readonly maxBatchIds?: number;
+  readonly retryInitialDelayMs?: number;
+  readonly retryMaxDelayMs?: number;
+}
+
+const RETRIABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN']);
+
+/**
+ * im_push_task.status from receipts, batched: delivered (2) replaces pending, submitted and failed;
+ * failed (3) replaces only pending and submitted, so a late failure never undoes a delivery and
+ * merged (4) tasks stay merged. Idempotent: replays set the same values. `flush` retries while
+ * MySQL is unreachable and resolves once every buffered update is applied.
+ */
+export class MysqlTaskStatusWriter implements TaskStatusWriter {
+  private delivered = new Set<string>();
+  private failed = new Set<string>();
+
+  constructor(private readonly options: MysqlTaskStatusWriterOptions) {}
+
+  update(update: TaskStatusUpdate): void {
+    if (update.status === 2) {
+      this.delivered.add(update.taskId);
+      this.failed.delete(update.taskId);
+    } else if (!this.delivered.has(update.taskId)) this.failed.add(update.taskId);
+  }
+
+  async flush(): Promise<void> {
+    const delivered = [...this.delivered];
+    const failed = [...this.failed];
+    this.delivered = new Set();
+    this.failed = new Set();
+    const table = `\`${this.options.table ?? 'im_push_task'}\``;
+    const id = `\`${this.options.taskIdColumn ?? 'task_id'}\``;
+    const status = `\`${this.options.statusColumn ?? 'status'}\``;
+    const size = this.options.maxBatchIds ?? 500;
+    try {
+      for (let i = 0; i < delivered.length; i += size) await this.run(`UPDATE ${table} SET ${status} = 2 WHERE ${id} IN (?) AND ${status} IN (0, 1, 3)`, delivered.slice(i, i + size));
+      for (let i = 0; i < failed.length; i += size) await this.run(`UPDATE ${table} SET ${status} = 3 WHERE ${id} IN (?) AND ${status} IN (0, 1)`, failed.slice(i, i + size));
+    } catch (error) {
+      for (const t of delivered) this.delivered.add(t);
+      for (const t of failed) if (!this.delivered.has(t)) this.failed.add(t);
+      throw error;
+    }
+  }
+
+  private async run(sql: string, ids: string[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.pool.query(sql, [ids]);
+        return;
+      } catch (error) {
+        const code = errorCode(error);
+        const failure = new PushError(`MYSQL_${code}`, `im_push_task status update failed (${code})`, { retriable: RETRIABLE.has(code) });
+        if (!failure.retriable) throw failure;
+        await sleep(backoffDelay(attempt, this.options.retryInitialDelayMs ?? 200, this.options.retryMaxDelayMs ?? 10_000));
+      }
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import type { Pool } from 'mysql2/promise';
+import { errorCode, PushError } from '../../common/errors.ts';
+import { backoffDelay, sleep } from '../../common/retry.ts';
+import { TASK_STATUS, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow, type TaskStatus } from '../../processors/fan-out/ledger.ts';
+
+export interface MysqlPushTaskLedgerOptions {
+  readonly pool: Pool;
+  /** Default `im_push_task`. */
+  readonly table?: string;
+  /** Buffered results are also written this often, ms, to keep the crash window small. Default 50. */
+  readonly flushIntervalMs?: number;
+  /** Rows per INSERT. Default 500. */
+  readonly maxBatchRows?: number;
+  /** Backoff while MySQL is unreachable, ms. Defaults 200 and 10 000. */
+  readonly retryInitialDelayMs?: number;
+  readonly retryMaxDelayMs?: number;
+}
+
+const RETRIABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED']);
+
+const COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, collapse_id';
+const rowValues = (t: TaskRow) => [t.taskId, t.uid, t.convId, t.seq, t.deviceId, t.msgId, t.appId, t.platform, t.collapseId];
+
+interface StoredRow {
+  task_id: string;
+  status: number;
+  vendor: string;
+  vendor_message_id: string | null;
+  fail_code: string | null;
+  attempts: number;
+}
+
+interface PendingClaim {
+  readonly task: TaskRow;
+  readonly resolve: (stored: StoredTask) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0)
+ * plus one `SELECT` of the stored statuses; results become one `INSERT … ON DUPLICATE KEY UPDATE`
+ * per batch that never moves a row backwards (1 over 0 and 3; 3 only over 0). Idempotent: a replay
+ * writes the same values. MySQL outages are waited out with backoff.
+ */
+export class MysqlPushTaskLedger implements PushTaskLedger {
+  private claims: PendingClaim[] = [];
+  private claimScheduled = false;
+  private results = new Map<string, { task: TaskRow; result: TaskResult }>();
+  private writing: Promise<void> = Promise.resolve();
+  private readonly timer: NodeJS.Timeout;
+  private readonly table: string;
+
+  constructor(private readonly options: MysqlPushTaskLedgerOptions) {
+    this.table = `\`${(options.table ?? 'im_push_task').replace(/`/g, '')}\``;
+    this.timer = setInterval(() => {
+      if (this.results.size > 0) this.flush().catch(() => undefined);
+    }, options.flushIntervalMs ?? 50);
+    this.timer.unref();
+  }
+
+  claim(task: TaskRow): Promise<StoredTask> {
+    return new Promise((resolve, reject) => {
+      this.claims.push({ task, resolve, reject });
+      if (!this.claimScheduled) {
+        this.claimScheduled = true;
+        setImmediate(() => this.writeClaims());
+      }
+    });
+  }
+
+  private async writeClaims(): Promise<void> {
+    this.claimScheduled = false;
+    const batch = this.claims;
+    this.claims = [];
+    const size = this.options.maxBatchRows ?? 500;
+    for (let i = 0; i < batch.length; i += size) {
+      const chunk = batch.slice(i, i + size);
+      try {
+        await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
+        const [rows] = await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]);
+        const stored = new Map((rows as StoredRow[]).map((r) => [r.task_id, r]));
+        for (const c of chunk) {
+          const r = stored.get(c.task.taskId);
+          c.resolve(r === undefined
+            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0 }
+            : { status: r.status as TaskStatus, vendor: r.vendor || null, vendorMessageId: r.vendor_message_id, failCode: r.fail_code, attempts: r.attempts });
+        }
+      } catch (error) {
+        for (const c of chunk) c.reject(error);
+      }
+    }
+  }
+
+  record(task: TaskRow, result: TaskResult): void {
+    const previous = this.results.get(task.taskId);
+    // A submitted result wins over a failed one buffered for the same task.
+    if (previous?.result.status === TASK_STATUS.submitted && result.status === TASK_STATUS.failed) return;
+    this.results.set(task.taskId, { task, result });
+  }
+
+  flush(): Promise<void> {
+    // Serialise writers: a flush waits for the one in progress, then writes what is left.
+    this.writing = this.writing.catch(() => undefined).then(() => this.writeResults());
+    return this.writing;
+  }
+
+  private async writeResults(): Promise<void> {
+    if (this.results.size === 0) return;
+    const batch = [...this.results.values()];
+    this.results = new Map();
+    const size = this.options.maxBatchRows ?? 500;
+    try {
+      for (let i = 0; i < batch.length; i += size) {
+        const rows = batch.slice(i, i + size).map(({ task, result }) => [
+          ...rowValues(task), result.status, result.vendor, result.vendorMessageId, result.failCode, result.attempts,
+          result.status === TASK_STATUS.submitted ? new Date() : null,
+        ]);
+        // Assignments run left to right and see earlier ones, so `status` is updated last.
+        const advance = '(status = 0 OR (status = 3 AND VALUES(status) = 1))';
+        await this.run(
+          `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, attempts, submitted_at) VALUES ? ` +
+            `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
+            `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
+            `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
+            `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
+            `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +
+            `status = IF(${advance}, VALUES(status), status)`,
+          [rows],
+        );
+      }
+    } catch (error) {
+      for (const { task, result } of batch) if (!this.results.has(task.taskId)) this.results.set(task.taskId, { task, result });
+      throw error;
+    }
+  }
+
+  private async run(sql: string, params: unknown[]): Promise<[unknown, unknown]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.options.pool.query(sql, params)) as [unknown, unknown];
+      } catch (error) {
+        const code = errorCode(error);
+        if (!RETRIABLE.has(code)) throw new PushError(`MYSQL_${code}`, `im_push_task write failed (${code})`, { cause: error });
+        await sleep(backoffDelay(attempt, this.options.retryInitialDelayMs ?? 200, this.options.retryMaxDelayMs ?? 10_000));
+      }
+    }
+  }
+
+  /** Stops the background flush (call `flush` first to write what is buffered). */
+  close(): void {
+    clearInterval(this.timer);
+  }
+}

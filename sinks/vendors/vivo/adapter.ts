@@ -1,0 +1,174 @@
+import { createHash } from 'node:crypto';
+import type { VivoAppConfig } from '../apps-config.ts';
+import { groupByPayload } from '../batching.ts';
+import { CachedCredential, type MintedCredential } from '../credential.ts';
+import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
+
+export const VIVO_BASE_URL = 'https://api-push.vivo.com.cn';
+
+export interface VivoAdapterDeps {
+  readonly ca?: string | undefined;
+  readonly now?: () => number;
+}
+
+interface VivoBody {
+  result?: number;
+  desc?: string;
+  authToken?: string;
+  taskId?: string;
+  invalidUser?: { userid?: string; status?: number };
+  invalidUsers?: Array<{ userid?: string; status?: number }>;
+}
+
+/** vivo requestId: ≤ 64 characters, unique per request (vivo dedupes on it). */
+const requestIdOf = (id: string) => (id.length <= 64 ? id : createHash('sha256').update(id).digest('hex'));
+
+/**
+ * vivo push: `sign = md5(appId + appKey + timestamp + appSecret)` → authToken header (valid a day,
+ * refreshed hourly as vivo advises); /message/send for one, saveListPayload + pushToList for
+ * identical messages to 2–1000 regIds; system classification (`classification` 1 + `category`).
+ */
+export class VivoAdapter implements VendorAdapter {
+  readonly vendor = 'vivo' as const;
+  readonly maxBatchSize = 1000;
+  /** clientCustomMap ≤ 1024 characters. */
+  readonly maxPayloadBytes = 1024;
+  private readonly http: VendorHttp;
+  private readonly authToken: CachedCredential;
+  private readonly now: () => number;
+  private readonly base: string;
+
+  constructor(private readonly config: VivoAppConfig, deps: VivoAdapterDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.base = config.baseUrl ?? VIVO_BASE_URL;
+    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    this.authToken = new CachedCredential(() => this.mintAuthToken(), 23 * 3600_000, this.now);
+  }
+
+  private async mintAuthToken(): Promise<MintedCredential> {
+    const { appId, appKey, appSecret } = this.config;
+    const timestamp = this.now();
+    const sign = createHash('md5').update(appId + appKey + timestamp + appSecret).digest('hex');
+    const answer = await this.http.postJson(joinUrl(this.base, '/message/auth'), {}, { appId, appKey, timestamp, sign });
+    const body = jsonOf(answer.text) as VivoBody | undefined;
+    if (answer.status !== 200 || body?.result !== 0 || !body.authToken) throw new VivoAuthError(String(body?.result ?? `HTTP_${answer.status}`));
+    return { value: body.authToken, expiresAtMs: timestamp + 24 * 3600_000 };
+  }
+
+  private content(m: PushMessage): Record<string, unknown> {
+    return {
+      appId: /^\d+$/.test(this.config.appId) ? Number(this.config.appId) : this.config.appId,
+      notifyType: m.silent ? 1 : 4,
+      title: [...m.title].slice(0, 40).join(''),
+      content: [...m.body].slice(0, 100).join(''),
+      timeToLive: Math.min(86_400, Math.max(60, m.ttlSeconds)),
+      skipType: 1,
+      networkType: -1,
+      classification: Number(m.classification?.classification ?? 1),
+      category: m.classification?.category ?? this.config.category,
+      clientCustomMap: m.data,
+      notifyId: notifyIdOf(m.collapseId),
+      pushMode: 0,
+      ...(this.config.receiptId ? { extra: { callback: this.config.receiptId, 'callback.param': m.collapseId.slice(0, 64) /* per conversation, so identical messages still batch */ } } : {}),
+    };
+  }
+
+  payloadBytes(m: PushMessage): number {
+    return Buffer.byteLength(JSON.stringify(m.data));
+  }
+
+  async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const outcomes: SubmitOutcome[] = new Array(messages.length);
+    const groups = groupByPayload(messages, (m) => JSON.stringify(this.content(m)), this.maxBatchSize);
+    await Promise.all(groups.map(async (indices) => {
+      const group = indices.map((i) => messages[i]!);
+      const results = await this.send(group);
+      indices.forEach((i, k) => (outcomes[i] = results[k]!));
+    }));
+    return outcomes;
+  }
+
+  private async call(path: string, body: unknown): Promise<VivoBody | SubmitOutcome> {
+    for (let authRetried = false; ; authRetried = true) {
+      let token: string;
+      try {
+        token = await this.authToken.get();
+      } catch (error) {
+        return error instanceof VivoAuthError ? { kind: 'auth-failed', code: error.code } : { kind: 'retryable', code: 'NETWORK' };
+      }
+      let answer;
+      try {
+        answer = await this.http.postJson(joinUrl(this.base, path), { authToken: token }, body);
+      } catch (error) {
+        if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+        throw error;
+      }
+      const parsed = jsonOf(answer.text) as VivoBody | undefined;
+      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
+      const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
+      if (answer.status !== 200 || typeof parsed?.result !== 'number') {
+        return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'permanent', `HTTP_${answer.status}`, extra);
+      }
+      const code = String(parsed.result);
+      const rule = ruleFor(VIVO_RESULTS, code);
+      if (rule === 'auth-refresh' && !authRetried) {
+        this.authToken.invalidate(token);
+        continue;
+      }
+      return rule === 'accepted' ? parsed : outcomeOf(rule, code, extra);
+    }
+  }
+
+  private async send(group: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const all = (o: SubmitOutcome) => group.map(() => o);
+    if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: 'clientCustomMap' });
+    const content = this.content(group[0]!);
+    let answer: VivoBody | SubmitOutcome;
+    if (group.length === 1) {
+      answer = await this.call('/message/send', { ...content, regId: group[0]!.token, requestId: requestIdOf(group[0]!.taskId) });
+    } else {
+      const requestId = requestIdOf(group.map((m) => m.taskId).join('|'));
+      const saved = await this.call('/message/saveListPayload', { ...content, requestId });
+      if ('kind' in saved) return all(saved);
+      answer = await this.call('/message/pushToList', { regIds: group.map((m) => m.token), taskId: saved.taskId, requestId, pushMode: 0 });
+      if (!('kind' in answer)) answer = { ...answer, taskId: answer.taskId ?? saved.taskId };
+    }
+    if ('kind' in answer) return all(answer);
+    const invalid = new Map<string, number>();
+    for (const u of [...(answer.invalidUsers ?? []), ...(answer.invalidUser ? [answer.invalidUser] : [])]) {
+      if (u.userid !== undefined) invalid.set(u.userid, Number(u.status));
+    }
+    return group.map((m): SubmitOutcome => {
+      const status = invalid.get(m.token);
+      if (status !== undefined) return outcomeOf(ruleFor(VIVO_INVALID_USER, String(status)), `invalidUser.${status}`);
+      return { kind: 'accepted', vendorMessageId: answer.taskId ?? '' };
+    });
+  }
+
+  /** vivo receipt (this project's format): `{"<taskId>":{"param","targets":"r1,r2","ackTime","ackType"}}`. */
+  parseReceipt(body: Buffer): ParsedReceipt[] {
+    const parsed = jsonOf(body.toString('utf8')) as Record<string, { targets?: string; ackTime?: number; ackType?: number }> | undefined;
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return [];
+    return Object.entries(parsed).flatMap(([taskId, r]) => String(r?.targets ?? '').split(',').filter(Boolean).map((token) => ({
+      vendor: 'vivo' as const,
+      vendorMessageId: taskId,
+      token,
+      status: VIVO_RECEIPT_ACK[String(r.ackType)] ?? 'failed',
+      code: String(r.ackType ?? ''),
+      at: Number(r.ackTime) || this.now(),
+    })));
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+class VivoAuthError extends Error {
+  constructor(readonly code: string) {
+    super(`vivo auth refused: ${code}`);
+  }
+}

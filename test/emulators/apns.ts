@@ -1,0 +1,250 @@
+import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
+import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { EmulatorCore, sleep, type Fault } from './common.ts';
+import type { TestTls } from './tls.ts';
+
+/** Status of every APNs reason (vendor-protocols.md §1.4), for scripted `code` faults. */
+export const APNS_REASON_STATUS: Readonly<Record<string, number>> = {
+  BadCollapseId: 400, BadDeviceToken: 400, BadExpirationDate: 400, BadMessageId: 400, BadPriority: 400, BadTopic: 400,
+  DeviceTokenNotForTopic: 400, DuplicateHeaders: 400, IdleTimeout: 400, InvalidPushType: 400, MissingDeviceToken: 400,
+  MissingTopic: 400, PayloadEmpty: 400, TopicDisallowed: 400,
+  BadCertificate: 403, BadCertificateEnvironment: 403, ExpiredProviderToken: 403, Forbidden: 403, InvalidProviderToken: 403,
+  MissingProviderToken: 403, UnrelatedKeyIdInToken: 403, BadEnvironmentKeyIdInToken: 403,
+  BadPath: 404, MethodNotAllowed: 405, Unregistered: 410, ExpiredToken: 410, PayloadTooLarge: 413,
+  TooManyProviderTokenUpdates: 429, TooManyRequests: 429, InternalServerError: 500, ServiceUnavailable: 503, Shutdown: 503,
+};
+
+const PUSH_TYPES = new Set(['alert', 'background', 'location', 'voip', 'complication', 'fileprovider', 'mdm', 'liveactivity', 'pushtotalk']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A signing key registered with the emulated Apple developer account. */
+export interface ApnsKeyRegistration {
+  readonly teamId: string;
+  readonly keyId: string;
+  /** PEM (SPKI) or KeyObject of the .p8 key's public half. */
+  readonly publicKey: string | KeyObject;
+  /** The app id (for recordings) per bundle id this key may push to. */
+  readonly topics: Readonly<Record<string, string>>;
+}
+
+interface ConnectionAuth {
+  teamId?: string;
+  jwt?: string;
+  changedAtMs?: number;
+}
+
+export interface ApnsEmulatorOptions {
+  /** Least time between provider-token changes on one connection before 429, ms. Default 20 min. */
+  readonly minTokenUpdateIntervalMs?: number;
+  /** `sandbox` answers carry apns-unique-id. Default production. */
+  readonly environment?: 'production' | 'sandbox';
+}
+
+/**
+ * The APNs provider API over HTTP/2 + TLS: verifies the ES256 provider token (kid registered,
+ * signature in JOSE r||s form, iss = the key's team, iat ≤ 1 h old, one team per connection, no
+ * token change within 20 min on a connection), validates every apns-* header and the payload size,
+ * and answers with Apple's statuses and `{"reason"}` bodies. GOAWAY can be scripted mid-stream.
+ */
+export class ApnsEmulator extends EmulatorCore {
+  private server: Http2SecureServer | undefined;
+  private readonly keys = new Map<string, { teamId: string; publicKey: KeyObject; topics: Readonly<Record<string, string>> }>();
+  private readonly auth = new WeakMap<Http2Session, ConnectionAuth>();
+  private readonly sessions = new Set<Http2Session>();
+  /** Last stream id a GOAWAY promised to process, per connection: later streams are refused. */
+  private readonly goneAway = new WeakMap<Http2Session, number>();
+  baseUrl = '';
+  /** GOAWAY frames sent so far. */
+  goaways = 0;
+
+  constructor(private readonly options: ApnsEmulatorOptions = {}) {
+    super('apns');
+  }
+
+  registerKey(reg: ApnsKeyRegistration): void {
+    const publicKey = typeof reg.publicKey === 'string' ? createPublicKey(reg.publicKey) : reg.publicKey;
+    this.keys.set(reg.keyId, { teamId: reg.teamId, publicKey, topics: reg.topics });
+  }
+
+  async start(tls: TestTls, port = 0): Promise<string> {
+    this.server = createSecureServer({ key: tls.key, cert: tls.cert, allowHTTP1: false });
+    this.server.on('session', (session) => {
+      this.sessions.add(session);
+      session.on('error', () => undefined);
+      session.on('close', () => this.sessions.delete(session));
+    });
+    this.server.on('stream', (stream, headers) => {
+      stream.on('error', () => undefined);
+      this.handle(stream, headers).catch(() => {
+        if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    this.baseUrl = `https://localhost:${(this.server.address() as AddressInfo).port}`;
+    return this.baseUrl;
+  }
+
+  /** Open client connections (tests check reconnects). */
+  get openConnections(): number {
+    return this.sessions.size;
+  }
+
+  async close(): Promise<void> {
+    this.stopTimers();
+    const closing = [...this.sessions].map((s) => new Promise<void>((resolve) => {
+      if (s.destroyed) return resolve();
+      s.once('close', () => resolve());
+      s.destroy();
+    }));
+    await Promise.all(closing);
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private answer(stream: ServerHttp2Stream, status: number, reason?: string, extra: Record<string, string> = {}, apnsId: string = randomUUID()): void {
+    if (stream.destroyed || stream.closed) return;
+    const headers: Record<string, string | number> = { ':status': status, 'apns-id': apnsId, ...extra };
+    if (this.options.environment === 'sandbox') headers['apns-unique-id'] = randomUUID();
+    if (reason === undefined) {
+      stream.respond(headers, { endStream: true });
+      return;
+    }
+    const body = JSON.stringify(status === 410 ? { reason, timestamp: this.clock.now() } : { reason });
+    stream.respond({ ...headers, 'content-type': 'application/json' });
+    stream.end(body);
+  }
+
+  private verifyToken(session: Http2Session, authorization: string | undefined, topic: string | undefined): { reason?: string; appId?: string } {
+    if (!authorization || !authorization.startsWith('bearer ') || authorization.length <= 7) return { reason: 'MissingProviderToken' };
+    const jwt = authorization.slice(7).trim();
+    const parts = jwt.split('.');
+    if (parts.length !== 3) return { reason: 'InvalidProviderToken' };
+    let header: { alg?: string; kid?: string };
+    let claims: { iss?: string; iat?: number };
+    try {
+      header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString());
+      claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString());
+    } catch {
+      return { reason: 'InvalidProviderToken' };
+    }
+    const key = header.kid === undefined ? undefined : this.keys.get(header.kid);
+    if (header.alg !== 'ES256' || !key) return { reason: 'InvalidProviderToken' };
+    // Apple takes the JOSE form: raw r||s (64 bytes), not DER.
+    const signature = Buffer.from(parts[2]!, 'base64url');
+    const ok = signature.length === 64 && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
+    if (!ok || claims.iss !== key.teamId || typeof claims.iat !== 'number') return { reason: 'InvalidProviderToken' };
+    const conn = this.auth.get(session) ?? {};
+    this.auth.set(session, conn);
+    if (conn.teamId !== undefined && conn.teamId !== key.teamId) return { reason: 'InvalidProviderToken' };
+    if (this.clock.now() > claims.iat * 1000 + 3600_000) return { reason: 'ExpiredProviderToken' };
+    if (conn.jwt !== undefined && conn.jwt !== jwt) {
+      if (this.clock.now() - (conn.changedAtMs ?? 0) < (this.options.minTokenUpdateIntervalMs ?? 20 * 60_000)) return { reason: 'TooManyProviderTokenUpdates' };
+    }
+    if (conn.jwt !== jwt) {
+      conn.jwt = jwt;
+      conn.changedAtMs = this.clock.now();
+    }
+    conn.teamId = key.teamId;
+    if (topic === undefined) return { reason: 'MissingTopic' };
+    const appId = key.topics[topic.replace(/\.(voip|complication)$/, '')];
+    if (appId === undefined) return { reason: 'TopicDisallowed' };
+    return { appId };
+  }
+
+  private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    if (this.latencyMs > 0) await sleep(this.latencyMs);
+    // After GOAWAY, streams above its last-stream-id are not processed (the client resends them).
+    const lastStreamId = this.goneAway.get(stream.session!);
+    if (lastStreamId !== undefined && (stream.id ?? 0) > lastStreamId) return;
+    const apnsIdHeader = headers['apns-id'] as string | undefined;
+    if (apnsIdHeader !== undefined && !UUID.test(apnsIdHeader)) return this.answer(stream, 400, 'BadMessageId');
+    const apnsId = apnsIdHeader ?? randomUUID();
+    const reply = (status: number, reason?: string, extra?: Record<string, string>) => this.answer(stream, status, reason, extra, apnsId);
+    if (headers[':method'] !== 'POST') return reply(405, 'MethodNotAllowed');
+    const path = String(headers[':path'] ?? '');
+    if (!path.startsWith('/3/device/')) return reply(404, 'BadPath');
+    const token = path.slice('/3/device/'.length);
+    if (token === '') return reply(400, 'MissingDeviceToken');
+    const topic = headers['apns-topic'] as string | undefined;
+    const auth = this.verifyToken(stream.session!, headers.authorization as string | undefined, topic);
+    const record = (answer: string) => this.record({
+      appId: auth.appId ?? '', token, request: { ...headers }, answer,
+      collapseId: headers['apns-collapse-id'] as string | undefined, ...payloadFields(body),
+    });
+    if (auth.reason) {
+      record(auth.reason);
+      return reply(APNS_REASON_STATUS[auth.reason]!, auth.reason);
+    }
+    const fault = this.takeFault([token]);
+    if (fault?.kind === 'goaway') return this.goaway(stream);
+    const refused = this.validate(token, headers, body) ?? this.faultReason(fault) ?? (this.deadTokens.has(token) ? 'Unregistered' : undefined);
+    record(refused ?? 'accepted');
+    if (refused) {
+      const retryAfter = fault && 'retryAfterS' in fault && fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined;
+      return reply(APNS_REASON_STATUS[refused] ?? 400, refused, retryAfter);
+    }
+    reply(200);
+  }
+
+  private validate(token: string, headers: IncomingHttpHeaders, body: string): string | undefined {
+    if (!/^[0-9a-fA-F]{64}$/.test(token)) return 'BadDeviceToken';
+    const pushType = (headers['apns-push-type'] as string | undefined) ?? 'alert';
+    if (!PUSH_TYPES.has(pushType)) return 'InvalidPushType';
+    const priority = headers['apns-priority'] as string | undefined;
+    if (priority !== undefined && !['1', '5', '10'].includes(priority)) return 'BadPriority';
+    const expiration = headers['apns-expiration'] as string | undefined;
+    if (expiration !== undefined && !/^\d+$/.test(expiration)) return 'BadExpirationDate';
+    const collapse = headers['apns-collapse-id'] as string | undefined;
+    if (collapse !== undefined && Buffer.byteLength(collapse) > 64) return 'BadCollapseId';
+    if (body.length === 0) return 'PayloadEmpty';
+    if (Buffer.byteLength(body) > (pushType === 'voip' ? 5120 : 4096)) return 'PayloadTooLarge';
+    return undefined;
+  }
+
+  private faultReason(fault: Fault | undefined): string | undefined {
+    switch (fault?.kind) {
+      case undefined:
+        return undefined;
+      case 'dead-token':
+        return 'Unregistered';
+      case 'rate-limit':
+      case 'quota':
+        return 'TooManyRequests';
+      case 'server-error':
+        return 'ServiceUnavailable';
+      case 'expired-auth':
+        return 'ExpiredProviderToken';
+      case 'code':
+        return fault.code;
+      case 'goaway':
+        return undefined;
+    }
+  }
+
+  /**
+   * GOAWAY naming the previous stream as the last processed: this stream and any later one on the
+   * connection are left unanswered (refused) and the connection is torn down shortly after.
+   * (Resetting the stream right after the GOAWAY frame crashes node 20's http2 natively.)
+   */
+  private goaway(stream: ServerHttp2Stream): void {
+    const session = stream.session!;
+    const lastStreamId = Math.max(0, (stream.id ?? 2) - 2);
+    this.goaways++;
+    this.goneAway.set(session, lastStreamId);
+    session.goaway(constants.NGHTTP2_NO_ERROR, lastStreamId);
+    setTimeout(() => session.destroy(), 50);
+  }
+}
+
+function payloadFields(body: string): { title?: string; body?: string; data?: unknown } {
+  try {
+    const p = JSON.parse(body) as { aps?: { alert?: { title?: string; body?: string } } } & Record<string, unknown>;
+    const { aps, ...data } = p;
+    return { title: aps?.alert?.title, body: aps?.alert?.body, data };
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { message } from '../vendors/support.ts';
+import { startEmulators, type StartedEmulators } from './index.ts';
+
+/**
+ * The emulators cap the vendors' limited classes per device and day (HMS marketing 2, OPPO content
+ * & marketing 2, vivo operation 5): the adapters' IM classification is what keeps pushes flowing.
+ */
+describe('vendor message classes in the emulators', () => {
+  let em: StartedEmulators;
+  let registry: VendorRegistry;
+
+  before(async () => {
+    em = await startEmulators();
+    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
+  });
+  after(async () => {
+    await registry.close();
+    await em.close();
+  });
+  beforeEach(() => em.reset());
+
+  const cases = [
+    { vendor: 'hms', marketing: { category: 'MARKETING' }, cap: 2 },
+    { vendor: 'oppo', marketing: { category: 'MARKETING' }, cap: 2 },
+    { vendor: 'vivo', marketing: { classification: '0', category: 'MARKETING' }, cap: 5 },
+  ] as const;
+
+  for (const { vendor, marketing, cap } of cases) {
+    test(`${vendor}: IM pushes are never capped; marketing-class pushes beyond ${cap} a day per device are not shown`, async () => {
+      const adapter = registry.adapter(vendor, 'app-1')!;
+      for (let i = 0; i < cap + 3; i++) await adapter.submit([message(em, vendor, 'same-device', { taskId: `im-${i}`, body: `im ${i}` })]);
+      assert.equal(em[vendor].accepted().length, cap + 3);
+      em.reset();
+      for (let i = 0; i < cap + 3; i++) await adapter.submit([message(em, vendor, 'same-device', { taskId: `mk-${i}`, body: `promo ${i}`, classification: marketing })]);
+      assert.deepEqual(em[vendor].received.map((r) => r.answer), [...Array(cap).fill('accepted'), 'class-capped', 'class-capped', 'class-capped']);
+      em.clock.advance(24 * 3600_000);
+      await adapter.submit([message(em, vendor, 'same-device', { taskId: 'next-day', classification: marketing })]);
+      assert.equal(em[vendor].received.at(-1)!.answer, 'accepted', 'the cap resets the next day');
+    });
+  }
+});

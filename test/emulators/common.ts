@@ -1,0 +1,240 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Vendor } from '../../sinks/vendors/types.ts';
+import type { TestTls } from './tls.ts';
+
+/**
+ * The vendor clock of an emulator: real time plus an offset tests can advance, so credential
+ * lifetimes (APNs 1 h, Google 1 h, HMS 1 h, OPPO/vivo 24 h) can be crossed without waiting.
+ */
+export class EmulatorClock {
+  private offsetMs = 0;
+  now(): number {
+    return Date.now() + this.offsetMs;
+  }
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+/**
+ * A scripted misbehaviour, in vendor-neutral terms; each emulator answers it with that vendor's
+ * documented status and body. `code` answers with one exact vendor code (APNs reason, FCM
+ * errorCode, HMS/Xiaomi/OPPO/vivo business code); `variant` picks a documented shape where a code
+ * has several (e.g. FCM INVALID_ARGUMENT `token` | `ttl`, a 429 `no-detail`).
+ */
+export type Fault =
+  | { readonly kind: 'dead-token' }
+  | { readonly kind: 'rate-limit'; readonly retryAfterS?: number }
+  | { readonly kind: 'server-error'; readonly retryAfterS?: number }
+  | { readonly kind: 'quota' }
+  | { readonly kind: 'expired-auth' }
+  /** APNs: GOAWAY on the connection carrying this stream; the stream is refused, unanswered. */
+  | { readonly kind: 'goaway' }
+  | { readonly kind: 'code'; readonly code: string; readonly variant?: string };
+
+export interface FaultRule {
+  readonly fault: Fault;
+  /** Only requests carrying this token; all requests when absent. */
+  readonly token?: string;
+  /** How many more requests it applies to. */
+  remaining: number;
+}
+
+/** One push an emulator accepted or refused, as a test would assert on it. */
+export interface ReceivedPush {
+  readonly vendor: Vendor;
+  /** The emulator's app the credentials belonged to. */
+  readonly appId: string;
+  readonly token: string;
+  readonly title?: string | undefined;
+  readonly body?: string | undefined;
+  /** The vendor's collapse / notify id as sent (apns-collapse-id, android.collapse_key, notify_id, ...). */
+  readonly collapseId?: string | undefined;
+  /** Custom data as sent (parsed). */
+  readonly data?: unknown;
+  /** The whole vendor request (headers or parsed body). */
+  readonly request: unknown;
+  /** What the emulator answered: `accepted` or the vendor code. */
+  readonly answer: string;
+  readonly at: number;
+}
+
+/** Receipt simulation: where and how an emulator posts callbacks for what it accepted. */
+export interface ReceiptBehaviour {
+  /** Where to post (vendors with per-message callback URLs use the message's URL first). */
+  url?: string | undefined;
+  /** Delay before posting, ms. Default 50. */
+  delayMs: number;
+  /** Probability a receipt is never sent. Default 0. */
+  lossRate: number;
+  /** Probability a receipt is posted twice. Default 0. */
+  duplicateRate: number;
+  /** What each token's receipt says. Default: dead tokens `dead-token`, others `delivered`. */
+  outcomeFor?: ((token: string) => 'delivered' | 'failed' | 'dead-token') | undefined;
+}
+
+/** State and knobs every emulator has. */
+export class EmulatorCore {
+  /** Replaceable so that startEmulators can give all six one shared clock. */
+  clock = new EmulatorClock();
+  readonly received: ReceivedPush[] = [];
+  /** Tokens the vendor considers unregistered / invalid. */
+  readonly deadTokens = new Set<string>();
+  /** Latency added to every send answer, ms. */
+  latencyMs = 0;
+  readonly receipts: ReceiptBehaviour = { delayMs: 50, lossRate: 0, duplicateRate: 0 };
+  /** Receipt callbacks posted (after loss), for tests. */
+  receiptsPosted = 0;
+  /**
+   * Per-device daily cap of the vendor's limited class (HMS marketing 2, OPPO content & marketing 2,
+   * vivo operation 5); pushes beyond it are taken but never shown (answer `class-capped`, failed
+   * receipt). IM-class pushes are not counted. 0 turns the cap off.
+   */
+  limitedClassCapPerDevice = 0;
+  private readonly limitedClassCounts = new Map<string, number>();
+  private rules: FaultRule[] = [];
+  private readonly lastReceipt = new Map<string, () => Promise<void>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(readonly vendor: Vendor) {}
+
+  /** Adds a fault for the next `times` requests (default: every request), optionally for one token. */
+  script(fault: Fault, options: { token?: string; times?: number } = {}): void {
+    this.rules.push({ fault, ...(options.token === undefined ? {} : { token: options.token }), remaining: options.times ?? Infinity });
+  }
+
+  /** Removes the scripted faults only (ends a storm). */
+  clearFaults(): void {
+    this.rules = [];
+  }
+
+  /** Removes all scripted faults, dead tokens and recordings. */
+  reset(): void {
+    this.rules = [];
+    this.deadTokens.clear();
+    this.received.length = 0;
+    this.latencyMs = 0;
+    this.receiptsPosted = 0;
+    this.limitedClassCounts.clear();
+  }
+
+  /** The fault that applies to a request carrying `tokens` (consumed), if any. */
+  takeFault(tokens: readonly string[]): Fault | undefined {
+    const rule = this.rules.find((r) => r.remaining > 0 && (r.token === undefined || tokens.includes(r.token)));
+    if (!rule) return undefined;
+    rule.remaining--;
+    return rule.fault;
+  }
+
+  record(push: Omit<ReceivedPush, 'vendor' | 'at'>): void {
+    this.received.push({ vendor: this.vendor, at: this.clock.now(), ...push });
+  }
+
+  /** Pushes this emulator accepted (what reached the "device"). */
+  accepted(): ReceivedPush[] {
+    return this.received.filter((r) => r.answer === 'accepted');
+  }
+
+  receiptOutcome(token: string): 'delivered' | 'failed' | 'dead-token' {
+    return this.receipts.outcomeFor?.(token) ?? (this.deadTokens.has(token) ? 'dead-token' : 'delivered');
+  }
+
+  /** Posts a receipt callback later, with the configured delay, loss and duplication. */
+  scheduleReceipt(post: () => Promise<void>): void {
+    if (Math.random() < this.receipts.lossRate) return;
+    const copies = Math.random() < this.receipts.duplicateRate ? 2 : 1;
+    for (let i = 0; i < copies; i++) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.receiptsPosted++;
+        post().catch(() => undefined);
+      }, this.receipts.delayMs + i * 10);
+      this.timers.add(timer);
+    }
+  }
+
+  /** Counts a limited-class push to `token`; true when it is over today's per-device cap. */
+  protected overLimitedClassCap(token: string): boolean {
+    if (this.limitedClassCapPerDevice <= 0) return false;
+    const key = `${Math.floor(this.clock.now() / 86_400_000)}|${token}`;
+    const n = (this.limitedClassCounts.get(key) ?? 0) + 1;
+    this.limitedClassCounts.set(key, n);
+    return n > this.limitedClassCapPerDevice;
+  }
+
+  /** Remembers how to post a receipt about the last push accepted for `token` (see `uninstall`). */
+  protected rememberReceipt(token: string, post: () => Promise<void>): void {
+    this.lastReceipt.set(token, post);
+  }
+
+  /**
+   * The device uninstalled the app: the token is dead from now on, and vendors with receipts post
+   * (asynchronously, with the configured delay) a dead-token receipt about its last push.
+   * Returns whether a receipt was scheduled.
+   */
+  uninstall(token: string): boolean {
+    this.deadTokens.add(token);
+    const post = this.lastReceipt.get(token);
+    if (!post) return false;
+    this.scheduleReceipt(post);
+    return true;
+  }
+
+  stopTimers(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json;charset=UTF-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+export type Route = (req: IncomingMessage, res: ServerResponse, body: string, url: URL) => Promise<void> | void;
+
+/** An HTTPS server on 127.0.0.1 (port 0 = any) routing exact paths or path patterns. */
+export async function startHttpsServer(tls: TestTls, port: number, route: (path: string) => Route | undefined): Promise<{ server: Server; baseUrl: string }> {
+  const server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://127.0.0.1');
+    const handler = route(url.pathname);
+    readBody(req)
+      .then((body) => (handler ? handler(req, res, body, url) : sendJson(res, 404, { error: 'not found' })))
+      .catch((error: Error) => {
+        if (!res.headersSent) sendJson(res, 500, { error: error.message });
+        else res.destroy();
+      });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { server, baseUrl: `https://localhost:${(server.address() as AddressInfo).port}` };
+}
+
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** Posts a receipt callback to a receiver (http or https; the receiver's CA is the test CA or public). */
+export async function postCallback(url: string, headers: Record<string, string>, body: string): Promise<void> {
+  await fetch(url, { method: 'POST', headers, body });
+}
+
+export const randomId = (prefix = '') => `${prefix}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+
+/** Parsed vendor JSON, read field by field the way each vendor documents it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type VendorJson = Record<string, any>;

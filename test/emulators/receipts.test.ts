@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { message, startReceiver } from '../vendors/support.ts';
+import { startEmulators, type StartedEmulators } from './index.ts';
+
+/** The emulators' receipt simulation: loss, duplication, and an uninstall reported asynchronously. */
+describe('emulator receipt callbacks', () => {
+  let em: StartedEmulators;
+  let registry: VendorRegistry;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  before(async () => {
+    receiver = await startReceiver();
+    const url = (v: string) => `${receiver.url}/receipts/${v}`;
+    em = await startEmulators({ receiptUrls: { hms: url('hms'), xiaomi: url('xiaomi'), oppo: url('oppo'), vivo: url('vivo') } });
+    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
+  });
+  after(async () => {
+    await registry.close();
+    await em.close();
+    await receiver.close();
+  });
+  beforeEach(() => {
+    em.reset();
+    for (const e of em.all()) Object.assign(e.receipts, { delayMs: 20, lossRate: 0, duplicateRate: 0 });
+  });
+
+  const callsAbout = (token: string) => receiver.calls.filter((c) => c.body.includes(token) || c.body.includes(encodeURIComponent(token)));
+
+  test('duplication posts the same receipt twice; loss posts none', async () => {
+    const dup = message(em, 'oppo', 'dup');
+    em.oppo.receipts.duplicateRate = 1;
+    await registry.adapter('oppo', 'app-1')!.submit([dup]);
+    await receiver.until(() => callsAbout(dup.token).length >= 2);
+    const parser = registry.receiptParser('oppo')!;
+    const [a, b] = callsAbout(dup.token).map((c) => parser.parseReceipt(c.body, 'application/json').map(({ at: _at, ...r }) => r));
+    assert.deepEqual(a, b);
+    assert.equal(a![0]!.status, 'delivered');
+    const lost = message(em, 'oppo', 'lost');
+    em.oppo.receipts.duplicateRate = 0;
+    em.oppo.receipts.lossRate = 1;
+    await registry.adapter('oppo', 'app-1')!.submit([lost]);
+    await sleep(300);
+    assert.equal(callsAbout(lost.token).length, 0);
+  });
+
+  for (const vendor of ['hms', 'xiaomi', 'oppo', 'vivo'] as const) {
+    test(`${vendor}: an uninstall is reported later as a dead-token receipt and later pushes see a dead token`, async () => {
+      const m = message(em, vendor, `uninstall-${vendor}`);
+      await registry.adapter(vendor, 'app-1')!.submit([m]);
+      await receiver.until(() => callsAbout(m.token).length >= 1);
+      assert.equal(em[vendor].uninstall(m.token), true);
+      await receiver.until(() => callsAbout(m.token).length >= 2);
+      const parser = registry.receiptParser(vendor)!;
+      const parsed = callsAbout(m.token).map((c) => parser.parseReceipt(c.body, String(c.headers['content-type'])).find((r) => r.token === m.token)!);
+      assert.deepEqual(parsed.map((r) => r.status), ['delivered', 'dead-token']);
+      assert.equal(parsed[0]!.vendorMessageId, parsed[1]!.vendorMessageId);
+    });
+  }
+});

@@ -1,0 +1,136 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server } from 'node:https';
+import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import type { TestTls } from './tls.ts';
+
+export interface XiaomiAppRegistration {
+  readonly appSecret: string;
+  readonly packageName: string;
+  /** Registered notification channels (the private IM channel among them). */
+  readonly channelIds: readonly string[];
+  readonly appId: string;
+}
+
+/**
+ * MiPush /v3/message/regid (and /v2): `Authorization: key=<AppSecret>`, form body validated
+ * (package, title/description, channel_id, size), answers `{"result","code",...}` with HTTP 200;
+ * dead regIds are accepted synchronously and reported by receipt type 16, posted to the message's
+ * `extra.callback` URL as form field `data`.
+ */
+export class XiaomiEmulator extends EmulatorCore {
+  private server: Server | undefined;
+  private readonly apps = new Map<string, XiaomiAppRegistration>();
+  baseUrl = '';
+
+  constructor() {
+    super('xiaomi');
+  }
+
+  registerApp(reg: XiaomiAppRegistration): void {
+    this.apps.set(reg.appSecret, reg);
+  }
+
+  async start(tls: TestTls, port = 0): Promise<string> {
+    const { server, baseUrl } = await startHttpsServer(tls, port, (path) =>
+      path === '/v3/message/regid' || path === '/v2/message/regid' ? (req, res, body) => this.send(req, res, body) : undefined);
+    this.server = server;
+    this.baseUrl = baseUrl;
+    return baseUrl;
+  }
+
+  async close(): Promise<void> {
+    this.stopTimers();
+    if (this.server) await closeServer(this.server);
+  }
+
+  private error(res: ServerResponse, code: number, description: string): void {
+    sendJson(res, 200, { result: 'error', code, description, reason: description, trace_id: randomId('Xm') });
+  }
+
+  private async send(req: IncomingMessage, res: ServerResponse, body: string): Promise<void> {
+    if (this.latencyMs > 0) await sleep(this.latencyMs);
+    const secret = /^key=(.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const app = secret === undefined ? undefined : this.apps.get(secret);
+    if (!app) return this.error(res, 21301, '认证失败');
+    const form = new URLSearchParams(body);
+    const regIds = (form.get('registration_id') ?? '').split(',').filter(Boolean);
+    const record = (answer: string) => {
+      for (const token of regIds) {
+        this.record({
+          appId: app.appId, token, request: Object.fromEntries(form), answer, title: form.get('title') ?? undefined,
+          body: form.get('description') ?? undefined, collapseId: form.get('notify_id') ?? undefined, data: tryJson(form.get('payload')),
+        });
+      }
+    };
+    const refuse = (code: number, description: string) => {
+      record(String(code));
+      this.error(res, code, description);
+    };
+    if (regIds.length === 0) return refuse(10016, 'registration_id is required');
+    if (form.get('restricted_package_name') !== app.packageName) return refuse(22022, 'illegal package name');
+    if (form.get('pass_through') !== '1' && (!form.get('title') || !form.get('description'))) return refuse(10017, 'title and description are required');
+    const channel = form.get('extra.channel_id');
+    if (!channel || !app.channelIds.includes(channel)) return refuse(27001, 'channel info mismatch');
+    const size = Buffer.byteLength(form.get('title') ?? '') + Buffer.byteLength(form.get('description') ?? '') + Buffer.byteLength(form.get('payload') ?? '');
+    if (size > 4096) return refuse(65009, 'message content too long');
+    const fault = this.takeFault(regIds);
+    // MiPush accepts dead regIds and reports them later (receipt type 16).
+    if (fault?.kind === 'dead-token') regIds.forEach((r) => this.deadTokens.add(r));
+    else if (fault) return this.fault(fault, refuse);
+    record('accepted');
+    const id = randomId('slm');
+    sendJson(res, 200, {
+      result: 'ok', code: 0, trace_id: randomId('Xm'), description: '成功', info: `Received push messages for ${regIds.length} REGID`,
+      data: { id, day_quota: '0', day_acked: String(this.accepted().length), channel_exceed_quota: '' },
+    });
+    this.receiptFor(id, regIds, form);
+  }
+
+  private fault(fault: Fault, refuse: (code: number, description: string) => void): void {
+    switch (fault.kind) {
+      case 'rate-limit':
+        return refuse(10027, 'app api call too frequently');
+      case 'quota':
+        return refuse(10034, 'app send too many messages today');
+      case 'dead-token':
+      case 'server-error':
+      case 'goaway':
+        return refuse(-1, 'unknown error');
+      case 'expired-auth':
+        return refuse(21301, '认证失败');
+      case 'code':
+        return refuse(Number(fault.code), fault.code);
+    }
+  }
+
+  /** Receipts to the message's `extra.callback` URL (else the configured one), types limited by `extra.callback.type`. */
+  private receiptFor(msgId: string, regIds: readonly string[], form: URLSearchParams): void {
+    const url = form.get('extra.callback') ?? this.receipts.url;
+    if (!url) return;
+    const wanted = Number(form.get('extra.callback.type') ?? 3);
+    const bits = { delivered: 1, 'dead-token': 16, failed: 32 } as const;
+    // One callback per receipt type, as MiPush groups targets by type.
+    const post = (targets: readonly string[]) => async () => {
+      const byType = new Map<number, string[]>();
+      for (const r of targets) {
+        const type = bits[this.receiptOutcome(r)];
+        if ((wanted & type) !== 0) byType.set(type, [...(byType.get(type) ?? []), r]);
+      }
+      for (const [type, group] of byType) {
+        const data = { [msgId]: { param: form.get('extra.callback.param') ?? '', type, targets: group.join(','), jobkey: form.get('extra.jobkey') ?? '', barStatus: 'Enable', timestamp: this.clock.now() } };
+        await postCallback(url, { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ data: JSON.stringify(data) }).toString());
+      }
+    };
+    for (const r of regIds) this.rememberReceipt(r, post([r]));
+    this.scheduleReceipt(post(regIds));
+  }
+}
+
+function tryJson(s: string | null): unknown {
+  if (s === null) return undefined;
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}

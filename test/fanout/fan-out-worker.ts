@@ -1,0 +1,56 @@
+/**
+ * A fan-out worker process on the real stack, for the integration and crash tests (and a reference
+ * for the production wiring): push.dispatch → vendor adapters → push.outcomes / push.tokens, with
+ * im_push_task in MySQL. Configured by env: FANOUT_APP_ID (Kafka application id), FANOUT_TOPIC_PREFIX,
+ * FANOUT_APPS_CONFIG (the apps file), FANOUT_TASK_TABLE (default im_push_task), FANOUT_GUARANTEE,
+ * plus the PUSH_* endpoints. Prints {"event":"started"} and {"event":"committed",...} lines.
+ */
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import mysql from 'mysql2/promise';
+import { readEndpoints } from '../../common/endpoints.ts';
+import { createLogger } from '../../common/log.ts';
+import { parseMysqlUrl } from '../../migrations/migrate.ts';
+import { registryValueSerdes } from '../../pipeline/decisions.ts';
+import { topicName } from '../../pipeline/topics.ts';
+import { fanOutOptionsFromEnv } from '../../processors/fan-out/options.ts';
+import { buildFanOutTopology } from '../../processors/fan-out/topology.ts';
+import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
+import { loadAppsConfig } from '../../sinks/vendors/apps-config.ts';
+import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
+import { StreamsApp, type ProcessingGuarantee } from '../../topology/runtime.ts';
+import { closeOnSignals } from '../../topology/shutdown.ts';
+
+const env = process.env;
+const say = (event: object) => process.stdout.write(JSON.stringify(event) + '\n');
+const logger = createLogger({ worker: process.pid, stage: 'fan-out' }, 'warn');
+const endpoints = readEndpoints(env);
+const prefix = env.FANOUT_TOPIC_PREFIX ?? '';
+
+const vendors = createVendorRegistry(loadAppsConfig(env.FANOUT_APPS_CONFIG!));
+const { connection, database } = parseMysqlUrl(endpoints.mysqlUrl);
+const pool = mysql.createPool({ ...connection, database, connectionLimit: 4 });
+const ledger = new MysqlPushTaskLedger({ pool, table: env.FANOUT_TASK_TABLE ?? 'im_push_task' });
+const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+
+const app = new StreamsApp({
+  applicationId: env.FANOUT_APP_ID!,
+  topology: buildFanOutTopology({ valueSerdes: registryValueSerdes(registry, prefix), topicPrefix: prefix, fanOut: { ...fanOutOptionsFromEnv(env), vendors, ledger } }),
+  brokers: endpoints.kafkaBrokers,
+  processingGuarantee: (env.FANOUT_GUARANTEE ?? 'exactly_once') as ProcessingGuarantee,
+  commitIntervalMs: 200,
+  dlqTopic: topicName('dlq', prefix),
+  sessionTimeoutMs: 6000,
+  logger,
+  metricsListener: {
+    onCommit: (e) => {
+      if (e.inputRecords > 0) say({ event: 'committed', task: e.taskId, inputRecords: e.inputRecords });
+    },
+  },
+  onFatalError: (error) => {
+    logger.error('fatal', { error });
+    process.exit(2);
+  },
+});
+closeOnSignals([app, { close: async () => { await ledger.flush(); ledger.close(); await vendors.close(); await pool.end(); } }], { logger });
+await app.start();
+say({ event: 'started' });

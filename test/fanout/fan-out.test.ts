@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { VENDORS } from '../../sinks/vendors/types.ts';
+import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
+
+describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB', () => {
+  let em: StartedEmulators;
+  let registry: VendorRegistry;
+  let db: Awaited<ReturnType<typeof taskTable>>;
+  let fo: ReturnType<typeof fanOutDriver>;
+  const options = () => ({ vendors: registry, backoffInitialMs: 5, backoffMaxMs: 50, defaultThrottleMs: 100 });
+
+  before(async () => {
+    em = await startEmulators();
+    registry = createVendorRegistry(em.appsConfig);
+    db = await taskTable();
+  });
+  after(async () => {
+    await registry.close();
+    await em.close();
+    await db.close();
+  });
+  beforeEach(async () => {
+    em.reset();
+    await fo?.close();
+    fo = fanOutDriver(db.pool, db.table, options());
+  });
+
+  test('one dispatch per vendor reaches that vendor once with the token, collapse id and payload; the task is marked submitted', async () => {
+    for (const vendor of VENDORS) {
+      const d = dispatch({ uid: `u-${vendor}`, device: `d-${vendor}`, channels: [{ vendor, token: em.token(vendor, `tok-${vendor}`) }] });
+      await fo.send(d);
+      const got = em[vendor].accepted();
+      assert.equal(got.length, 1, vendor);
+      assert.equal(got[0]!.token, em.token(vendor, `tok-${vendor}`), vendor);
+      assert.equal(got[0]!.title, 'Alice', vendor);
+      assert.equal(got[0]!.body, 'See you at 7?', vendor);
+      if (vendor === 'apns' || vendor === 'fcm' || vendor === 'hms') assert.equal(got[0]!.collapseId, d.collapse_id, vendor);
+      else assert.match(String(got[0]!.collapseId), /^\d+$/, `${vendor} notify id`);
+      const data = got[0]!.data as Record<string, string>;
+      assert.equal(data.conv_id, 'c1', vendor);
+      assert.equal(data.seq, '1', vendor);
+      const [outcome] = fo.outcomes();
+      assert.equal(outcome!.status, 'ACCEPTED', vendor);
+      assert.equal(outcome!.vendor, vendor);
+      assert.ok(outcome!.vendor_message_id);
+      const row = await taskRow(db.pool, db.table, d.task_id);
+      assert.equal(row!.status, 1, vendor);
+      assert.equal(row!.vendor, vendor);
+      assert.equal(row!.vendor_message_id, outcome!.vendor_message_id);
+    }
+  });
+
+  test('a task already submitted is never submitted again, by this instance or a restarted one; its outcome replays with the same event id', async () => {
+    const d = dispatch({ uid: 'u-dup', device: 'd-dup', channels: [{ vendor: 'fcm', token: em.token('fcm', 'dup') }] });
+    await fo.send(d);
+    await fo.send(d);
+    const [first, again] = fo.outcomes();
+    await fo.close();
+    fo = fanOutDriver(db.pool, db.table, options());
+    await fo.send(d);
+    const [afterRestart] = fo.outcomes();
+    assert.equal(em.fcm.received.length, 1);
+    for (const o of [again!, afterRestart!]) {
+      assert.equal(o.status, 'ACCEPTED');
+      assert.equal(o.event_id, first!.event_id);
+      assert.equal(o.vendor_message_id, first!.vendor_message_id);
+    }
+  });
+
+  test('a dead token is invalidated at once, never retried, and the device falls back to its next channel', async () => {
+    const apnsToken = em.token('apns', 'dead-ios');
+    em.apns.deadTokens.add(apnsToken);
+    const d = dispatch({ uid: 'u-dead', device: 'd-dead', channels: [{ vendor: 'apns', token: apnsToken }, { vendor: 'fcm', token: em.token('fcm', 'alive') }] });
+    await fo.send(d);
+    assert.equal(em.apns.received.length, 1);
+    assert.equal(em.fcm.accepted().length, 1);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason]), [['DEAD_TOKEN', 'apns', 'dead_token'], ['ACCEPTED', 'fcm', null]]);
+    const [report] = fo.tokens();
+    assert.deepEqual([report!.vendor, report!.token, report!.state, report!.source, report!.reason], ['apns', apnsToken, 'INVALID', 'FAN_OUT', 'dead_token']);
+    assert.equal((await taskRow(db.pool, db.table, d.task_id))!.vendor, 'fcm');
+  });
+
+  test('429 with Retry-After: the device moves to its next channel and nothing reaches that vendor before Retry-After', async () => {
+    const first = dispatch({ uid: 'u-429a', device: 'd1', channels: [{ vendor: 'fcm', token: em.token('fcm', 'a') }, { vendor: 'hms', token: em.token('hms', 'a') }] });
+    em.fcm.script({ kind: 'rate-limit', retryAfterS: 1 }, { times: 1 });
+    await fo.send(first);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor]), [['THROTTLED', 'fcm'], ['ACCEPTED', 'hms']]);
+    const throttledAt = em.fcm.received[0]!.at;
+    const second = dispatch({ uid: 'u-429b', device: 'd2', channels: [{ vendor: 'fcm', token: em.token('fcm', 'b') }] });
+    await fo.send(second);
+    assert.equal(fo.outcomes()[0]!.status, 'ACCEPTED');
+    const next = em.fcm.received[1]!;
+    assert.ok(next.at - throttledAt >= 1000, `next FCM request ${next.at - throttledAt} ms after the 429`);
+  });
+
+  test('5xx bursts are retried a bounded number of times', async () => {
+    const token = em.token('hms', 'flaky');
+    em.hms.script({ kind: 'server-error' }, { token, times: 2 });
+    const ok = dispatch({ uid: 'u-5xx', device: 'd1', channels: [{ vendor: 'hms', token }] });
+    await fo.send(ok);
+    assert.deepEqual(em.hms.received.map((r) => r.answer), ['81000001', '81000001', 'accepted']);
+    assert.equal(fo.outcomes()[0]!.attempts, 3);
+    const down = em.token('hms', 'down');
+    em.hms.script({ kind: 'server-error' }, { token: down });
+    const failed = dispatch({ uid: 'u-5xx', device: 'd2', channels: [{ vendor: 'hms', token: down }] });
+    await fo.send(failed);
+    assert.equal(em.hms.received.filter((r) => r.token === down).length, 3);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['FAILED', 'retries_exhausted']]);
+    assert.equal((await taskRow(db.pool, db.table, failed.task_id))!.status, 3);
+  });
+
+  test('quota: next channel if there is one, else dropped with reason quota; never retried', async () => {
+    em.xiaomi.script({ kind: 'quota' });
+    const moved = dispatch({ uid: 'u-q', device: 'd1', channels: [{ vendor: 'xiaomi', token: em.token('xiaomi', 'q1') }, { vendor: 'fcm', token: em.token('fcm', 'q1') }] });
+    await fo.send(moved);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['THROTTLED', 'quota'], ['ACCEPTED', null]]);
+    const dropped = dispatch({ uid: 'u-q', device: 'd2', channels: [{ vendor: 'xiaomi', token: em.token('xiaomi', 'q2') }] });
+    await fo.send(dropped);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['THROTTLED', 'quota'], ['DROPPED', 'quota']]);
+    assert.equal(em.xiaomi.received.filter((r) => r.token === em.token('xiaomi', 'q2')).length, 1);
+  });
+
+  test('payload size is checked per vendor before anything is sent; no channel → dropped', async () => {
+    const big = dispatch({ uid: 'u-big', device: 'd1', title: 'x'.repeat(5000), channels: [{ vendor: 'apns', token: em.token('apns', 'big') }, { vendor: 'fcm', token: em.token('fcm', 'big') }] });
+    await fo.send(big);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason]), [['FAILED', 'apns', 'payload_too_large'], ['FAILED', 'fcm', 'payload_too_large']]);
+    assert.equal(em.apns.received.length + em.fcm.received.length, 0);
+    assert.equal((await taskRow(db.pool, db.table, big.task_id))!.status, 3);
+    await fo.send(dispatch({ uid: 'u-none', device: 'd1', channels: [] }));
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['DROPPED', 'no_token']]);
+  });
+});

@@ -1,0 +1,88 @@
+import type { VendorJson } from '../emulators/common.ts';
+import { readFileSync } from 'node:fs';
+import mysql from 'mysql2/promise';
+import { parseMysqlUrl } from '../../migrations/migrate.ts';
+import { buildFanOutTopology } from '../../processors/fan-out/topology.ts';
+import type { FanOutOptions } from '../../processors/fan-out/options.ts';
+import { collapseId, taskId } from '../../processors/shared/ids.ts';
+import type { PushDispatch, PushOutcome, TokenReport } from '../../processors/shared/records.ts';
+import { rawAvroValueSerdes } from '../../pipeline/decisions.ts';
+import { TOPICS } from '../../pipeline/topics.ts';
+import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
+import { TopologyTestDriver } from '../../topology/test-driver.ts';
+import { stackEndpoints, uniqueName } from '../support/stack.ts';
+
+/** A pool on the stack's MariaDB and a fresh im_push_task-shaped table (from the migration) for one test file. */
+export async function taskTable(): Promise<{ pool: mysql.Pool; table: string; close(): Promise<void> }> {
+  const { connection, database } = parseMysqlUrl(stackEndpoints().mysqlUrl);
+  const admin = await mysql.createConnection(connection);
+  await admin.query(`CREATE DATABASE IF NOT EXISTS \`${database}\``);
+  await admin.end();
+  const pool = mysql.createPool({ ...connection, database, connectionLimit: 4 });
+  const table = uniqueName('im_push_task').replace(/-/g, '_');
+  const ddl = readFileSync(new URL('../../migrations/mysql/001_im_push_task.sql', import.meta.url), 'utf8').replace(/CREATE TABLE IF NOT EXISTS im_push_task\b/, `CREATE TABLE \`${table}\``);
+  await pool.query(ddl);
+  return {
+    pool,
+    table,
+    close: async () => {
+      await pool.query(`DROP TABLE IF EXISTS \`${table}\``);
+      await pool.end();
+    },
+  };
+}
+
+export interface DispatchInput extends Partial<Omit<PushDispatch, 'channels'>> {
+  readonly uid: string;
+  readonly device: string;
+  readonly channels: ReadonlyArray<{ vendor: string; token: string }>;
+}
+
+/** A dispatch as the policy stage writes it. */
+export function dispatch(d: DispatchInput): PushDispatch {
+  const conv = d.conv_id ?? 'c1';
+  const seq = d.seq ?? 1;
+  return {
+    task_id: taskId(d.uid, conv, seq, d.device),
+    uid: d.uid,
+    device_id: d.device,
+    conv_id: conv,
+    seq,
+    msg_id: `m-${conv}-${seq}`,
+    app_id: 'app-1',
+    platform: 'android',
+    channels: d.channels.map((c) => ({ ...c, classification: {} })),
+    title: 'Alice',
+    body: 'See you at 7?',
+    badge: seq,
+    collapse_id: collapseId(d.uid, conv),
+    silent: false,
+    kind: 'LEADING',
+    merged_count: 1,
+    persisted_at: Date.now() - 5,
+    decided_at: Date.now(),
+    ...Object.fromEntries(Object.entries(d).filter(([k]) => !['device', 'channels'].includes(k))),
+  } as PushDispatch;
+}
+
+/** The fan-out topology in a TopologyTestDriver with a MySQL ledger on `table`. */
+export function fanOutDriver(pool: mysql.Pool, table: string, fanOut: Omit<FanOutOptions, 'outputs' | 'ledger'>): { driver: TopologyTestDriver; ledger: MysqlPushTaskLedger; send(d: PushDispatch): Promise<void>; outcomes(): PushOutcome[]; tokens(): TokenReport[]; close(): Promise<void> } {
+  const ledger = new MysqlPushTaskLedger({ pool, table });
+  const driver = new TopologyTestDriver(buildFanOutTopology({ valueSerdes: rawAvroValueSerdes(), fanOut: { ...fanOut, ledger } }), { startWallClockMs: Date.now() });
+  return {
+    driver,
+    ledger,
+    send: (d) => driver.pipeInput(TOPICS.dispatch.name, d.uid, d),
+    outcomes: () => driver.readAllOutputs<string, PushOutcome>(TOPICS.outcomes.name).map((r) => ({ ...r.value })),
+    tokens: () => driver.readAllOutputs<string, TokenReport>(TOPICS.tokens.name).map((r) => ({ ...r.value })),
+    close: async () => {
+      await driver.close();
+      ledger.close();
+    },
+  };
+}
+
+export async function taskRow(pool: mysql.Pool, table: string, task: string): Promise<VendorJson | undefined> {
+  const [rows] = await pool.query(`SELECT * FROM \`${table}\` WHERE task_id = ?`, [task]);
+  return (rows as Array<VendorJson>)[0];
+}

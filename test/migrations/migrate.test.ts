@@ -1,0 +1,144 @@
+/**
+ * Migrations against the stack's real MariaDB and ClickHouse 18.16: each test works in databases of
+ * its own (dropped at the end).
+ */
+import { test, describe, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, appendFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import mysql from 'mysql2/promise';
+import { migrate, parseMysqlUrl, MYSQL_MIGRATIONS_DIR } from '../../migrations/migrate.ts';
+import { archiveTasks } from '../../migrations/archive.ts';
+import { clickhouseQuery } from '../../migrations/clickhouse-http.ts';
+import { stackEndpoints, uniqueName } from '../support/stack.ts';
+
+const endpoints = stackEndpoints();
+const dbName = (prefix: string) => uniqueName(prefix).replace(/-/g, '_');
+const mysqlUrlFor = (db: string) => {
+  const url = new URL(endpoints.mysqlUrl);
+  url.pathname = `/${db}`;
+  return url.toString();
+};
+const chTarget = (db: string) => ({ url: endpoints.clickhouseUrl, database: db, user: endpoints.clickhouseUser, password: endpoints.clickhousePassword });
+
+const createdMysql: string[] = [];
+const createdClickhouse: string[] = [];
+const admin = await mysql.createConnection(parseMysqlUrl(endpoints.mysqlUrl).connection);
+
+after(async () => {
+  for (const db of createdMysql) await admin.query(`DROP DATABASE IF EXISTS \`${db}\``);
+  await admin.end();
+  for (const db of createdClickhouse) await clickhouseQuery(chTarget(db), `DROP DATABASE IF EXISTS ${db}`, false);
+});
+
+async function fresh(): Promise<{ db: string; url: string }> {
+  const db = dbName('mig');
+  createdMysql.push(db);
+  return { db, url: mysqlUrlFor(db) };
+}
+
+describe('migrate (MariaDB + ClickHouse)', () => {
+  test('creates the databases, applies every file once in order, and a second run applies nothing', async () => {
+    const { db, url } = await fresh();
+    const chDb = dbName('migch');
+    createdClickhouse.push(chDb);
+    const first = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
+    assert.deepEqual(first.mysql, { applied: [1, 2, 3], alreadyApplied: [] });
+    assert.deepEqual(first.clickhouse?.applied, [1, 2]);
+    const second = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
+    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3] });
+    assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: [1, 2] });
+
+    const [versions] = await admin.query<mysql.RowDataPacket[]>(`SELECT version, name FROM \`${db}\`.schema_migrations ORDER BY version`);
+    assert.deepEqual(versions.map((r) => `${r.version} ${r.name}`), ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token']);
+    const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
+    assert.deepEqual(chVersions.trim().split('\n'), ['1', '2']);
+    const chTables = await clickhouseQuery(chTarget(chDb), `SELECT name FROM system.tables WHERE database = '${chDb}' AND name = 'push_events' FORMAT TabSeparated`);
+    assert.equal(chTables.trim(), 'push_events');
+  });
+
+  test('tables are InnoDB utf8mb4 with the design keys; the unique keys hold', async () => {
+    const { db, url } = await fresh();
+    await migrate({ mysqlUrl: url });
+    const [tables] = await admin.query<mysql.RowDataPacket[]>(
+      'SELECT TABLE_NAME AS t, ENGINE AS e, TABLE_COLLATION AS c FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
+      [db],
+    );
+    for (const row of tables) {
+      assert.equal(row.e, 'InnoDB', String(row.t));
+      assert.match(String(row.c), /^utf8mb4/, String(row.t));
+    }
+    const [keys] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT TABLE_NAME AS t, INDEX_NAME AS i, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) AS cols FROM information_schema.STATISTICS
+       WHERE TABLE_SCHEMA = ? AND INDEX_NAME IN ('uk_task', 'uk_device_vendor') AND NON_UNIQUE = 0 GROUP BY TABLE_NAME, INDEX_NAME ORDER BY TABLE_NAME`,
+      [db],
+    );
+    assert.deepEqual(keys.map((k) => `${k.t}.${k.i}(${k.cols})`), ['im_push_task.uk_task(uid,conv_id,seq,device_id)', 'im_push_token.uk_device_vendor(device_id,vendor)']);
+
+    const insert = `INSERT INTO \`${db}\`.im_push_task (task_id, uid, conv_id, seq, device_id) VALUES (?, ?, ?, ?, ?)`;
+    await admin.query(insert, ['t-1', 'user-😀', 'c1', 1, 'd1']);
+    await admin.query(insert, ['t-2', 'user-😀', 'c1', 1, 'd2']); // another device: another task
+    await assert.rejects(admin.query(insert, ['t-3', 'user-😀', 'c1', 1, 'd1']), (e: { code?: string }) => e.code === 'ER_DUP_ENTRY');
+    const [stored] = await admin.query<mysql.RowDataPacket[]>(`SELECT uid, status FROM \`${db}\`.im_push_task WHERE task_id = 't-1'`);
+    assert.equal(stored[0]?.uid, 'user-😀');
+    assert.equal(stored[0]?.status, 0, 'pending by default');
+
+    const token = `INSERT INTO \`${db}\`.im_push_token (uid, device_id, vendor, token, reported_at) VALUES (?, ?, ?, ?, NOW(3))`;
+    await admin.query(token, ['u1', 'd1', 'hms', 'a']);
+    await admin.query(token, ['u1', 'd1', 'fcm', 'b']);
+    await assert.rejects(admin.query(token, ['u1', 'd1', 'hms', 'c']), (e: { code?: string }) => e.code === 'ER_DUP_ENTRY');
+  });
+
+  test('a file changed after it was applied fails the run', async () => {
+    const { url } = await fresh();
+    const dir = mkdtempSync(`${tmpdir()}/migrations-`);
+    try {
+      cpSync(MYSQL_MIGRATIONS_DIR, dir, { recursive: true });
+      await migrate({ mysqlUrl: url, mysqlDir: dir });
+      appendFileSync(`${dir}/003_im_push_token.sql`, '\n-- edited\n');
+      await assert.rejects(migrate({ mysqlUrl: url, mysqlDir: dir }), (e: { code?: string; message: string }) => e.code === 'MIGRATION_CHANGED' && /003_im_push_token/.test(e.message));
+      const tolerant = await migrate({ mysqlUrl: url, mysqlDir: dir, allowChangedFiles: true });
+      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3] }, 'allowChangedFiles skips, never re-applies');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('concurrent runs apply each version once', async () => {
+    const { db, url } = await fresh();
+    const results = await Promise.all([migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url })]);
+    const applied = results.flatMap((r) => r.mysql.applied).sort();
+    assert.deepEqual(applied, [1, 2, 3]);
+    const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${db}\`.schema_migrations`);
+    assert.equal(Number(rows[0]?.n), 3);
+  });
+
+  test('archiveTasks moves rows older than 7 days, in batches, and nothing else', async () => {
+    const { db, url } = await fresh();
+    await migrate({ mysqlUrl: url });
+    const pool = mysql.createPool({ ...parseMysqlUrl(url).connection, database: db, connectionLimit: 2 });
+    try {
+      const now = Date.UTC(2026, 0, 20, 12, 0, 0);
+      const day = 86_400_000;
+      const ages = [10, 9, 8, 7.5, 7.01, 6.99, 1, 0]; // days old
+      for (const [i, age] of ages.entries()) {
+        await pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+          `t-${i}`, 'u1', 'c1', i, 'd1', 2, new Date(now - age * day),
+        ]);
+      }
+      assert.equal(await archiveTasks(pool, { nowMs: now, batchSize: 2 }), 5);
+      const [hot] = await pool.query<mysql.RowDataPacket[]>('SELECT task_id FROM im_push_task ORDER BY seq');
+      const [cold] = await pool.query<mysql.RowDataPacket[]>('SELECT task_id, status FROM im_push_task_archive ORDER BY seq');
+      assert.deepEqual(hot.map((r) => r.task_id), ['t-5', 't-6', 't-7']);
+      assert.deepEqual(cold.map((r) => `${r.task_id}:${r.status}`), ['t-0:2', 't-1:2', 't-2:2', 't-3:2', 't-4:2']);
+      assert.equal(await archiveTasks(pool, { nowMs: now }), 0, 'a second run has nothing to move');
+    } finally {
+      await pool.end();
+    }
+  });
+
+  test('a bad PUSH_MYSQL_URL is a ConfigError naming the key', () => {
+    assert.throws(() => parseMysqlUrl('postgres://x/y'), /PUSH_MYSQL_URL/);
+    assert.throws(() => parseMysqlUrl('mysql://root@127.0.0.1:3306/'), /PUSH_MYSQL_URL/);
+  });
+});

@@ -1,0 +1,244 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { Kafka, logLevel } from 'kafkajs';
+import { createLogger } from '../../common/log.ts';
+import { topicName } from '../../pipeline/topics.ts';
+import { buildReceiptTopology } from '../../processors/receipt-join/topology.ts';
+import type { ByMessageRecord, PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
+import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
+import { compileReceiverConfig } from '../../receipts/config.ts';
+import { ReceiptCounters } from '../../receipts/metrics.ts';
+import { receiptParserFromRegistry, receiptParsersFromRegistry } from '../../receipts/parsers.ts';
+import { KafkaReceiptPublisher } from '../../receipts/publisher.ts';
+import { ReceiptReceiver } from '../../receipts/server.ts';
+import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
+import type { PushOutcomeRecord, PushReceiptRecord } from '../../sinks/clickhouse/rows.ts';
+import { buildClickhouseSinkTopology } from '../../sinks/clickhouse/topology.ts';
+import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
+import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
+import { StreamsApp } from '../../topology/runtime.ts';
+import { registryAvroSerde } from '../../topology/registry-serde.ts';
+import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
+import { stackEndpoints, uniqueName } from '../support/stack.ts';
+import { buildWorkload, type ArrivalTruth } from '../clickhouse/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '../clickhouse/support.ts';
+import { freePort, startForwarder, type Forwarder } from '../clickhouse/forwarder.ts';
+import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
+import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+
+const schema = (file: string) => JSON.parse(readFileSync(new URL(`../../schemas/${file}`, import.meta.url), 'utf8')) as object;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The whole receipt loop on the real stack: outcomes on Kafka, vendor callbacks through the HTTP
+ * receiver, the receipts application (parse, join, token health) and the ClickHouse sink
+ * application on the topology runtime. The arrival rate read from ClickHouse must equal the ground
+ * truth after duplicate callbacks, a ClickHouse outage mid-run and a replay of the outcomes.
+ */
+describe('receipts end to end', { timeout: 240_000 }, () => {
+  const endpoints = stackEndpoints();
+  const prefix = `${uniqueName('rcpt-e2e')}.`;
+  const topics = {
+    receiptsRaw: topicName('receiptsRaw', prefix),
+    outcomes: topicName('outcomes', prefix),
+    tokens: topicName('tokens', prefix),
+    receipts: topicName('receipts', prefix),
+    byMessage: `${prefix}receipts-by-message`,
+  };
+  const dlq = topicName('dlq', prefix);
+  const kafka = new Kafka({ clientId: 'receipts-e2e', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const schemaRegistry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const serdes = {
+    key: stringSerde,
+    receiptRaw: registryAvroSerde<ReceiptRaw>({ registry: schemaRegistry, schema: schema('receipt-raw.avsc') }),
+    outcome: registryAvroSerde<PushOutcome>({ registry: schemaRegistry, schema: schema('push-outcome.avsc') }),
+    token: registryAvroSerde<TokenReport>({ registry: schemaRegistry, schema: schema('token-report.avsc') }),
+    receipt: registryAvroSerde<PushReceipt>({ registry: schemaRegistry, schema: schema('push-receipt.avsc') }),
+    byMessage: jsonSerde<ByMessageRecord>(),
+  };
+  const vendorRegistry = parsingRegistry();
+  const metrics = new ReceiptCounters();
+  const apps: StreamsApp[] = [];
+  const writers: PushEventWriter[] = [];
+  let ch: TestDatabase;
+  let mysql: TestMysql;
+  let forwarder: Forwarder | undefined;
+  let chPort: number;
+  let receiver: ReceiptReceiver;
+  let receiverPort: number;
+  let publisher: KafkaReceiptPublisher;
+
+  const workload = buildWorkload(240, 31);
+
+  function startSinkApp(): StreamsApp {
+    const writer = new PushEventWriter({ connection: { ...ch.connection, url: `http://127.0.0.1:${chPort}` }, retryInitialDelayMs: 100, retryMaxDelayMs: 1000 });
+    writers.push(writer);
+    const app = new StreamsApp({
+      applicationId: uniqueName('ch-sink'),
+      topology: buildClickhouseSinkTopology({
+        topics: { outcomes: topics.outcomes, receipts: topics.receipts },
+        serdes: { key: stringSerde, outcome: serdes.outcome as never, receipt: serdes.receipt as never },
+        writer,
+      }),
+      brokers: endpoints.kafkaBrokers,
+      processingGuarantee: 'at_least_once',
+      commitIntervalMs: 500,
+      dlqTopic: dlq,
+      logger: createLogger({}, 'error'),
+    });
+    apps.push(app);
+    return app;
+  }
+
+  before(async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [...Object.values(topics), dlq].map((topic) => ({ topic, numPartitions: 2, replicationFactor: 1 })) });
+    await admin.disconnect();
+    [ch, mysql] = await Promise.all([createTestDatabase('e2e'), createTestMysql('e2e')]);
+    chPort = await freePort();
+    forwarder = await startForwarder(chPort, new URL(ch.connection.url));
+
+    const receiptsApp = new StreamsApp({
+      applicationId: uniqueName('receipts-app'),
+      topology: buildReceiptTopology({
+        topics,
+        serdes,
+        parsers: receiptParsersFromRegistry(vendorRegistry),
+        join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }) },
+        tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }) },
+      }),
+      brokers: endpoints.kafkaBrokers,
+      processingGuarantee: 'exactly_once',
+      dlqTopic: dlq,
+      logger: createLogger({}, 'error'),
+    });
+    apps.push(receiptsApp);
+    await receiptsApp.start();
+    await startSinkApp().start();
+
+    publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: prefix });
+    receiver = new ReceiptReceiver({ config: compileReceiverConfig({ port: 0, apps: receiptApps() }), publisher, parse: receiptParserFromRegistry(vendorRegistry), metrics });
+    receiverPort = await receiver.listen();
+  });
+
+  after(async () => {
+    await forwarder?.close();
+    forwarder = await startForwarder(chPort, new URL(ch.connection.url)).catch(() => undefined);
+    for (const app of apps) await app.close();
+    for (const w of writers) await w.close();
+    await receiver?.close();
+    await publisher?.close();
+    await vendorRegistry.close();
+    await forwarder?.close();
+    await ch?.drop();
+    await mysql?.drop();
+  });
+
+  async function produceOutcomes(outcomes: readonly PushOutcomeRecord[]): Promise<void> {
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const messages = await Promise.all(outcomes.map(async (o) => ({ key: o.uid, value: await serdes.outcome.serialize(topics.outcomes, o as PushOutcome) })));
+    await producer.send({ topic: topics.outcomes, acks: -1, messages });
+    await producer.disconnect();
+  }
+
+  /** Posts one receipt the way the vendor would (HMS signed, Xiaomi form with the shared secret). */
+  async function postReceipt(r: PushReceiptRecord): Promise<void> {
+    const token = `tok-${r.device_id}`;
+    let path: string;
+    let body: string;
+    const headers: Record<string, string> = {};
+    if (r.vendor === 'hms') {
+      body = receiptBodies.hms(r.vendor_message_id, token, r.status === 'DELIVERED' ? 0 : r.status === 'DEAD_TOKEN' ? 5 : 6, r.at);
+      path = `/receipts/hms/${TEST_APP}`;
+      headers['content-type'] = 'application/json';
+      headers['x-huawei-callback-id'] = hmsCallbackHeader(RECEIPT_SECRETS.hms, Date.now(), randomUUID());
+    } else {
+      body = receiptBodies.xiaomi(r.vendor_message_id, token, r.status === 'DELIVERED' ? 1 : r.status === 'DEAD_TOKEN' ? 16 : 32, r.at);
+      path = `/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`;
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    }
+    const answer = await fetch(`http://127.0.0.1:${receiverPort}${path}`, { method: 'POST', headers, body });
+    assert.equal(answer.status, 200, await answer.text());
+  }
+
+  async function arrivalByVendor(): Promise<Record<string, ArrivalTruth>> {
+    const rows = await queryArrival(ch.client, 'vendor', 0);
+    return Object.fromEntries(rows.map((r) => [r.key, { submitted: r.submitted, arrived: r.arrived, delivered: r.delivered, unknown: r.unknown }]));
+  }
+
+  const expectedByVendor = (): Record<string, ArrivalTruth> => {
+    const out: Record<string, ArrivalTruth> = {};
+    for (const [key, t] of workload.truth) {
+      const v = key.split('|')[0]!;
+      const e = (out[v] ??= { submitted: 0, arrived: 0, delivered: 0, unknown: 0 });
+      e.submitted += t.submitted;
+      e.arrived += t.arrived;
+      e.delivered += t.delivered;
+      e.unknown += t.unknown;
+    }
+    return out;
+  };
+
+  async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+      await sleep(500);
+    }
+  }
+
+  async function rowCount(): Promise<number> {
+    const rs = await ch.client.query({ query: 'SELECT count() AS c FROM push_events', format: 'JSONEachRow' });
+    return Number((await rs.json<{ c: string }>())[0]!.c);
+  }
+
+  test('arrival per vendor equals the ground truth after duplicate callbacks and a ClickHouse outage', async () => {
+    const expected = expectedByVendor();
+    const half = Math.floor(workload.outcomes.length / 2);
+    const receiptsOf = (outcomes: readonly PushOutcomeRecord[]) => {
+      const tasks = new Set(outcomes.map((o) => o.task_id));
+      return workload.receipts.filter((r) => tasks.has(r.task_id!));
+    };
+    const first = workload.outcomes.slice(0, half);
+    const second = workload.outcomes.slice(half);
+
+    await produceOutcomes(first);
+    for (const r of receiptsOf(first)) await postReceipt(r);
+    await eventually('the first half in ClickHouse', async () => (await rowCount()) >= first.length);
+
+    // ClickHouse becomes unreachable for the sink (the shared server keeps running).
+    await forwarder!.close();
+    forwarder = undefined;
+    await produceOutcomes(second);
+    for (const r of receiptsOf(second)) await postReceipt(r);
+    for (const r of workload.receipts) await postReceipt(r); // every callback delivered twice
+    await sleep(5000);
+    const duringOutage = await rowCount();
+    await sleep(1000);
+    assert.equal(await rowCount(), duringOutage, 'nothing is written while ClickHouse is unreachable');
+    forwarder = await startForwarder(chPort, new URL(ch.connection.url));
+
+    await eventually('the arrival figures', async () => isDeepStrictEqual(await arrivalByVendor(), expected));
+    assert.deepEqual(await arrivalByVendor(), expected);
+    assert.equal(metrics.rejectedCount('bad_signature'), 0);
+  });
+
+  test('replaying the outcomes (and re-reading both topics from the beginning) changes no figure', async () => {
+    const expected = expectedByVendor();
+    await produceOutcomes(workload.outcomes);
+    await startSinkApp().start(); // a new consumer group reads push.outcomes and push.receipts from the beginning
+    const replayWriter = writers.at(-1)!;
+    const replayed = 2 * workload.outcomes.length + workload.receipts.length;
+    await eventually('the replaying sink to store both topics', async () => replayWriter.storedRows >= replayed);
+    await sleep(1000);
+    assert.deepEqual(await arrivalByVendor(), expected);
+  });
+});

@@ -1,0 +1,146 @@
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import type { RowDataPacket } from 'mysql2/promise';
+import { buildReceiptTopology } from '../../processors/receipt-join/topology.ts';
+import type { ByMessageRecord, PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
+import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
+import type { TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
+import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
+import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
+import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
+import { avroSerde, jsonSerde, stringSerde } from '../../topology/serdes.ts';
+import { TopologyTestDriver } from '../../topology/test-driver.ts';
+import { parsingRegistry, receiptBodies, TEST_APP } from '../receipts/support.ts';
+import type { TestMysql } from './mysql.ts';
+
+const schema = (file: string) => JSON.parse(readFileSync(new URL(`../../schemas/${file}`, import.meta.url), 'utf8')) as object;
+
+export const TOPICS = { receiptsRaw: 'push.receipts.raw', outcomes: 'push.outcomes', tokens: 'push.tokens', receipts: 'push.receipts', byMessage: 'receipts-by-message' } as const;
+export const DAY = 86_400_000;
+export const T0 = Date.UTC(2026, 10, 1, 0, 0, 0);
+
+export interface TokenRowView {
+  token: string;
+  status: number;
+  invalid_reason: string | null;
+  platform: string;
+}
+
+/** The receipts application on the TopologyTestDriver, writing to a real MariaDB database. */
+export class ReceiptsHarness {
+  readonly driver: TopologyTestDriver;
+  private readonly registry = parsingRegistry();
+
+  constructor(readonly mysql: TestMysql, tokenOptions: Partial<TokenLifecycleOptions> = {}) {
+    const topology = buildReceiptTopology({
+      topics: TOPICS,
+      serdes: {
+        key: stringSerde,
+        receiptRaw: avroSerde<ReceiptRaw>(schema('receipt-raw.avsc')),
+        outcome: avroSerde<PushOutcome>(schema('push-outcome.avsc')),
+        token: avroSerde<TokenReport>(schema('token-report.avsc')),
+        receipt: avroSerde<PushReceipt>(schema('push-receipt.avsc')),
+        byMessage: jsonSerde<ByMessageRecord>(),
+      },
+      parsers: receiptParsersFromRegistry(this.registry),
+      join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }), retentionMs: 7 * DAY, pendingMs: 10 * 60_000 },
+      tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }), sweepIntervalMs: 3_600_000, ...tokenOptions },
+    });
+    this.driver = new TopologyTestDriver(topology, { startWallClockMs: T0 });
+  }
+
+  now(): number {
+    return this.driver.wallClockTimeMs();
+  }
+
+  async advance(ms: number): Promise<void> {
+    await this.driver.advanceWallClockTime(ms);
+  }
+
+  async report(device: string, token: string, options: { vendor?: string; uid?: string; platform?: string; at?: number } = {}): Promise<void> {
+    const uid = options.uid ?? `uid-${device}`;
+    const report: TokenReport = {
+      uid,
+      device_id: device,
+      platform: options.platform ?? 'android',
+      vendor: options.vendor ?? 'hms',
+      app_id: TEST_APP,
+      token,
+      reported_at: options.at ?? this.now(),
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: 'huawei',
+    };
+    await this.driver.pipeInput(TOPICS.tokens, uid, report);
+  }
+
+  /** The fan-out's record of a vendor acceptance (or another status) for a task on a device. */
+  async outcome(device: string, task: string, status: PushOutcome['status'], options: { vendor?: string; vendorMessageId?: string; reason?: string } = {}): Promise<void> {
+    const uid = `uid-${device}`;
+    const outcome: PushOutcome = {
+      event_id: `ev-${task}-${status}`,
+      task_id: task,
+      uid,
+      device_id: device,
+      conv_id: 'conv-1',
+      seq: 1,
+      msg_id: `msg-${task}`,
+      app_id: TEST_APP,
+      platform: 'android',
+      vendor: options.vendor ?? 'hms',
+      stage: 'fan-out',
+      status,
+      reason: options.reason ?? null,
+      code: null,
+      vendor_message_id: options.vendorMessageId ?? null,
+      collapse_id: null,
+      attempts: 1,
+      persisted_at: this.now() - 100,
+      at: this.now(),
+      latency_ms: 100,
+    };
+    await this.driver.pipeInput(TOPICS.outcomes, uid, outcome);
+  }
+
+  /** An HMS receipt callback as the receiver hands it on: status 0 delivered, 2/5 dead token, others failed. */
+  async hmsReceipt(requestId: string, token: string, status: number, at = this.now()): Promise<void> {
+    const body = Buffer.from(receiptBodies.hms(requestId, token, status, at));
+    const raw: ReceiptRaw = {
+      receipt_id: createHash('sha256').update('hms\n').update(body).digest('hex'),
+      vendor: 'hms',
+      app_id: TEST_APP,
+      content_type: 'application/json',
+      body,
+      received_at: this.now(),
+    };
+    await this.driver.pipeInput(TOPICS.receiptsRaw, 'hms', raw);
+  }
+
+  async tokenRow(device: string, vendor = 'hms'): Promise<TokenRowView | undefined> {
+    const [rows] = await this.mysql.pool.query<RowDataPacket[]>('SELECT token, status, invalid_reason, platform FROM im_push_token WHERE device_id = ? AND vendor = ?', [device, vendor]);
+    return rows[0] as TokenRowView | undefined;
+  }
+
+  async taskStatus(task: string): Promise<number | undefined> {
+    const [rows] = await this.mysql.pool.query<RowDataPacket[]>('SELECT status FROM im_push_task WHERE task_id = ?', [task]);
+    return rows[0]?.status as number | undefined;
+  }
+
+  async insertTask(task: string, device: string, status = 1): Promise<void> {
+    await this.mysql.pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, vendor, status) VALUES (?, ?, ?, ?, ?, ?, ?)', [task, `uid-${device}`, 'conv-1', Math.floor(Math.random() * 1e9), device, 'hms', status]);
+  }
+
+  invalidations(): TokenReport[] {
+    return this.driver.readAllOutputs<string, TokenReport>(TOPICS.tokens).map((r) => r.value).filter((v) => v.state === 'INVALID');
+  }
+
+  receipts(): PushReceipt[] {
+    return this.driver.readAllOutputs<string, PushReceipt>(TOPICS.receipts).map((r) => r.value);
+  }
+
+  async close(): Promise<void> {
+    await this.driver.close();
+    await this.registry.close();
+  }
+}

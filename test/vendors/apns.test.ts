@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { apnsIdOf, ApnsAdapter } from '../../sinks/vendors/apns/adapter.ts';
+import { ProviderToken } from '../../sinks/vendors/apns/provider-token.ts';
+import type { ApnsAppConfig } from '../../sinks/vendors/apps-config.ts';
+import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import type { OutcomeKind } from '../../sinks/vendors/types.ts';
+import { APNS_REASON_STATUS } from '../emulators/apns.ts';
+import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { message } from './support.ts';
+
+/** Apple's reasons and the outcome each must produce (research/vendor-protocols.md §1.5). */
+const EXPECTED: Record<string, OutcomeKind> = {
+  BadCollapseId: 'permanent', BadDeviceToken: 'dead-token', BadExpirationDate: 'permanent', BadMessageId: 'permanent',
+  BadPriority: 'permanent', BadTopic: 'permanent', DeviceTokenNotForTopic: 'dead-token', DuplicateHeaders: 'permanent',
+  IdleTimeout: 'retryable', InvalidPushType: 'permanent', MissingDeviceToken: 'permanent', MissingTopic: 'permanent',
+  PayloadEmpty: 'permanent', TopicDisallowed: 'dead-token', BadCertificate: 'permanent', BadCertificateEnvironment: 'permanent',
+  Forbidden: 'permanent', InvalidProviderToken: 'auth-failed', MissingProviderToken: 'auth-failed',
+  UnrelatedKeyIdInToken: 'auth-failed', BadEnvironmentKeyIdInToken: 'auth-failed', BadPath: 'permanent',
+  MethodNotAllowed: 'permanent', Unregistered: 'dead-token', ExpiredToken: 'dead-token', PayloadTooLarge: 'payload-too-large',
+  TooManyProviderTokenUpdates: 'rate-limited', TooManyRequests: 'rate-limited', InternalServerError: 'retryable',
+  ServiceUnavailable: 'retryable', Shutdown: 'retryable',
+};
+
+describe('APNs adapter against the APNs emulator', () => {
+  let em: StartedEmulators;
+  let registry: VendorRegistry;
+  const config = (): ApnsAppConfig => em.appsConfig.apps[0]!.vendors.apns!;
+
+  before(async () => {
+    em = await startEmulators({ apps: ['app-1', 'app-2'] });
+    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
+  });
+  after(async () => {
+    await registry.close();
+    await em.close();
+  });
+  beforeEach(() => em.reset());
+
+  test('an accepted push reaches the emulator with token, topic, collapse id, expiry, badge and apns-id', async () => {
+    const m = message(em, 'apns', 'alice');
+    const [outcome] = await registry.adapter('apns', 'app-1')!.submit([m]);
+    assert.deepEqual(outcome, { kind: 'accepted', vendorMessageId: apnsIdOf(m.taskId) });
+    const [got] = em.apns.accepted();
+    const headers = got!.request as Record<string, string>;
+    assert.equal(got!.token, m.token);
+    assert.equal(got!.appId, 'app-1');
+    assert.equal(got!.collapseId, m.collapseId);
+    assert.equal(headers['apns-topic'], 'com.example.app-1');
+    assert.equal(headers['apns-push-type'], 'alert');
+    assert.equal(headers['apns-priority'], '10');
+    const expiresIn = Number(headers['apns-expiration']) - got!.at / 1000;
+    assert.ok(expiresIn > 3598 && expiresIn <= 3600, `apns-expiration ${expiresIn} s ahead`);
+    assert.equal(got!.title, 'Alice');
+    assert.deepEqual(got!.data, { conv_id: 'conv-alice', seq: '42', msg_id: 'm-alice' });
+  });
+
+  test('every APNs reason maps onto its outcome', async () => {
+    assert.deepEqual(Object.keys(EXPECTED).sort(), Object.keys(APNS_REASON_STATUS).filter((r) => r !== 'ExpiredProviderToken').sort());
+    const adapter = registry.adapter('apns', 'app-1')!;
+    for (const [reason, kind] of Object.entries(EXPECTED)) {
+      const m = message(em, 'apns', `code-${reason}`);
+      em.apns.script({ kind: 'code', code: reason }, { token: m.token, times: 1 });
+      const [outcome] = await adapter.submit([m]);
+      assert.equal(outcome!.kind, kind, reason);
+      assert.equal((outcome as { code: string }).code, reason);
+    }
+  });
+
+  test('a dead token answers 410 Unregistered and is reported dead', async () => {
+    const m = message(em, 'apns', 'gone');
+    em.apns.deadTokens.add(m.token);
+    assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [{ kind: 'dead-token', code: 'Unregistered' }]);
+  });
+
+  test('Retry-After on a 429 is passed on', async () => {
+    const m = message(em, 'apns', 'busy');
+    em.apns.script({ kind: 'rate-limit', retryAfterS: 7 }, { token: m.token, times: 1 });
+    assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [{ kind: 'rate-limited', code: 'TooManyRequests', retryAfterMs: 7000 }]);
+  });
+
+  test('the provider token is shared by apps of one key, reused for 50 minutes and never triggers TooManyProviderTokenUpdates', async () => {
+    const a1 = registry.adapter('apns', 'app-1')!;
+    const a2 = registry.adapter('apns', 'app-2')!;
+    for (let minute = 0; minute <= 180; minute += 10) {
+      const outcomes = [...await a1.submit([message(em, 'apns', `t${minute}a`)]), ...await a2.submit([message(em, 'apns', `t${minute}b`)])];
+      assert.deepEqual(outcomes.map((o) => o.kind), ['accepted', 'accepted'], `minute ${minute}`);
+      em.clock.advance(10 * 60_000);
+    }
+    const jwts = new Set(em.apns.received.map((r) => (r.request as Record<string, string>).authorization));
+    // 190 simulated minutes with regeneration at 50 minutes: tokens at 0, 50, 100, 150.
+    assert.equal(jwts.size, 4);
+  });
+
+  test('ExpiredProviderToken: a new token on a new connection, resent once', async () => {
+    em.clock.advance(21 * 60_000); // past the 20-minute floor, so the token may be regenerated
+    const adapter = registry.adapter('apns', 'app-1')!;
+    await adapter.submit([message(em, 'apns', 'warm')]);
+    em.clock.advance(21 * 60_000);
+    const m = message(em, 'apns', 'expired');
+    em.apns.script({ kind: 'expired-auth' }, { token: m.token, times: 1 });
+    assert.equal((await adapter.submit([m]))[0]!.kind, 'accepted');
+    const tries = em.apns.received.filter((r) => r.token === m.token);
+    assert.deepEqual(tries.map((r) => r.answer), ['ExpiredProviderToken', 'accepted']);
+    assert.notEqual((tries[0]!.request as Record<string, string>).authorization, (tries[1]!.request as Record<string, string>).authorization);
+    em.apns.script({ kind: 'expired-auth' }, { token: m.token, times: 2 });
+    em.clock.advance(21 * 60_000);
+    assert.deepEqual(await adapter.submit([m]), [{ kind: 'auth-failed', code: 'ExpiredProviderToken' }]);
+  });
+
+  test('the emulator refuses a token older than an hour and one rotated within 20 minutes on a connection', async () => {
+    const c = config();
+    const stale = new ApnsAdapter(c, { providerToken: new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() - 61 * 60_000 }), ca: em.ca, now: () => em.clock.now() });
+    assert.deepEqual(await stale.submit([message(em, 'apns', 'stale')]), [{ kind: 'auth-failed', code: 'ExpiredProviderToken' }]);
+    await stale.close();
+    const hasty = new ApnsAdapter({ ...c, connections: 1 }, { providerToken: new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, refreshAfterMs: 1000, now: () => em.clock.now() }), ca: em.ca, now: () => em.clock.now() });
+    assert.equal((await hasty.submit([message(em, 'apns', 'h1')]))[0]!.kind, 'accepted');
+    em.clock.advance(2000);
+    assert.deepEqual(await hasty.submit([message(em, 'apns', 'h2')]), [{ kind: 'rate-limited', code: 'TooManyProviderTokenUpdates' }]);
+    await hasty.close();
+  });
+
+  test('a key of another team is refused as InvalidProviderToken', async () => {
+    const c = config();
+    const forged = new ApnsAdapter(c, { providerToken: new ProviderToken({ teamId: 'OTHERTEAM1', keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() }), ca: em.ca });
+    assert.deepEqual(await forged.submit([message(em, 'apns', 'forged')]), [{ kind: 'auth-failed', code: 'InvalidProviderToken' }]);
+    await forged.close();
+  });
+
+  test('GOAWAY mid-stream: the refused stream is resent on a new connection and nothing is lost or doubled', async () => {
+    const adapter = registry.adapter('apns', 'app-1')!;
+    const batch = Array.from({ length: 30 }, (_, i) => message(em, 'apns', `burst${i}`));
+    em.apns.script({ kind: 'goaway' }, { token: batch[7]!.token, times: 1 });
+    const outcomes = await adapter.submit(batch);
+    assert.deepEqual(outcomes.map((o) => o.kind), batch.map(() => 'accepted'));
+    assert.equal(em.apns.goaways, 1);
+    const accepted = em.apns.accepted().map((r) => r.token).sort();
+    assert.deepEqual(accepted, batch.map((m) => m.token).sort());
+  });
+
+  test('payloads over 4096 bytes are refused before sending; VoIP allows 5120', async () => {
+    const big = message(em, 'apns', 'big', { body: 'x'.repeat(4200) });
+    const adapter = registry.adapter('apns', 'app-1')!;
+    assert.ok(adapter.payloadBytes(big) > adapter.maxPayloadBytes);
+    assert.deepEqual(await adapter.submit([big]), [{ kind: 'payload-too-large', code: 'PayloadTooLarge' }]);
+    assert.equal(em.apns.received.length, 0);
+    const voip = new ApnsAdapter({ ...config(), pushType: 'voip' }, { providerToken: new ProviderToken({ ...config(), now: () => em.clock.now() }), ca: em.ca });
+    assert.equal(voip.maxPayloadBytes, 5120);
+    assert.equal((await voip.submit([big]))[0]!.kind, 'accepted');
+    assert.equal((em.apns.accepted()[0]!.request as Record<string, string>)['apns-topic'], 'com.example.app-1.voip');
+    await voip.close();
+  });
+
+  test('TLS is verified: without the test CA nothing is sent', async () => {
+    const c = config();
+    const untrusting = new ApnsAdapter(c, { providerToken: new ProviderToken({ ...c, now: () => em.clock.now() }) });
+    assert.deepEqual(await untrusting.submit([message(em, 'apns', 'tls')]), [{ kind: 'retryable', code: 'CONNECTION_LOST' }]);
+    assert.equal(em.apns.received.length, 0);
+    await untrusting.close();
+  });
+});

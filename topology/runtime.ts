@@ -1,0 +1,411 @@
+import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
+import { ConfigError, PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
+import { createLogger, type Logger } from '../common/log.ts';
+import { sleep } from '../common/retry.ts';
+import { checkRange } from '../common/config.ts';
+import { TOPICS } from '../pipeline/topics.ts';
+import type { Topology } from './builder.ts';
+import { StreamTask, type ProcessingErrorPolicy } from './task.ts';
+import { changelogTopicName, ensureTopics, restoreChangelogs, type RestoreTarget } from './changelog.ts';
+import { AtLeastOnceCommitter, TransactionalCommitter, type TaskCommitter } from './eos.ts';
+import { taskAssigner, taskId, type TaskId } from './assignor.ts';
+import { safeMetrics, type MetricsListener } from './metrics.ts';
+import { SerialExecutor } from './serial-executor.ts';
+import { toInput, type TaskHandle } from './task-handle.ts';
+import { isRebalancing } from './kafka-errors.ts';
+
+export type ProcessingGuarantee = 'at_least_once' | 'exactly_once';
+
+/** Options of a streams application instance. Instances with the same applicationId share the work. */
+export interface StreamsAppOptions {
+  /** Consumer group id, prefix of changelog topics and transactional ids. Kebab-case recommended. */
+  applicationId: string;
+  topology: Topology;
+  /** host:port list. */
+  brokers: string[];
+  /** Default `exactly_once`. */
+  processingGuarantee?: ProcessingGuarantee;
+  /** Commit interval in ms. Default 100 under exactly_once, 5000 under at_least_once. Range 10–600 000. */
+  commitIntervalMs?: number;
+  /** DLQ topic for undecodable records (and processing errors under policy `dlq`). Default `push.dlq`. */
+  dlqTopic?: string;
+  /** What a non-retriable processing error does: `fail` stops the app, `dlq` dead-letters the record. Default `dlq`. */
+  processingErrorPolicy?: ProcessingErrorPolicy;
+  /** Where a new application starts reading. Default `earliest`. */
+  autoOffsetReset?: 'earliest' | 'latest';
+  /** Consumer session timeout in ms (how long a dead instance keeps its tasks). Default 10 000. */
+  sessionTimeoutMs?: number;
+  /** Input partitions processed at once (each in its own task). Default 4. */
+  partitionsConsumedConcurrently?: number;
+  /** kafkajs client id. Default `<applicationId>`. */
+  clientId?: string;
+  metricsListener?: MetricsListener;
+  logger?: Logger;
+  /** Called once when the app stops because of an error it cannot recover from (after cleanup). */
+  onFatalError?: (error: unknown) => void;
+}
+
+/**
+ * Runs a topology on Kafka: one task per input partition of each sub-topology, stores restored from
+ * their changelogs before processing, exactly-once through one transactional producer per task.
+ *
+ * Rebalancing (kafkajs is eager and has no revocation callback): on every GROUP_JOIN, tasks no
+ * longer assigned commit (best effort; a fenced commit is harmless) and close; new tasks fence the
+ * previous owner's producer, read the committed offsets, restore their stores, then process.
+ * Because kafkajs restarts every partition from its committed offset after a rejoin, each task
+ * skips records below its own next offset, so nothing is processed twice into its state.
+ */
+export class StreamsApp {
+  private readonly options: Required<Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId'>> & StreamsAppOptions;
+  private readonly kafka: Kafka;
+  private readonly log: Logger;
+  private readonly metrics: ReturnType<typeof safeMetrics>;
+  private admin?: Admin;
+  private consumer?: Consumer;
+  private sharedProducer?: Producer;
+  private readonly handles = new Map<TaskId, TaskHandle>();
+  private readonly partitionsBySubtopology = new Map<number, number>();
+  private tick?: NodeJS.Timeout;
+  private inFlightBatches = 0;
+  private closing = false;
+  private restarting?: Promise<void>;
+  private fatal?: unknown;
+  private memberId?: string;
+
+  constructor(options: StreamsAppOptions) {
+    const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
+    this.options = {
+      processingGuarantee: 'exactly_once',
+      dlqTopic: TOPICS.dlq.name,
+      processingErrorPolicy: 'dlq',
+      autoOffsetReset: 'earliest',
+      sessionTimeoutMs: 10_000,
+      partitionsConsumedConcurrently: 4,
+      ...options,
+      commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
+    };
+    if (!/^[a-zA-Z0-9._-]+$/.test(options.applicationId)) throw new ConfigError('applicationId', 'must be a valid Kafka topic and group name');
+    if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
+    this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
+    this.metrics = safeMetrics(options.metricsListener, this.log);
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? options.applicationId,
+      brokers: options.brokers,
+      logLevel: logLevel.NOTHING,
+      retry: { initialRetryTime: 50, retries: 10, maxRetryTime: 3000 },
+    });
+  }
+
+  /** Creates changelog and DLQ topics if needed, joins the group and starts processing. */
+  async start(): Promise<void> {
+    const { topology, applicationId } = this.options;
+    this.admin = this.kafka.admin();
+    await this.admin.connect();
+    const metadata = await this.admin.fetchTopicMetadata({ topics: topology.sourceTopics });
+    const partitionsOfTopic = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
+    for (const sub of topology.subtopologies) {
+      const counts = new Set(sub.sourceTopics.map((t) => partitionsOfTopic.get(t)!));
+      if (counts.size !== 1) throw new ConfigError(`sub-topology ${sub.id}`, `source topics ${sub.sourceTopics.join(', ')} are not co-partitioned (partition counts ${[...counts].join(', ')})`);
+      this.partitionsBySubtopology.set(sub.id, [...counts][0]!);
+    }
+    const maxPartitions = Math.max(...this.partitionsBySubtopology.values());
+    await ensureTopics(this.admin, [
+      ...topology.subtopologies.flatMap((sub) =>
+        sub.stores.filter((s) => s.changelog !== false).map((s) => ({ topic: changelogTopicName(applicationId, s.name), numPartitions: this.partitionsBySubtopology.get(sub.id)!, configs: { 'cleanup.policy': 'compact' } })),
+      ),
+      { topic: this.options.dlqTopic, numPartitions: maxPartitions },
+    ]);
+    if (this.options.processingGuarantee === 'at_least_once') {
+      this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      await this.sharedProducer.connect();
+    }
+    await this.startConsumer();
+    const tickMs = Math.max(5, Math.min(50, Math.floor(this.options.commitIntervalMs / 2)));
+    this.tick = setInterval(() => this.onTick(), tickMs);
+    this.log.info('streams app started', { guarantee: this.options.processingGuarantee, subtopologies: topology.subtopologies.length });
+  }
+
+  /**
+   * Graceful shutdown: stops taking new batches, finishes the in-flight ones, commits every task,
+   * then leaves the group (so the partitions move at once) and closes processors and producers.
+   */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.tick) clearInterval(this.tick);
+    await this.restarting?.catch(() => undefined);
+    while (this.inFlightBatches > 0) await sleep(5);
+    for (const handle of this.handles.values()) {
+      await handle.exec.run(() => this.commitTask(handle)).catch((error) => this.log.warn('final commit failed', { task: handle.id, error }));
+    }
+    await this.consumer?.disconnect().catch(() => undefined);
+    await this.closeAllTasks();
+    await this.sharedProducer?.disconnect().catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
+    this.log.info('streams app closed');
+  }
+
+  /** Task ids currently owned by this instance. */
+  assignedTasks(): TaskId[] {
+    return [...this.handles.keys()].sort();
+  }
+
+  private async startConsumer(): Promise<void> {
+    const { topology, applicationId } = this.options;
+    const consumer = this.kafka.consumer({
+      groupId: applicationId,
+      partitionAssigners: [taskAssigner(topology, (s) => this.partitionsBySubtopology.get(s)!, () => this.assignedTasks())],
+      sessionTimeout: this.options.sessionTimeoutMs,
+      heartbeatInterval: Math.min(1000, Math.floor(this.options.sessionTimeoutMs / 4)),
+      maxWaitTimeInMs: 100,
+      readUncommitted: false,
+      retry: { initialRetryTime: 100, retries: 10 },
+    });
+    this.consumer = consumer;
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.onAssignment(payload.memberId, payload.memberAssignment));
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      this.log.warn('consumer crashed', { error: payload.error, restart: payload.restart });
+      if (!payload.restart) this.requestRestart(payload.error);
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: topology.sourceTopics, fromBeginning: this.options.autoOffsetReset === 'earliest' });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
+  }
+
+  private onAssignment(memberId: string, assignment: Record<string, number[]>): void {
+    if (this.memberId !== undefined && this.memberId !== memberId) {
+      // This member was expelled (session expired): its tasks may have run elsewhere since, so
+      // none of the in-memory state can be trusted. Close everything; assigned tasks restart.
+      this.log.warn('rejoined under a new member id; dropping all tasks', { previous: this.memberId, memberId });
+      for (const handle of this.handles.values()) void this.revoke(handle, false);
+      this.handles.clear();
+    }
+    this.memberId = memberId;
+    const assigned = new Set<TaskId>();
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      const sub = this.options.topology.subtopologyOfTopic(topic);
+      if (sub) for (const p of partitions) assigned.add(taskId(sub.id, p));
+    }
+    for (const [id, handle] of this.handles) {
+      if (assigned.has(id)) continue;
+      this.handles.delete(id);
+      void this.revoke(handle);
+    }
+    const created: TaskHandle[] = [];
+    for (const id of assigned) if (!this.handles.has(id)) created.push(this.createHandle(id));
+    this.metrics.onAssignment({ applicationId: this.options.applicationId, taskIds: this.assignedTasks() });
+    this.log.info('assignment', { tasks: this.assignedTasks(), created: created.map((h) => h.id) });
+    if (created.length === 0) return;
+    const ready = this.initTasks(created);
+    ready.catch((error) => this.requestRestart(error));
+    for (const h of created) {
+      h.ready = ready.then(() => void (h.isReady = true));
+      h.ready.catch(() => undefined); // failures go through requestRestart above
+    }
+  }
+
+  private createHandle(id: TaskId): TaskHandle {
+    const [sub, partition] = id.split('_').map(Number) as [number, number];
+    const subtopology = this.options.topology.subtopologies[sub]!;
+    const { applicationId } = this.options;
+    const task = new StreamTask({
+      applicationId,
+      topology: this.options.topology,
+      subtopology,
+      partition,
+      clock: Date.now,
+      dlqTopic: this.options.dlqTopic,
+      processingErrorPolicy: this.options.processingErrorPolicy,
+      changelogTopic: (store) => changelogTopicName(applicationId, store),
+      logger: this.log,
+    });
+    const committer: TaskCommitter =
+      this.options.processingGuarantee === 'exactly_once'
+        ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId })
+        : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
+    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, closed: false, lastCommitMs: Date.now(), tickQueued: false };
+    this.handles.set(id, handle);
+    return handle;
+  }
+
+  /** Fence, read committed offsets, restore stores, init processors: in that order (see class doc). */
+  private async initTasks(handles: TaskHandle[]): Promise<void> {
+    const { applicationId } = this.options;
+    await Promise.all(handles.map((h) => h.committer.init()));
+    const topics = [...new Set(handles.flatMap((h) => h.sources))];
+    const committed = await this.admin!.fetchOffsets({ groupId: applicationId, topics });
+    for (const h of handles) {
+      for (const t of committed) {
+        if (!h.sources.includes(t.topic)) continue;
+        const p = t.partitions.find((x) => x.partition === h.task.partition);
+        if (p && Number(p.offset) >= 0) h.nextOffsets.set(t.topic, BigInt(p.offset));
+      }
+    }
+    const targets: RestoreTarget[] = handles.flatMap((h) =>
+      [...h.task.stores.values()].filter((s) => s.changelogged).map((store) => ({
+        topic: changelogTopicName(applicationId, store.name),
+        partition: h.task.partition,
+        apply: (key: string, value: Buffer | null) => store.restore(key, value),
+        progress: (restoredRecords: number, done: boolean) => this.metrics.onRestoreProgress({ applicationId, taskId: h.id, store: store.name, restoredRecords, done }),
+      })),
+    );
+    const started = Date.now();
+    if (targets.length > 0) await restoreChangelogs(this.kafka, this.admin!, applicationId, targets, this.log);
+    for (const h of handles) {
+      if (h.closed) continue;
+      await h.task.init();
+      h.lastCommitMs = Date.now();
+    }
+    this.log.info('tasks ready', { tasks: handles.map((h) => h.id), restoreMs: Date.now() - started });
+  }
+
+  private async revoke(handle: TaskHandle, commit = true): Promise<void> {
+    await handle.ready.catch(() => undefined);
+    await handle.exec.run(async () => {
+      if (handle.closed) return;
+      if (commit && handle.isReady && this.options.processingGuarantee === 'exactly_once') {
+        await this.commitTask(handle).catch((error) => this.log.info('commit on revocation skipped', { task: handle.id, code: errorCode(error) }));
+      }
+      await this.closeHandle(handle);
+    });
+  }
+
+  private async closeHandle(handle: TaskHandle): Promise<void> {
+    if (handle.closed) return;
+    handle.closed = true;
+    await handle.task.close();
+    await handle.committer.close();
+  }
+
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    if (this.closing || this.restarting || this.fatal) return;
+    const sub = this.options.topology.subtopologyOfTopic(batch.topic);
+    const handle = sub && this.handles.get(taskId(sub.id, batch.partition));
+    if (!handle) return;
+    this.inFlightBatches++;
+    try {
+      this.metrics.onLag({ applicationId: this.options.applicationId, topic: batch.topic, partition: batch.partition, lag: Number(batch.offsetLag()) });
+      while (!handle.isReady) {
+        await Promise.race([handle.ready, sleep(1000)]);
+        if (!handle.isReady) await heartbeat();
+      }
+      await handle.exec.run(async () => {
+        if (handle.closed) return;
+        for (const message of batch.messages) {
+          if (!isRunning() || isStale() || this.closing || this.restarting || handle.closed) break;
+          const offset = BigInt(message.offset);
+          const next = handle.nextOffsets.get(batch.topic);
+          if (next === undefined || offset >= next) {
+            const outcome = await handle.task.process(toInput(batch.topic, batch.partition, message));
+            handle.nextOffsets.set(batch.topic, offset + 1n);
+            if (outcome.kind === 'dead-lettered') this.metrics.onDeadLetter({ applicationId: this.options.applicationId, topic: batch.topic, partition: batch.partition, code: outcome.code });
+          }
+          resolveOffset(message.offset);
+        }
+        if (this.commitDue(handle)) await this.commitTask(handle);
+      });
+      await heartbeat();
+    } catch (error) {
+      // kafkajs rejoins the group by itself on these; tasks kept across it skip what they did.
+      if (isRebalancing(error)) throw error;
+      this.onTaskError(handle, error);
+    } finally {
+      this.inFlightBatches--;
+    }
+  }
+
+  private onTick(): void {
+    if (this.closing || this.restarting || this.fatal) return;
+    const now = Date.now();
+    for (const handle of this.handles.values()) {
+      if (!handle.isReady || handle.closed || handle.tickQueued) continue;
+      const wallDue = (handle.task.nextWallClockMs() ?? Infinity) <= now;
+      if (!wallDue && !this.commitDue(handle)) continue;
+      handle.tickQueued = true;
+      handle.exec
+        .run(async () => {
+          handle.tickQueued = false;
+          if (handle.closed || this.restarting) return;
+          if (wallDue) await handle.task.punctuateWallClock(Date.now());
+          if (this.commitDue(handle)) await this.commitTask(handle);
+        })
+        .catch((error) => this.onTaskError(handle, error));
+    }
+  }
+
+  private commitDue(handle: TaskHandle): boolean {
+    return handle.task.hasUncommittedWork() && Date.now() - handle.lastCommitMs >= this.options.commitIntervalMs;
+  }
+
+  /** Flush, drain, write: outputs, changelog records and input offsets in one transaction under EOS. */
+  private async commitTask(handle: TaskHandle): Promise<void> {
+    if (handle.closed || !handle.isReady) return;
+    const started = Date.now();
+    await handle.task.flush();
+    const { records, changelog, offsets, inputRecords } = handle.task.drainOutputs();
+    const offsetList = [...offsets].map(([topic, offset]) => ({ topic, partition: handle.task.partition, offset: (BigInt(offset) + 1n).toString() }));
+    await handle.committer.commit({ records, changelog, offsets: offsetList });
+    handle.lastCommitMs = Date.now();
+    const { applicationId } = this.options;
+    this.metrics.onCommit({ applicationId, taskId: handle.id, latencyMs: handle.lastCommitMs - started, outputRecords: records.length, changelogRecords: changelog.length, inputRecords });
+    for (const c of handle.task.drainNodeCounts()) this.metrics.onNodeRecords({ applicationId, taskId: handle.id, ...c });
+  }
+
+  private onTaskError(handle: TaskHandle, error: unknown): void {
+    if (this.closing) return;
+    const retriable = isRetriable(error) || errorCode(error) === 'TASK_FENCED' || errorCode(error) === 'COMMIT_FAILED';
+    if (!retriable && errorCode(error) === 'TASK_FAILED') {
+      void this.failFatally(error);
+      return;
+    }
+    this.log.warn('task failed; restarting from the last commit', { task: handle.id, code: errorCode(error), error: errorMessage(error) });
+    this.requestRestart(error);
+  }
+
+  /**
+   * Drops every task (their uncommitted work is discarded: state and positions go back to the last
+   * commit) and rejoins the group with a fresh consumer.
+   */
+  private requestRestart(reason: unknown): void {
+    if (this.restarting || this.closing || this.fatal) return;
+    this.restarting = (async () => {
+      this.log.warn('restarting consumer', { code: errorCode(reason), error: errorMessage(reason) });
+      for (let attempt = 1; !this.closing; attempt++) {
+        try {
+          await this.consumer?.disconnect().catch(() => undefined);
+          while (this.inFlightBatches > 0) await sleep(5);
+          await this.closeAllTasks();
+          await this.startConsumer();
+          return;
+        } catch (error) {
+          this.log.warn('consumer restart failed', { attempt, error: errorMessage(error) });
+          await sleep(Math.min(5000, 200 * attempt));
+        }
+      }
+    })().finally(() => (this.restarting = undefined));
+  }
+
+  private async failFatally(error: unknown): Promise<void> {
+    if (this.fatal) return;
+    this.fatal = error;
+    this.log.error('processing failed; stopping (processingErrorPolicy=fail)', { code: errorCode(error), error: errorMessage(error) });
+    if (this.tick) clearInterval(this.tick);
+    await this.consumer?.disconnect().catch(() => undefined);
+    await this.closeAllTasks();
+    await this.sharedProducer?.disconnect().catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
+    this.closing = true;
+    this.options.onFatalError?.(error instanceof PushError ? error : new PushError('FATAL', errorMessage(error), { cause: error }));
+  }
+
+  private async closeAllTasks(): Promise<void> {
+    const handles = [...this.handles.values()];
+    this.handles.clear();
+    await Promise.all(handles.map((h) => h.ready.catch(() => undefined).then(() => h.exec.run(() => this.closeHandle(h))).catch(() => undefined)));
+  }
+}

@@ -1,0 +1,10 @@
+/** Runs functions one after another (a per-task lock): work of one task never interleaves. */
+export class SerialExecutor {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(fn: () => Promise<T> | T): Promise<T> {
+    const result = this.tail.then(fn);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}

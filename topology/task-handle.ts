@@ -1,0 +1,31 @@
+import type { KafkaMessage } from 'kafkajs';
+import type { TaskId } from './assignor.ts';
+import type { TaskCommitter } from './eos.ts';
+import type { SerialExecutor } from './serial-executor.ts';
+import type { InputRecord, StreamTask } from './task.ts';
+
+/** The runtime's bookkeeping around one task it owns. */
+export interface TaskHandle {
+  readonly id: TaskId;
+  readonly task: StreamTask;
+  readonly committer: TaskCommitter;
+  readonly sources: readonly string[];
+  readonly exec: SerialExecutor;
+  /** Next offset to process per source topic; records below it were already processed. */
+  readonly nextOffsets: Map<string, bigint>;
+  ready: Promise<void>;
+  isReady: boolean;
+  closed: boolean;
+  lastCommitMs: number;
+  tickQueued: boolean;
+}
+
+/** A fetched Kafka message as a task input; header values decoded to UTF-8 (first value of a repeated header). */
+export function toInput(topic: string, partition: number, m: KafkaMessage): InputRecord {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m.headers ?? {})) {
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first !== undefined) headers[k] = first.toString();
+  }
+  return { topic, partition, offset: m.offset, key: m.key ?? null, value: m.value ?? null, timestamp: Number(m.timestamp), headers };
+}
