@@ -27,6 +27,11 @@ export interface WorkloadOptions {
   readonly groupSize?: number;
   /** Messages of one group storm (sent within ~2 s). Default 15. */
   readonly stormMessages?: number;
+  /**
+   * Prefix of every uid (and so of device and conversation ids). Give each run its own, so that runs
+   * sharing one MySQL never collide on im_push_task's (uid, conv_id, seq, device_id). Default ''.
+   */
+  readonly idPrefix?: string;
 }
 
 export interface Device {
@@ -104,7 +109,7 @@ export function buildPopulation(options: WorkloadOptions, tokenFor: (vendor: Ven
   const apps = options.apps ?? ['app-1'];
   const users: User[] = [];
   for (let u = 0; u < options.users; u++) {
-    const uid = `u${u}`;
+    const uid = `${options.idPrefix ?? ''}u${u}`;
     const deviceCount = 1 + Math.floor(rnd() * 3);
     const devices: Device[] = [];
     for (let d = 0; d < deviceCount; d++) {
@@ -195,7 +200,7 @@ export function* timeline(population: Population, options: WorkloadOptions & { m
     if (rnd() < (options.stormShare ?? 0.5) && produced + groupSize <= options.messages) {
       const first = Math.floor(rnd() * users.length);
       const members = Array.from({ length: groupSize }, (_, i) => users[(first + i) % users.length]!);
-      const conv = `g${first}-${Math.floor(at / 60_000)}`;
+      const conv = `${options.idPrefix ?? ''}g${first}-${Math.floor(at / 60_000)}`;
       for (let m = 0; m < stormMessages && produced < options.messages; m++) {
         const sender = members[m % members.length]!;
         const when = at + Math.floor((m * 2000) / stormMessages);

@@ -4,6 +4,8 @@ import { statusCommand, statusHelp } from './commands/status.ts';
 import { migrateCommand, migrateHelp } from './commands/migrate.ts';
 import { runCommand, runHelp } from './commands/run.ts';
 import { demoCommand, demoHelp } from './commands/demo.ts';
+import { arrivalCommand, arrivalHelp } from './commands/arrival.ts';
+import { tokensCommand, tokensHelp } from './commands/tokens.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
@@ -14,6 +16,8 @@ const commands: Record<string, { help: string; run: (args: string[]) => Promise<
   run: { help: runHelp, run: runCommand },
   demo: { help: demoHelp, run: demoCommand },
   status: { help: statusHelp, run: statusCommand },
+  tokens: { help: tokensHelp, run: tokensCommand },
+  arrival: { help: arrivalHelp, run: arrivalCommand },
 };
 
 async function main(argv: string[]): Promise<number> {

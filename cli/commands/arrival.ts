@@ -67,3 +67,18 @@ export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalR
   if (rows.length === 0) out.push('(no submissions in this range)');
   return out.join('\n') + '\n';
 }
+
+export const arrivalHelp = `pushctl arrival [--since 24h] [--by vendor|app|hour]
+
+  the exact arrival rate from ClickHouse: distinct submitted (task, device) pairs the vendor
+  accepted or reported delivered ÷ distinct submitted pairs, with delivered-only and unknown
+  (no receipt yet) beside it (docs/data.md)`;
+
+export async function arrivalCommand(args: string[]): Promise<number> {
+  const option = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  await arrival({ since: option('--since') ?? '24h', by: option('--by') ?? 'vendor' });
+  return 0;
+}

@@ -69,7 +69,7 @@ export async function demoCommand(args: string[]): Promise<number> {
 
   const env = await startEnvironment({ instances });
   try {
-    const population = buildPopulation({ users, apps: [env.appId] }, env.emulators.token);
+    const population = buildPopulation({ users, apps: [env.appId], idPrefix: `${env.run}-` }, env.emulators.token);
     // Some devices' preferred token is one the vendor has already forgotten: the fan-out must drop it and fall back.
     for (const device of population.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
     console.log(`[demo] ${users} users, ${population.devices.length} devices; waiting for workers to be ready ...`);

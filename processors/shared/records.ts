@@ -37,7 +37,7 @@ export interface PresenceEvent {
 }
 
 export type TokenState = 'VALID' | 'INVALID';
-export type TokenSource = 'CLIENT' | 'FAN_OUT' | 'RECEIPT' | 'SWEEP';
+export type TokenSource = 'CLIENT' | 'FAN_OUT' | 'RECEIPT' | 'SWEEP' | 'OPERATOR';
 
 /** push.tokens (token-report.avsc). */
 export interface TokenReport {
