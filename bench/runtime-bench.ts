@@ -49,9 +49,9 @@ export interface RuntimeBenchResult {
   readonly eosToRawRatio: number;
 }
 
-const suffix = () => `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+export const suffix = () => `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 
-async function fillInput(kafka: Kafka, topic: string, records: number, valueBytes: number): Promise<void> {
+export async function fillInput(kafka: Kafka, topic: string, records: number, valueBytes: number): Promise<void> {
   const producer = kafka.producer();
   await producer.connect();
   const value = randomBytes(valueBytes);
@@ -63,7 +63,7 @@ async function fillInput(kafka: Kafka, topic: string, records: number, valueByte
 }
 
 /** Counts read_committed output until `records` arrived; returns seconds between first and last. */
-async function measureOutput(kafka: Kafka, topic: string, records: number, start: () => Promise<void>): Promise<number> {
+export async function measureOutput(kafka: Kafka, topic: string, records: number, start: () => Promise<void>): Promise<number> {
   const reader = kafka.consumer({ groupId: `bench-reader-${suffix()}`, readUncommitted: false, maxWaitTimeInMs: 50 });
   await reader.connect();
   await reader.subscribe({ topic, fromBeginning: true });
@@ -72,6 +72,9 @@ async function measureOutput(kafka: Kafka, topic: string, records: number, start
   let last = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
+  // Start the scenario only once the reader holds its partitions; otherwise a fast scenario is over
+  // before the reader joins and "first to last output" measures a read of a finished topic.
+  const joined = new Promise<void>((r) => reader.on(reader.events.GROUP_JOIN, () => r()));
   await reader.run({
     partitionsConsumedConcurrently: 4,
     eachBatch: async ({ batch }) => {
@@ -83,13 +86,14 @@ async function measureOutput(kafka: Kafka, topic: string, records: number, start
       if (seen >= records) done();
     },
   });
+  await joined;
   await start();
   await finished;
   await reader.disconnect();
   return (last - first) / 1000;
 }
 
-async function rawHop(kafka: Kafka, input: string, output: string, records: number, partitions: number): Promise<number> {
+export async function rawHop(kafka: Kafka, input: string, output: string, records: number, partitions: number): Promise<number> {
   const consumer = kafka.consumer({ groupId: `bench-raw-${suffix()}`, maxWaitTimeInMs: 100 });
   const producer = kafka.producer();
   const seconds = await measureOutput(kafka, output, records, async () => {
@@ -108,7 +112,7 @@ async function rawHop(kafka: Kafka, input: string, output: string, records: numb
   return seconds;
 }
 
-function identityTopology(input: string, output: string) {
+export function identityTopology(input: string, output: string) {
   return new TopologyBuilder()
     .addSource('bench-source', { topics: [input], keySerde: bufferSerde, valueSerde: bufferSerde })
     .addProcessor('identity', () => {
@@ -135,7 +139,7 @@ async function runtimeHop(kafka: Kafka, brokers: string[], input: string, output
   return seconds;
 }
 
-async function createTopics(admin: Admin, topics: string[], partitions: number): Promise<void> {
+export async function createTopics(admin: Admin, topics: string[], partitions: number): Promise<void> {
   await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) });
 }
 

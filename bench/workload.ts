@@ -34,6 +34,15 @@ export interface WorkloadOptions {
   readonly idPrefix?: string;
 }
 
+/**
+ * Per (conv, uid) seq and per uid unread counters of a timeline. Pass the same object to successive
+ * `timeline` calls over one population so seqs and unread counts keep rising across them.
+ */
+export interface TimelineCounters {
+  readonly seqs: Map<string, number>;
+  readonly unread: Map<string, number>;
+}
+
 export interface Device {
   readonly uid: string;
   readonly deviceId: string;
@@ -163,7 +172,7 @@ export function setupRecords(population: Population, nowMs = Date.now()) {
  * spread over `durationMs` from `startMs` — `stormShare` of them in group storms — each followed, for
  * online devices, by an ACK 50–300 ms later. Records come out in time order.
  */
-export function* timeline(population: Population, options: WorkloadOptions & { messages: number; durationMs: number; startMs: number; stormShare?: number }): Generator<TimedRecord> {
+export function* timeline(population: Population, options: WorkloadOptions & { messages: number; durationMs: number; startMs: number; stormShare?: number; counters?: TimelineCounters }): Generator<TimedRecord> {
   const rnd = random((options.seed ?? 1) + 7);
   const events: TimedRecord[] = [];
   const presence = (device: Device, kind: string, at: number, conv: string | null = null, seq: number | null = null) =>
@@ -172,8 +181,8 @@ export function* timeline(population: Population, options: WorkloadOptions & { m
     if (device.presence === 'online') presence(device, 'CONNECT', options.startMs - 1000);
     if (device.presence === 'background') presence(device, 'BACKGROUND', options.startMs - 1000);
   }
-  const unread = new Map<string, number>();
-  const seqs = new Map<string, number>();
+  const unread = options.counters?.unread ?? new Map<string, number>();
+  const seqs = options.counters?.seqs ?? new Map<string, number>();
   const deliver = (user: User, conv: string, convType: 'SINGLE' | 'GROUP', sender: string, at: number, mention: MessagePersisted['mention']) => {
     const seq = (seqs.get(`${conv}|${user.uid}`) ?? 0) + 1;
     seqs.set(`${conv}|${user.uid}`, seq);

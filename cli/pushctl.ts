@@ -6,6 +6,7 @@ import { runCommand, runHelp } from './commands/run.ts';
 import { demoCommand, demoHelp } from './commands/demo.ts';
 import { arrivalCommand, arrivalHelp } from './commands/arrival.ts';
 import { tokensCommand, tokensHelp } from './commands/tokens.ts';
+import { replayCommand, replayHelp } from './commands/replay.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
@@ -17,6 +18,7 @@ const commands: Record<string, { help: string; run: (args: string[]) => Promise<
   demo: { help: demoHelp, run: demoCommand },
   status: { help: statusHelp, run: statusCommand },
   tokens: { help: tokensHelp, run: tokensCommand },
+  replay: { help: replayHelp, run: replayCommand },
   arrival: { help: arrivalHelp, run: arrivalCommand },
 };
 

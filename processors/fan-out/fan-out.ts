@@ -1,17 +1,43 @@
 import { backoffDelay } from '../../common/retry.ts';
 import type { ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
-import type { PushMessage, SubmitOutcome, Vendor } from '../../sinks/vendors/types.ts';
-import { VENDORS } from '../../sinks/vendors/types.ts';
+import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { VENDORS, type SubmitOutcome, type Vendor } from '../../sinks/vendors/types.ts';
 import type { PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { SubmitBatcher } from './batcher.ts';
-import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
+import { TASK_STATUS, type StoredTask } from './ledger.ts';
 import { fanOutConfig, type FanOutOptions } from './options.ts';
-import { deadTokenReport, fanOutOutcome, taskRowOf, type FanOutAnswer, type FanOutReason } from './records.ts';
+import { ACCEPTED_DISCRIMINATOR, deadTokenReport, fanOutOutcome, pushMessage, replayedAnswer, taskRowOf, type FanOutAnswer, type FanOutReason } from './records.ts';
 import { VendorGate } from './vendor-gate.ts';
 
 type Output = { child: string; record: StreamRecord<string, PushOutcome | TokenReport> };
 
-/** Tasks this instance finished recently: a second dispatch of one is skipped without asking MySQL. */
+/** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
+export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
+
+/** How the last failed channel ended (decides the final outcome when every channel failed). */
+interface LastFailure {
+  vendor: string;
+  code: string;
+  /** Every channel so far ended on quota → DROPPED quota. */
+  quotaOnly: boolean;
+  /** The last channel ended throttled (429) → FAILED rate_limited. */
+  throttled: boolean;
+}
+
+/** Where a dispatch is in its walk over the device's channels; stored while it is parked. */
+export interface DispatchProgress {
+  readonly dispatch: PushDispatch;
+  readonly key: string;
+  readonly timestamp: number;
+  /** Channel index and the call number on that channel to make next. */
+  readonly channel: number;
+  readonly call: number;
+  /** Vendor calls made so far, all channels. */
+  readonly attempts: number;
+  readonly last: LastFailure;
+}
+
+/** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
 const RECENT_LIMIT = 100_000;
 
 const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'permanent' | 'auth-failed', FanOutReason>> = {
@@ -22,13 +48,15 @@ const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'permanent' | 'auth-
 
 /**
  * The fan-out stage (DESIGN §2.4): push.dispatch → vendor submissions → push.outcomes (+ token
- * invalidations to push.tokens). Per dispatch: claim the task in im_push_task (status 0; skip if
- * already submitted or final), then try the device's channels in order through each (vendor, app)'s
- * gate: accepted → 1; dead token → invalidate, next channel, never retried; 429 / quota → pause the
- * vendor (honouring Retry-After) and move to the next channel, else back off and retry (429 only);
- * 5xx → bounded retries with jitter; payload / permanent / auth → next channel. All channels
- * failed → 3. Dispatches run concurrently (up to `maxInFlight`); results are forwarded from
- * `process` and `flush`, and `flush` waits for every in-flight dispatch and the ledger.
+ * invalidations to push.tokens). Per dispatch: claim the task in im_push_task (status 0; a task no
+ * longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
+ * channels in order through each (vendor, app)'s gate: accepted → 1; dead token → invalidate, next
+ * channel, never retried; 429 → pause the vendor (Retry-After) and move to the next channel, else
+ * retry after the pause; quota → next channel, never retried; 5xx → bounded retries with jitter;
+ * payload / permanent / auth → next channel. All channels failed → 3. Short backoffs are waited in
+ * place; longer ones park the dispatch in a changelogged store, resumed by a wall-clock punctuator,
+ * so a commit never waits out a long Retry-After. Results are forwarded from `process`,
+ * punctuations and `flush`; `flush` waits for in-flight dispatches and the ledger.
  */
 export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDispatch, string, PushOutcome | TokenReport> {
   const config = fanOutConfig(options);
@@ -36,7 +64,6 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
   // Gates and batchers are per (vendor, app) and shared by every task of this process, so a 429
   // seen by one partition's task pauses that vendor for all of them.
   const batchers = new Map<string, { batcher: SubmitBatcher; gate: VendorGate }>();
-
   const channelOf = (vendor: Vendor, appId: string) => {
     const key = `${vendor}/${appId}`;
     let entry = batchers.get(key);
@@ -52,6 +79,8 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
 
   return () => {
     let ctx: ProcessorContext<string, PushOutcome | TokenReport>;
+    let parked: KeyValueStore<DispatchProgress>;
+    let timers: TimerStore;
     let ready: Output[] = [];
     let failure: unknown;
     const inFlight = new Set<Promise<void>>();
@@ -64,30 +93,33 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       for (const o of out) ctx.forward(o.record, o.child);
     };
 
-    const remember = (taskId: string, stored: StoredTask) => {
+    const finish = (taskId: string, stored: StoredTask) => {
       recent.set(taskId, stored);
       if (recent.size > RECENT_LIMIT) recent.delete(recent.keys().next().value!);
     };
 
-    async function handle(d: PushDispatch, key: string, timestamp: number): Promise<void> {
+    async function run(p: DispatchProgress, fresh: boolean): Promise<void> {
+      const d = p.dispatch;
       const emit = (a: FanOutAnswer) => {
-        ready.push({ child: outputs.outcomes, record: { key, value: fanOutOutcome(d, a, config.clock.now()), timestamp } });
+        ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, config.clock.now()), timestamp: p.timestamp } });
         options.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
       };
-      if (d.channels.length === 0) return emit({ status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
       const task = taskRowOf(d);
-      const known = recent.get(d.task_id) ?? (await ledger.claim(task));
-      if (known.status !== TASK_STATUS.pending) return replayed(known, emit);
-      let attempts = 0;
-      let last: { vendor: string; code: string; quotaOnly: boolean } = { vendor: '', code: '', quotaOnly: true };
-      for (let ci = 0; ci < d.channels.length; ci++) {
+      if (fresh) {
+        if (d.channels.length === 0) return emit({ status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
+        if (parked.get(d.task_id)) return; // already waiting out a backoff: that one finishes it
+        const known = recent.get(d.task_id) ?? (await ledger.claim(task));
+        if (known.status !== TASK_STATUS.pending) return emit(replayedAnswer(known));
+      }
+      let { attempts, last } = p;
+      for (let ci = p.channel; ci < d.channels.length; ci++) {
         const channel = d.channels[ci]!;
         const vendor = channel.vendor as Vendor;
         const hasNext = ci < d.channels.length - 1;
         const entry = (VENDORS as readonly string[]).includes(vendor) ? channelOf(vendor, d.app_id) : undefined;
         const fail = (status: 'FAILED' | 'DEAD_TOKEN', reason: FanOutReason, code: string) => {
           emit({ status, vendor, reason, code, attempts, discriminator: `${ci}:${vendor}:${status}` });
-          last = { vendor, code, quotaOnly: false };
+          last = { vendor, code, quotaOnly: false, throttled: false };
         };
         if (!entry) {
           fail('FAILED', 'no_adapter', 'NO_ADAPTER');
@@ -99,34 +131,59 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
           fail('FAILED', 'payload_too_large', 'PAYLOAD_TOO_LARGE');
           continue;
         }
-        for (let call = 1; ; call++) {
+        const park = (call: number, ms: number) => {
+          parked.put(d.task_id, { ...p, channel: ci, call, attempts, last });
+          timers.set(d.task_id, ctx.wallClockTimeMs() + ms);
+        };
+        for (let call = ci === p.channel ? p.call : 1; ; call++) {
+          // The vendor is paused for this app (an earlier 429) for longer than we wait in place:
+          // move on to the next channel, or park until the pause ends. No call is made.
+          const paused = entry.gate.pausedUntil - config.clock.now();
+          if (paused > config.inlineBackoffMaxMs) {
+            if (hasNext) {
+              emit({ status: 'THROTTLED', vendor, reason: 'rate_limited', code: 'VENDOR_PAUSED', attempts, discriminator: `${ci}:${vendor}:paused` });
+              last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
+              break;
+            }
+            return park(call, paused);
+          }
           attempts++;
           const outcome: SubmitOutcome = await entry.batcher.submit(message);
           const now = config.clock.now();
+          /** Waits `ms` before the next call: in place if short, else parked (returns true: stop here). */
+          const backOff = async (ms: number): Promise<boolean> => {
+            if (ms <= config.inlineBackoffMaxMs) {
+              await config.clock.sleep(ms);
+              return false;
+            }
+            park(call + 1, ms);
+            return true;
+          };
           if (outcome.kind === 'accepted') {
             const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId: outcome.vendorMessageId, failCode: null, attempts } as const;
             ledger.record(task, result);
-            remember(d.task_id, result);
+            finish(d.task_id, result);
             return emit({ status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId: outcome.vendorMessageId, attempts, discriminator: ACCEPTED_DISCRIMINATOR });
           }
           if (outcome.kind === 'dead-token') {
             fail('DEAD_TOKEN', 'dead_token', outcome.code);
-            ready.push({ child: outputs.tokens, record: { key, value: deadTokenReport(d, vendor, channel.token, now), timestamp } });
+            ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, vendor, channel.token, now), timestamp: p.timestamp } });
             break;
           }
           if (outcome.kind === 'rate-limited' || outcome.kind === 'quota-exhausted') {
             const quota = outcome.kind === 'quota-exhausted';
             const hint = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : undefined;
-            if (!quota) entry.gate.pause(now + (hint ?? config.defaultThrottleMs));
+            const perToken = outcome.kind === 'rate-limited' && outcome.perToken === true;
+            if (!quota && !perToken) entry.gate.pause(now + (hint ?? config.defaultThrottleMs));
             emit({ status: 'THROTTLED', vendor, reason: quota ? 'quota' : 'rate_limited', code: outcome.code, attempts, discriminator: `${ci}:${vendor}:throttled:${call}` });
-            last = { vendor, code: outcome.code, quotaOnly: quota && last.quotaOnly };
+            last = { vendor, code: outcome.code, quotaOnly: quota && last.quotaOnly, throttled: !quota };
             if (quota || hasNext || call >= config.maxThrottledAttempts) break;
-            await config.clock.sleep(Math.max(hint ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)));
+            if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
             continue;
           }
           if (outcome.kind === 'retryable') {
             if (call < config.maxRetryableAttempts) {
-              await config.clock.sleep(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)));
+              if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
               continue;
             }
             fail('FAILED', 'retries_exhausted', outcome.code);
@@ -139,21 +196,23 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       // Every channel failed: the task is final (3). Quota on every channel is a drop, never retried.
       const result = { status: TASK_STATUS.failed, vendor: last.vendor, vendorMessageId: null, failCode: last.code, attempts } as const;
       ledger.record(task, result);
-      remember(d.task_id, result);
+      finish(d.task_id, result);
       if (last.quotaOnly) emit({ status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
+      else if (last.throttled) emit({ status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
     }
 
-    const start = (d: PushDispatch, key: string, timestamp: number) => {
+    const start = (p: DispatchProgress, fresh: boolean) => {
+      const taskId = p.dispatch.task_id;
       // The same task twice in flight (a replayed record): the second waits for the first's verdict.
-      const previous = activeTasks.get(d.task_id) ?? Promise.resolve();
-      const run = previous.then(() => handle(d, key, timestamp)).catch((error) => {
+      const previous = activeTasks.get(taskId) ?? Promise.resolve();
+      const job = previous.then(() => run(p, fresh)).catch((error) => {
         failure ??= error;
       });
-      activeTasks.set(d.task_id, run);
-      inFlight.add(run);
-      void run.finally(() => {
-        inFlight.delete(run);
-        if (activeTasks.get(d.task_id) === run) activeTasks.delete(d.task_id);
+      activeTasks.set(taskId, job);
+      inFlight.add(job);
+      void job.finally(() => {
+        inFlight.delete(job);
+        if (activeTasks.get(taskId) === job) activeTasks.delete(taskId);
       });
     };
 
@@ -165,15 +224,31 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       }
     };
 
+    const backpressure = async () => {
+      while (inFlight.size >= config.maxInFlight) await Promise.race(inFlight);
+    };
+
     return {
       init(context) {
         ctx = context;
+        parked = ctx.getStateStore<KeyValueStore<DispatchProgress>>(FAN_OUT_STORES.parked);
+        timers = ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers);
+        ctx.schedule(config.retryPollMs, 'wall-clock', async (now) => {
+          for (const { key } of timers.popDue(now, config.maxInFlight)) {
+            const p = parked.get(key);
+            parked.delete(key);
+            if (p) start(p, false);
+          }
+          await backpressure();
+          drain();
+        });
       },
       async process(record) {
         rethrow();
         drain();
-        start(record.value, record.key, record.timestamp);
-        while (inFlight.size >= config.maxInFlight) await Promise.race(inFlight);
+        const fresh: DispatchProgress = { dispatch: record.value, key: record.key, timestamp: record.timestamp, channel: 0, call: 1, attempts: 0, last: { vendor: '', code: '', quotaOnly: true, throttled: false } };
+        start(fresh, true);
+        await backpressure();
         drain();
         rethrow();
       },
@@ -189,41 +264,3 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     };
   };
 }
-
-/** One ACCEPTED outcome per task: a replay re-emits it with the same event id. */
-const ACCEPTED_DISCRIMINATOR = 'accepted';
-
-/**
- * A dispatch whose task is no longer pending (a replay after a crash or rebalance, or a duplicate
- * record): nothing is submitted; the stored verdict is emitted again so that an outcome lost with
- * an aborted transaction is not lost for good. ACCEPTED keeps its event id (ClickHouse dedupes).
- */
-function replayed(stored: StoredTask, emit: (a: FanOutAnswer) => void): void {
-  const vendor = stored.vendor;
-  if ((stored.status === TASK_STATUS.submitted || stored.status === TASK_STATUS.delivered) && vendor) {
-    return emit({ status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId: stored.vendorMessageId, attempts: stored.attempts, discriminator: ACCEPTED_DISCRIMINATOR });
-  }
-  if (stored.status === TASK_STATUS.failed && vendor) {
-    return emit({ status: 'FAILED', vendor, reason: 'duplicate', code: stored.failCode, attempts: stored.attempts, discriminator: 'final' });
-  }
-  emit({ status: 'SKIPPED_DUPLICATE', vendor: null, reason: 'duplicate', code: String(stored.status), attempts: 0, discriminator: `duplicate:${stored.status}` });
-}
-
-/** The vendor-neutral notification of one dispatch on one channel. */
-export function pushMessage(d: PushDispatch, token: string, classification: Readonly<Record<string, string>> | undefined, ttlSeconds: number): PushMessage {
-  return {
-    taskId: d.task_id,
-    appId: d.app_id,
-    token,
-    title: d.title,
-    body: d.body,
-    badge: d.badge,
-    collapseId: d.collapse_id,
-    silent: d.silent,
-    data: { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id },
-    ttlSeconds,
-    ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
-  };
-}
-
-export type { TaskRow };

@@ -35,6 +35,13 @@ export interface FanOutOptions {
   readonly backoffMaxMs?: number;
   /** Pause of a (vendor, app) after a 429 without Retry-After, ms. Default 1 000; 0–600 000. */
   readonly defaultThrottleMs?: number;
+  /**
+   * Backoffs up to this long are waited in place; longer ones park the dispatch in the
+   * `fan-out-parked` store until due, so commits never wait them out. Default 1 000; 0–60 000.
+   */
+  readonly inlineBackoffMaxMs?: number;
+  /** How often parked dispatches are checked for being due, ms (wall clock). Default 250; 10–60 000. */
+  readonly retryPollMs?: number;
   /** Dispatches in flight per task before `process` waits (back pressure). Env PUSH_FANOUT_MAX_IN_FLIGHT; default 256; 1–100 000. */
   readonly maxInFlight?: number;
   /** Per (vendor, app) limits when the directory has none. Defaults 500/s and 64. */
@@ -52,6 +59,8 @@ export interface FanOutConfig {
   readonly backoffMaxMs: number;
   readonly defaultThrottleMs: number;
   readonly maxInFlight: number;
+  readonly inlineBackoffMaxMs: number;
+  readonly retryPollMs: number;
   readonly defaultLimits: VendorLimits;
   readonly clock: GateClock;
 }
@@ -66,6 +75,8 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
     backoffMaxMs: checkRange('fanOut.backoffMaxMs', o.backoffMaxMs ?? 30_000, { min: 1, max: 600_000 }),
     defaultThrottleMs: checkRange('fanOut.defaultThrottleMs', o.defaultThrottleMs ?? 1000, { min: 0, max: 600_000 }),
     maxInFlight: checkRange('fanOut.maxInFlight', o.maxInFlight ?? 256, { min: 1, max: 100_000 }),
+    inlineBackoffMaxMs: checkRange('fanOut.inlineBackoffMaxMs', o.inlineBackoffMaxMs ?? 1000, { min: 0, max: 60_000 }),
+    retryPollMs: checkRange('fanOut.retryPollMs', o.retryPollMs ?? 250, { min: 10, max: 60_000 }),
     defaultLimits: o.defaultLimits ?? { ratePerSecond: 500, concurrency: 64 },
     clock: o.clock ?? realClock,
   });

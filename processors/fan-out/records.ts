@@ -1,6 +1,7 @@
+import type { PushMessage } from '../../sinks/vendors/types.ts';
 import { outcomeEventId } from '../shared/ids.ts';
 import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
-import type { TaskRow } from './ledger.ts';
+import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
 
 /** Reasons the fan-out puts on outcomes (push-outcome.reason). */
 export type FanOutReason =
@@ -64,5 +65,41 @@ export function deadTokenReport(d: PushDispatch, vendor: string, token: string, 
   return {
     uid: d.uid, device_id: d.device_id, platform: d.platform, vendor, app_id: d.app_id, token,
     reported_at: at, state: 'INVALID', source: 'FAN_OUT', reason: 'dead_token', manufacturer: null,
+  };
+}
+
+/** One ACCEPTED outcome per task: a replay re-emits it with the same event id. */
+export const ACCEPTED_DISCRIMINATOR = 'accepted';
+
+/**
+ * The outcome of a dispatch whose task is no longer pending (a replay after a crash or rebalance,
+ * or a duplicate record): nothing is submitted; the stored verdict is emitted again so that an
+ * outcome lost with an aborted transaction is not lost for good. ACCEPTED keeps its event id.
+ */
+export function replayedAnswer(stored: StoredTask): FanOutAnswer {
+  const vendor = stored.vendor;
+  if ((stored.status === TASK_STATUS.submitted || stored.status === TASK_STATUS.delivered) && vendor) {
+    return { status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId: stored.vendorMessageId, attempts: stored.attempts, discriminator: ACCEPTED_DISCRIMINATOR };
+  }
+  if (stored.status === TASK_STATUS.failed && vendor) {
+    return { status: 'FAILED', vendor, reason: 'duplicate', code: stored.failCode, attempts: stored.attempts, discriminator: 'final' };
+  }
+  return { status: 'SKIPPED_DUPLICATE', vendor: null, reason: 'duplicate', code: String(stored.status), attempts: 0, discriminator: `duplicate:${stored.status}` };
+}
+
+/** The vendor-neutral notification of one dispatch on one channel. */
+export function pushMessage(d: PushDispatch, token: string, classification: Readonly<Record<string, string>> | undefined, ttlSeconds: number): PushMessage {
+  return {
+    taskId: d.task_id,
+    appId: d.app_id,
+    token,
+    title: d.title,
+    body: d.body,
+    badge: d.badge,
+    collapseId: d.collapse_id,
+    silent: d.silent,
+    data: { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id },
+    ttlSeconds,
+    ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
   };
 }

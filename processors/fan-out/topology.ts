@@ -1,7 +1,8 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { stringSerde, type Serde } from '../../topology/serdes.ts';
 import { topicName, type TopicKey } from '../../pipeline/topics.ts';
-import { fanOut } from './fan-out.ts';
+import { keyValueStore, timerStore } from '../../topology/stores.ts';
+import { FAN_OUT_STORES, fanOut, type DispatchProgress } from './fan-out.ts';
 import type { FanOutOptions } from './options.ts';
 
 export interface FanOutTopologyOptions {
@@ -22,8 +23,9 @@ export const FAN_OUT_NODES = {
 
 /**
  * The fan-out application: push.dispatch → `fan-out` → push.outcomes, and dead-token invalidations
- * → push.tokens (source FAN_OUT). No state stores: idempotency lives in im_push_task (the injected
- * ledger). The processor itself (fan-out.ts) sees neither topics nor serdes; this wiring does.
+ * → push.tokens (source FAN_OUT). Idempotency lives in im_push_task (the injected ledger); the two
+ * stores hold dispatches waiting out a long backoff (changelogged, so a restart resumes them). The
+ * processor itself (fan-out.ts) sees neither topics nor serdes; this wiring does.
  */
 export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
   const t = (key: TopicKey) => topicName(key, o.topicPrefix);
@@ -33,5 +35,7 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
     .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source)
     .addSink(n.outcomes, { topic: t('outcomes'), keySerde: stringSerde, valueSerde: o.valueSerdes('outcomes') }, n.processor)
     .addSink(n.tokens, { topic: t('tokens'), keySerde: stringSerde, valueSerde: o.valueSerdes('tokens') }, n.processor)
+    .addStateStore(keyValueStore<DispatchProgress>(FAN_OUT_STORES.parked), n.processor)
+    .addStateStore(timerStore(FAN_OUT_STORES.retryTimers), n.processor)
     .build();
 }

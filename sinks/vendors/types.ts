@@ -38,7 +38,11 @@ export type SubmitOutcome =
   | { readonly kind: 'dead-token'; readonly code: string }
   /** The credential still failed after one refresh and one resend (adapters refresh internally). */
   | { readonly kind: 'auth-failed'; readonly code: string }
-  | { readonly kind: 'rate-limited'; readonly code: string; readonly retryAfterMs?: number }
+  /**
+   * `perToken`: the limit concerns this device token only (APNs TooManyRequests), so other tokens
+   * of the app are not held back. Optional; added by the vendor engineer, compatible.
+   */
+  | { readonly kind: 'rate-limited'; readonly code: string; readonly retryAfterMs?: number; readonly perToken?: boolean }
   | { readonly kind: 'quota-exhausted'; readonly code: string }
   | { readonly kind: 'retryable'; readonly code: string; readonly retryAfterMs?: number }
   | { readonly kind: 'payload-too-large'; readonly code: string }

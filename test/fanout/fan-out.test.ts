@@ -96,6 +96,46 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     assert.ok(next.at - throttledAt >= 1000, `next FCM request ${next.at - throttledAt} ms after the 429`);
   });
 
+  test('a long Retry-After parks the dispatch instead of holding the commit; it resumes when due', async () => {
+    const token = em.token('fcm', 'parked');
+    em.fcm.script({ kind: 'rate-limit', retryAfterS: 2 }, { token, times: 1 });
+    const d = dispatch({ uid: 'u-park', device: 'd1', channels: [{ vendor: 'fcm', token }] });
+    await fo.send(d);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['THROTTLED', 'rate_limited']]);
+    assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 0);
+    assert.equal(em.fcm.received.length, 1);
+    // The driver's wall clock drives the punctuator; the vendor pause runs on real time: pass both.
+    await new Promise((r) => setTimeout(r, 2100));
+    await fo.driver.advanceWallClockTime(2500);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor]), [['ACCEPTED', 'fcm']]);
+    const [throttled, accepted] = em.fcm.received;
+    assert.ok(accepted!.at - throttled!.at >= 2000, 'resubmitted only after Retry-After');
+    assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 1);
+  });
+
+  test('while a vendor is paused by Retry-After, devices with another token move on without calling it', async () => {
+    const first = dispatch({ uid: 'u-pause', device: 'd1', channels: [{ vendor: 'fcm', token: em.token('fcm', 'p1') }] });
+    em.fcm.script({ kind: 'rate-limit', retryAfterS: 5 }, { times: 1 });
+    await fo.send(first);
+    assert.deepEqual(fo.outcomes().map((o) => o.status), ['THROTTLED']);
+    const second = dispatch({ uid: 'u-pause', device: 'd2', channels: [{ vendor: 'fcm', token: em.token('fcm', 'p2') }, { vendor: 'vivo', token: em.token('vivo', 'p2') }] });
+    await fo.send(second);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.code]), [['THROTTLED', 'fcm', 'VENDOR_PAUSED'], ['ACCEPTED', 'vivo', null]]);
+    assert.equal(em.fcm.received.length, 1, 'FCM was not called during its pause');
+  });
+
+  test('a device whose only channel stays throttled fails after a bounded number of calls, spaced by the pause', async () => {
+    const token = em.token('fcm', 'storm');
+    em.fcm.script({ kind: 'rate-limit' }, { token });
+    const d = dispatch({ uid: 'u-storm', device: 'd1', channels: [{ vendor: 'fcm', token }] });
+    await fo.send(d);
+    const calls = em.fcm.received.filter((r) => r.token === token);
+    assert.equal(calls.length, 4);
+    for (let i = 1; i < calls.length; i++) assert.ok(calls[i]!.at - calls[i - 1]!.at >= 100, 'each call waits out the pause');
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [...Array(4).fill(['THROTTLED', 'rate_limited']), ['FAILED', 'rate_limited']]);
+    assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 3);
+  });
+
   test('5xx bursts are retried a bounded number of times', async () => {
     const token = em.token('hms', 'flaky');
     em.hms.script({ kind: 'server-error' }, { token, times: 2 });

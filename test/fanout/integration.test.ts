@@ -144,7 +144,7 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     em.apns.script({ kind: 'goaway' }, { times: 3 });
     const probe = dispatch({ uid: 'probe', device: 'p', conv_id: 'storm', seq: 1, channels: [{ vendor: 'fcm', token: em.token('fcm', 'probe') }] });
     await produceDispatches(prefix, [probe]);
-    await follower.until((o) => o.some((x) => x.task_id === probe.task_id && x.status === 'THROTTLED'), 60_000);
+    for (const until = Date.now() + 60_000; em.fcm.received.length === 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
     const firstThrottle = em.fcm.received[0]!.at;
     setTimeout(() => em.fcm.clearFaults(), Math.max(0, firstThrottle + 3000 - Date.now())).unref();
     const all = [probe, ...withFallback, ...fcmOnly, ...flaky, ...ios];

@@ -73,10 +73,10 @@ describe('APNs adapter against the APNs emulator', () => {
     assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [{ kind: 'dead-token', code: 'Unregistered' }]);
   });
 
-  test('Retry-After on a 429 is passed on', async () => {
+  test('Retry-After on a 429 is passed on, and TooManyRequests concerns that token only', async () => {
     const m = message(em, 'apns', 'busy');
     em.apns.script({ kind: 'rate-limit', retryAfterS: 7 }, { token: m.token, times: 1 });
-    assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [{ kind: 'rate-limited', code: 'TooManyRequests', retryAfterMs: 7000 }]);
+    assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [{ kind: 'rate-limited', code: 'TooManyRequests', retryAfterMs: 7000, perToken: true }]);
   });
 
   test('the provider token is shared by apps of one key, reused for 50 minutes and never triggers TooManyProviderTokenUpdates', async () => {

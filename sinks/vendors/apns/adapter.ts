@@ -103,7 +103,9 @@ export class ApnsAdapter implements VendorAdapter {
       }
       if (reason === 'TooManyProviderTokenUpdates') this.pool.retire(answer.session);
       const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-      return outcomeOf(rule, code, retryAfterMs === undefined ? {} : { retryAfterMs });
+      const outcome = outcomeOf(rule, code, retryAfterMs === undefined ? {} : { retryAfterMs });
+      // TooManyRequests: "too many requests to the same device token"; the app's other tokens are fine.
+      return reason === 'TooManyRequests' && outcome.kind === 'rate-limited' ? { ...outcome, perToken: true } : outcome;
     }
   }
 

@@ -1,0 +1,103 @@
+/**
+ * The ceilings the pipeline is compared with, on the same broker in the same run:
+ *   - raw kafkajs consume → produce (one hop, no transactions): the client's limit, and
+ *   - a chain of `hops` exactly-once identity hops through the StreamsApp runtime (the same runtime,
+ *     commit interval and partition count as the pipeline's stages): the exactly-once limit of a
+ *     topology as deep as the pipeline's event path.
+ * Both drain a pre-filled backlog and are measured by a read_committed reader at the end of the
+ * chain (records ÷ time between the first and the last output record); see bench/runtime-bench.ts.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import { readEndpoints } from '../common/endpoints.ts';
+import { createLogger } from '../common/log.ts';
+import { StreamsApp } from '../topology/runtime.ts';
+import { createTopics, fillInput, identityTopology, measureOutput, rawHop, suffix } from './runtime-bench.ts';
+
+export interface CeilingOptions {
+  /** Default: PUSH_KAFKA_BROKERS or the local stack. */
+  readonly brokers?: string[];
+  /** Records drained per scenario. Default 100 000. */
+  readonly records?: number;
+  /** Partitions of every topic (use the pipeline's). Default 6. */
+  readonly partitions?: number;
+  /** Exactly-once hops in the chain (the pipeline's event path has 4). Default 4. */
+  readonly hops?: number;
+  /** Value size, bytes (about a persisted-message record in Avro). Default 200. */
+  readonly valueBytes?: number;
+  /** Commit interval of the exactly-once hops, ms (use the pipeline's). Default 100. */
+  readonly commitIntervalMs?: number;
+  /** Called with a line of progress. */
+  readonly onProgress?: (line: string) => void;
+}
+
+export interface CeilingFigure {
+  readonly records: number;
+  readonly seconds: number;
+  /** Output records per second at the end of the chain. */
+  readonly recordsPerSecond: number;
+}
+
+export interface CeilingResult {
+  readonly partitions: number;
+  readonly valueBytes: number;
+  readonly commitIntervalMs: number;
+  readonly rawConsumeProduce: CeilingFigure;
+  readonly exactlyOnceChain: CeilingFigure & { readonly hops: number };
+}
+
+const figure = (records: number, seconds: number): CeilingFigure => ({
+  records,
+  seconds: Math.round(seconds * 100) / 100,
+  recordsPerSecond: Math.round(records / Math.max(seconds, 0.001)),
+});
+
+export async function measureCeilings(options: CeilingOptions = {}): Promise<CeilingResult> {
+  const brokers = options.brokers ?? readEndpoints().kafkaBrokers;
+  const records = options.records ?? 100_000;
+  const partitions = options.partitions ?? 6;
+  const hops = options.hops ?? 4;
+  const valueBytes = options.valueBytes ?? 200;
+  const commitIntervalMs = options.commitIntervalMs ?? 100;
+  const say = options.onProgress ?? (() => undefined);
+  const kafka = new Kafka({ clientId: 'bench-ceilings', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const run = suffix();
+  const rawIn = `bench-raw-in-${run}`;
+  const rawOut = `bench-raw-out-${run}`;
+  const chain = Array.from({ length: hops + 1 }, (_, i) => `bench-eos-${run}-${i}`);
+  const topics = [rawIn, rawOut, ...chain];
+  const apps: StreamsApp[] = [];
+  try {
+    await createTopics(admin, topics, partitions);
+    say(`[ceiling] raw kafkajs consume→produce: filling ${records} records ...`);
+    await fillInput(kafka, rawIn, records, valueBytes);
+    const raw = figure(records, await rawHop(kafka, rawIn, rawOut, records, partitions));
+    say(`[ceiling] raw kafkajs consume→produce: ${raw.recordsPerSecond} records/s`);
+
+    say(`[ceiling] ${hops} exactly-once identity hops: filling ${records} records ...`);
+    await fillInput(kafka, chain[0]!, records, valueBytes);
+    const seconds = await measureOutput(kafka, chain[hops]!, records, async () => {
+      for (let i = 0; i < hops; i++) {
+        const app = new StreamsApp({
+          applicationId: `bench-eos-chain-${run}-${i}`,
+          topology: identityTopology(chain[i]!, chain[i + 1]!),
+          brokers,
+          processingGuarantee: 'exactly_once',
+          commitIntervalMs,
+          dlqTopic: `bench-eos-dlq-${run}`,
+          logger: createLogger({}, 'warn'),
+        });
+        apps.push(app);
+        await app.start();
+      }
+    });
+    const eos = { ...figure(records, seconds), hops };
+    say(`[ceiling] ${hops} exactly-once identity hops: ${eos.recordsPerSecond} records/s`);
+    return { partitions, valueBytes, commitIntervalMs, rawConsumeProduce: raw, exactlyOnceChain: eos };
+  } finally {
+    for (const app of apps) await app.close().catch(() => undefined);
+    await admin.deleteTopics({ topics: [...topics, `bench-eos-dlq-${run}`] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The pipeline part of the benchmark, against a started environment: the rising open-loop steps,
+ * the half-load latency phase and the group-storm phase, each on its own population (its own uid
+ * prefix) so their pushes can be told apart at the emulators.
+ */
+import type { Environment } from '../demo/environment.ts';
+import type { ReceivedPush } from '../test/emulators/index.ts';
+import { buildPopulation, setupRecords, timeline, type Population, type TimedRecord, type TimelineCounters } from './workload.ts';
+import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
+import { processCpuMs } from './probes.ts';
+import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
+
+export interface PhaseOptions {
+  /** Offered persisted messages/s of the load steps, ascending. */
+  readonly rates: readonly number[];
+  readonly stepSeconds: number;
+  /** Users of the throughput population. */
+  readonly users: number;
+  readonly latencySeconds: number;
+  readonly stormRate: number;
+  readonly stormSeconds: number;
+  /** The workers' merge window (PUSH_MERGE_WINDOW_MS), ms. */
+  readonly mergeWindowMs: number;
+  readonly seed: number;
+  /** After the first step that does not keep up, try one half-way between it and the last that did. */
+  readonly bisect: boolean;
+  /** Seconds the idle workers' CPU is measured before the steps. */
+  readonly idleSeconds: number;
+}
+
+export interface PhaseResults {
+  readonly steps: StepResult[];
+  readonly latency: (LatencyFigures & { step: StepResult; rate: number }) | null;
+  readonly storm: (StormFigures & { step: StepResult }) | null;
+  /** CPU the workers use with no load (polling, punctuators, empty commits), ms per second, all workers. */
+  readonly idleWorkerCpuMsPerSecond: number;
+  readonly notes: string[];
+}
+
+async function idleCpu(put: PipelineUnderTest, seconds: number): Promise<number> {
+  const pids = put.workerPids();
+  const cpu = () => pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
+  const before = cpu();
+  const t0 = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  return Math.round((cpu() - before) / ((Date.now() - t0) / 1000));
+}
+
+/** Takes (and forgets) what every emulator received so far. */
+function takeReceived(env: Environment): ReceivedPush[] {
+  return env.emulators.all().flatMap((e) => e.received.splice(0, e.received.length));
+}
+
+export async function runPipelinePhases(put: PipelineUnderTest & { env: Environment }, options: PhaseOptions): Promise<PhaseResults> {
+  const { env, say } = put;
+  const notes: string[] = [];
+  const load = buildPopulation({ users: options.users, apps: [env.appId], seed: options.seed, idPrefix: `${env.run}t` }, env.emulators.token);
+  const stormUsers = Math.max(100, Math.min(options.users, 2000));
+  const storm = buildPopulation(
+    { users: stormUsers, apps: [env.appId], seed: options.seed + 1, idPrefix: `${env.run}s`, onlineShare: 0, backgroundShare: 0, quietShare: 0, deadTokenShare: 0 },
+    env.emulators.token,
+  );
+  // As in the demo: some devices' preferred token is already dead at the vendor (fan-out falls back).
+  for (const device of load.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
+
+  say(`[bench] populations: load ${load.users.length} users / ${load.devices.length} devices, storm ${storm.users.length} users / ${storm.devices.length} devices; sending tokens and settings ...`);
+  for (const population of [load, storm]) {
+    const setup = setupRecords(population);
+    await put.traffic.send('tokens', setup.tokens);
+    await put.traffic.send('settings', setup.settings);
+  }
+  await waitDrained(put, 120_000);
+  takeReceived(env);
+  const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
+  say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
+
+  const counters: TimelineCounters = { seqs: new Map(), unread: new Map() };
+  const events = (population: Population, rate: number, seconds: number, extra: { stormShare?: number; counters?: TimelineCounters } = {}): TimedRecord[] => [
+    // A storm spreads its messages over ~2 s after its start: start the last storms 2 s before the end.
+    ...timeline(population, { users: population.users.length, seed: options.seed, messages: Math.round(rate * seconds), durationMs: Math.max(1000, seconds * 1000 - 2000), startMs: Date.now() + 1500, ...extra }),
+  ];
+  // Trailing merge updates go out at window close: a step is drained only after that.
+  const settleMs = options.mergeWindowMs + 2000;
+
+  const steps: StepResult[] = [];
+  let lastKept: number | undefined;
+  let firstFailed: number | undefined;
+  for (const rate of options.rates) {
+    say(`[bench] step ${rate} msgs/s for ${options.stepSeconds} s ...`);
+    const step = await runStep(put, `${rate}/s`, events(load, rate, options.stepSeconds, { counters }), { settleMs });
+    takeReceived(env);
+    steps.push(step);
+    say(`[bench] step ${rate} msgs/s: ${step.sustained ? 'kept up' : 'did NOT keep up'} — ${step.verdict}`);
+    if (!step.sustained) {
+      firstFailed = rate;
+      break;
+    }
+    lastKept = rate;
+  }
+  if (options.bisect && firstFailed !== undefined) {
+    const rate = Math.round(((lastKept ?? 0) + firstFailed) / 2);
+    if (rate > 0 && rate !== lastKept) {
+      say(`[bench] step ${rate} msgs/s (half-way) for ${options.stepSeconds} s ...`);
+      const step = await runStep(put, `${rate}/s`, events(load, rate, options.stepSeconds, { counters }), { settleMs });
+      takeReceived(env);
+      steps.push(step);
+      say(`[bench] step ${rate} msgs/s: ${step.sustained ? 'kept up' : 'did NOT keep up'} — ${step.verdict}`);
+    }
+  }
+
+  const best = steps.filter((s) => s.sustained).sort((a, b) => b.offeredRate - a.offeredRate)[0];
+  const maxRate = best ? Math.min(best.offeredRate, best.generatorRate) : options.rates[0]!;
+  if (!best) notes.push(`latency measured at half the lowest step's rate (${options.rates[0]}/s) since no step kept up`);
+  const halfRate = Math.max(1, Math.round(maxRate / 2));
+  say(`[bench] latency phase: ${halfRate} msgs/s (half of ${maxRate}) for ${options.latencySeconds} s ...`);
+  const latencyEvents = events(load, halfRate, options.latencySeconds, { counters });
+  const latencyStep = await runStep(put, `latency ${halfRate}/s`, latencyEvents, { settleMs });
+  const latency = { ...leadingPushLatency(latencyEvents, load, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate: halfRate };
+  say(`[bench] latency: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, p99.9 ${latency.p999Ms} ms over ${latency.samples} leading pushes`);
+  if (!latencyStep.sustained) notes.push(`the latency phase itself did not keep up: ${latencyStep.verdict}`);
+
+  say(`[bench] group-storm phase: ${options.stormRate} msgs/s for ${options.stormSeconds} s ...`);
+  const stormEvents = events(storm, options.stormRate, options.stormSeconds, { stormShare: 1 });
+  const stormStep = await runStep(put, `storm ${options.stormRate}/s`, stormEvents, { settleMs });
+  const stormResult = { ...stormFigures(stormEvents, storm, takeReceived(env)), step: stormStep };
+  say(`[bench] storm: ${stormResult.submissions} submissions for ${stormResult.triggers} triggers (${stormResult.submissionsPerTrigger}); ${stormResult.pairsFinalLatest}/${stormResult.pairs} (device, conv) end on the latest seq`);
+  if (stormResult.pairsWithoutPush > 0) notes.push(`${stormResult.pairsWithoutPush} storm (device, conv) pairs got no accepted push at all (see the workers' logs and the outcomes topic)`);
+  return { steps, latency, storm: stormResult, idleWorkerCpuMsPerSecond, notes };
+}

@@ -1,0 +1,132 @@
+/**
+ * What the benchmark reads while the pipeline runs: CPU time and memory of processes (from
+ * /proc/<pid>/stat and /proc/<pid>/status), whole-box CPU (/proc/stat), and the consumer lag of
+ * every stage group of a run.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { Admin } from 'kafkajs';
+import { groupStatus } from '../cli/commands/status.ts';
+import { STAGES, type StageName } from '../pipeline/stages.ts';
+import { topicName } from '../pipeline/topics.ts';
+
+let clockTicks: number | undefined;
+
+/** Clock ticks per second of /proc times (`getconf CLK_TCK`, 100 on Linux when unknown). */
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/** User + system CPU time of a process so far, in ms; undefined when the process is gone. */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    return ((utime + stime) * 1000) / ticksPerSecond();
+  } catch {
+    return undefined;
+  }
+}
+
+export interface ProcessMemory {
+  /** Resident set size now, MB (VmRSS). */
+  readonly rssMb: number;
+  /** Peak resident set size so far, MB (VmHWM). */
+  readonly peakRssMb: number;
+}
+
+/** Memory of a process from /proc/<pid>/status; undefined when the process is gone. */
+export function processMemory(pid: number): ProcessMemory | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    return { rssMb: round1(kb('VmRSS') / 1024), peakRssMb: round1(kb('VmHWM') / 1024) };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface BoxCpu {
+  /** Busy jiffies (all but idle and iowait). */
+  readonly busy: number;
+  readonly total: number;
+}
+
+/** Whole-machine CPU counters from /proc/stat. */
+export function boxCpu(): BoxCpu {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - (v[3] ?? 0) - (v[4] ?? 0), total };
+}
+
+/** Share of the machine's CPU busy between two readings, 0–1. */
+export function boxBusyShare(from: BoxCpu, to: BoxCpu): number {
+  const total = to.total - from.total;
+  return total > 0 ? round3((to.busy - from.busy) / total) : 0;
+}
+
+/** One reading of the run's consumer groups. */
+export interface LagSample {
+  /** ms since the epoch. */
+  readonly at: number;
+  /** Lag (end − committed offsets, summed over the group's input partitions) per stage group. */
+  readonly byStage: Readonly<Record<StageName, number>>;
+  /** Sum of the lags of the event path (decisions and fan-out). */
+  readonly pathLag: number;
+  /** Persisted-message records the decisions group has committed past, all partitions. */
+  readonly persistedCommitted: number;
+  /** Committed and end offsets of every group partition, as one string (stable when idle). */
+  readonly snapshot: string;
+}
+
+/** The stage groups on the way from a persisted message to the vendor. */
+export const PATH_STAGES: readonly StageName[] = ['decisions', 'fan-out'];
+
+export async function sampleLag(admin: Admin, applicationId: string, topicPrefix: string): Promise<LagSample> {
+  const byStage = {} as Record<StageName, number>;
+  const parts: string[] = [];
+  let persistedCommitted = 0;
+  const persisted = topicName('persisted', topicPrefix);
+  for (const stage of STAGES) {
+    const status = await groupStatus(admin, `${applicationId}-${stage}`);
+    byStage[stage] = status.topics.reduce((sum, t) => sum + t.lag, 0);
+    for (const t of status.topics) {
+      for (const p of t.partitions) parts.push(`${stage}/${t.topic}/${p.partition}=${p.committed}/${p.end}`);
+      if (stage === 'decisions' && t.topic === persisted) persistedCommitted = t.partitions.reduce((sum, p) => sum + p.committed, 0);
+    }
+  }
+  const pathLag = PATH_STAGES.reduce((sum, s) => sum + byStage[s], 0);
+  return { at: Date.now(), byStage, pathLag, persistedCommitted, snapshot: parts.sort().join(',') };
+}
+
+/** Least-squares slope of y over x (per unit of x); 0 with fewer than two points. */
+export function slope(points: ReadonlyArray<readonly [number, number]>): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  const sxy = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  return sxx === 0 ? 0 : sxy / sxx;
+}
+
+/** The value at quantile q (0–1) of an ascending-sorted array (nearest rank). */
+export function quantile(sorted: readonly number[], q: number): number | null {
+  if (sorted.length === 0) return null;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export const round1 = (x: number) => Math.round(x * 10) / 10;
+export const round3 = (x: number) => Math.round(x * 1000) / 1000;

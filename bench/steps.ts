@@ -1,0 +1,166 @@
+/**
+ * One open-loop load step against a running pipeline: the timeline's records are produced at their
+ * scheduled times whatever the pipeline does, while the stage groups' lag, the workers' CPU and
+ * memory and the machine's CPU are sampled; then the step drains. `sustained` says whether the
+ * pipeline kept up (bounded input lag, no rising trend).
+ */
+import type { Admin } from 'kafkajs';
+import type { TrafficProducer } from '../demo/traffic.ts';
+import type { TimedRecord } from './workload.ts';
+import { boxBusyShare, boxCpu, processCpuMs, processMemory, round1, sampleLag, slope, type LagSample } from './probes.ts';
+import type { StageName } from '../pipeline/stages.ts';
+
+export interface PipelineUnderTest {
+  readonly admin: Admin;
+  readonly applicationId: string;
+  readonly topicPrefix: string;
+  readonly traffic: TrafficProducer;
+  /** Pids of the worker processes (read afresh: workers may be restarted). */
+  readonly workerPids: () => number[];
+  /** Peak RSS seen per worker pid, MB; steps update it. */
+  readonly peakRssMb: Map<number, number>;
+  readonly say: (line: string) => void;
+}
+
+export interface StepCriteria {
+  /** Most the persisted-message input may lag at the end of the load, in seconds of offered load. Default 2. */
+  readonly maxInputLagSeconds?: number;
+  /** Largest rise of the event-path lag over the second half of the step, as a share of the input record rate. Default 0.05. */
+  readonly maxLagSlopeShare?: number;
+  /** Longest wait for the step to drain, ms. Default 60 000. */
+  readonly drainTimeoutMs?: number;
+  /** Quiet time needed after the load before the step counts as drained (merge windows close), ms. Default 0. */
+  readonly settleMs?: number;
+  /** Lag sampling interval, ms. Default 2000. */
+  readonly sampleEveryMs?: number;
+}
+
+export interface StepResult {
+  readonly label: string;
+  /** Persisted messages per second the timeline offered. */
+  readonly offeredRate: number;
+  readonly seconds: number;
+  readonly persistedMessages: number;
+  /** All records produced (persisted messages and presence events). */
+  readonly inputRecords: number;
+  /** Persisted messages per second the generator actually produced (open loop: should equal offered). */
+  readonly generatorRate: number;
+  /** Persisted messages per second the decisions group committed past during the load. */
+  readonly consumedRate: number;
+  /** Persisted-message lag of the decisions group at the end of the load. */
+  readonly inputLagAtEnd: number;
+  /** Lag per stage group at the end of the load (records of all the group's input topics). */
+  readonly lagAtEnd: Readonly<Record<StageName, number>>;
+  readonly maxPathLag: number;
+  /** Least-squares slope of the event-path lag over the second half of the load, records/s. */
+  readonly pathLagSlope: number;
+  /** Seconds from the end of the load until every group had caught up; null when it did not within the timeout. */
+  readonly drainSeconds: number | null;
+  readonly sustained: boolean;
+  /** Why the step counts as sustained or not. */
+  readonly verdict: string;
+  /** Worker CPU (user + system, all workers) from the start of the load until drained, per 1,000 persisted messages. */
+  readonly workerCpuMsPer1k: number;
+  /** The benchmark process's CPU (generator and emulators) over the same span, per 1,000 persisted messages. */
+  readonly benchCpuMsPer1k: number;
+  /** Share of the whole machine's CPU busy during the load, 0–1. */
+  readonly boxCpuBusy: number;
+  /** RSS per worker at the end of the step, MB. */
+  readonly workerRssMb: number[];
+}
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function workerCpu(pids: number[]): number {
+  return pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
+}
+
+function recordMemory(put: PipelineUnderTest): number[] {
+  return put.workerPids().map((pid) => {
+    const m = processMemory(pid);
+    if (!m) return 0;
+    put.peakRssMb.set(pid, Math.max(put.peakRssMb.get(pid) ?? 0, m.peakRssMb));
+    return m.rssMb;
+  });
+}
+
+/** Waits until the groups' offsets stop moving and no input is left; returns seconds waited or null. */
+export async function waitDrained(put: PipelineUnderTest, timeoutMs: number, settleMs = 0, everyMs = 1000): Promise<number | null> {
+  const started = Date.now();
+  let previous = '';
+  for (;;) {
+    await delay(everyMs);
+    const sample = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+    if (sample.snapshot === previous && Date.now() - started >= settleMs) return round1((Date.now() - started) / 1000);
+    previous = sample.snapshot;
+    if (Date.now() - started > timeoutMs) return null;
+  }
+}
+
+export async function runStep(put: PipelineUnderTest, label: string, events: readonly TimedRecord[], criteria: StepCriteria = {}): Promise<StepResult> {
+  const persistedMessages = events.filter((e) => e.topic === 'persisted').length;
+  const firstAt = events.find((e) => e.topic === 'persisted')?.at ?? Date.now();
+  const lastAt = events.length > 0 ? events[events.length - 1]!.at : firstAt;
+  const seconds = Math.max(1, (lastAt - firstAt) / 1000);
+  const offeredRate = Math.round(persistedMessages / seconds);
+  const inputRate = events.length / seconds;
+  const every = criteria.sampleEveryMs ?? 2000;
+
+  const before = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+  const pids = put.workerPids();
+  const cpu0 = workerCpu(pids);
+  const bench0 = process.cpuUsage();
+  const box0 = boxCpu();
+  const samples: LagSample[] = [];
+  let sent = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      await delay(every);
+      if (!sampling) break;
+      const s = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+      samples.push(s);
+      recordMemory(put);
+      const lags = Object.entries(s.byStage).map(([k, v]) => `${k} ${v}`).join(', ');
+      put.say(`[${label}] ${round1((s.at - firstAt) / 1000)} s  sent ${sent}/${events.length}  consumed ${s.persistedCommitted - before.persistedCommitted}/${persistedMessages}  lag: ${lags}`);
+    }
+  })();
+  await put.traffic.play(events, (n) => (sent = n));
+  const loadSeconds = Math.max(0.001, (Date.now() - firstAt) / 1000);
+  sampling = false;
+  await sampler;
+  const end = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+  const box1 = boxCpu();
+  samples.push(end);
+  const consumedDuringLoad = end.persistedCommitted - before.persistedCommitted;
+  const inputLagAtEnd = Math.max(0, persistedMessages - consumedDuringLoad);
+
+  const drainSeconds = await waitDrained(put, criteria.drainTimeoutMs ?? 60_000, criteria.settleMs ?? 0);
+  const cpu1 = workerCpu(pids);
+  const bench1 = process.cpuUsage(bench0);
+  const workerRssMb = recordMemory(put);
+
+  const half = samples.filter((s) => s.at >= firstAt + (seconds * 1000) / 2);
+  const pathLagSlope = Math.round(slope(half.map((s) => [(s.at - firstAt) / 1000, s.pathLag] as const)));
+  const maxPathLag = Math.max(0, ...samples.map((s) => s.pathLag));
+  const generatorRate = Math.round(persistedMessages / Math.max(seconds, loadSeconds));
+  const maxInputLag = (criteria.maxInputLagSeconds ?? 2) * offeredRate;
+  const maxSlope = (criteria.maxLagSlopeShare ?? 0.05) * inputRate;
+  const reasons: string[] = [];
+  if (inputLagAtEnd > maxInputLag) reasons.push(`input lag ${inputLagAtEnd} > ${Math.round(maxInputLag)} (${criteria.maxInputLagSeconds ?? 2} s of load)`);
+  if (pathLagSlope > maxSlope) reasons.push(`path lag rising ${pathLagSlope}/s > ${Math.round(maxSlope)}/s`);
+  if (drainSeconds === null) reasons.push('did not drain');
+  if (generatorRate < 0.9 * offeredRate) reasons.push(`generator reached only ${generatorRate}/s`);
+  const per1k = (ms: number) => (persistedMessages > 0 ? round1((ms / persistedMessages) * 1000) : 0);
+  return {
+    label, offeredRate, seconds: round1(seconds), persistedMessages, inputRecords: events.length, generatorRate,
+    consumedRate: Math.round(consumedDuringLoad / Math.max(seconds, loadSeconds)),
+    inputLagAtEnd, lagAtEnd: end.byStage, maxPathLag, pathLagSlope, drainSeconds,
+    sustained: reasons.length === 0,
+    verdict: reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
+    workerCpuMsPer1k: per1k(cpu1 - cpu0),
+    benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),
+    boxCpuBusy: boxBusyShare(box0, box1),
+    workerRssMb,
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * One scripted run of the whole pipeline, shared by the end-to-end, scaling and chaos runs: the
+ * embedded environment (stack, emulators, worker processes on a fresh topic prefix), the scenario's
+ * setup drained into the pipeline's state, its timeline played in real time, and the verdict read
+ * from the emulators, push.outcomes, push.dlq and ClickHouse.
+ */
+import { startEnvironment, freePort, type Environment } from '../demo/environment.ts';
+import { trafficProducer, type TrafficProducer } from '../demo/traffic.ts';
+import { readEndpoints } from '../common/endpoints.ts';
+import { queryArrival } from '../sinks/clickhouse/arrival-query.ts';
+import { connectionFromEndpoints, createClickhouseClient } from '../sinks/clickhouse/client.ts';
+import type { PushOutcome } from '../processors/shared/records.ts';
+import { buildScenario, type Scenario, type ScenarioOptions } from './scenario.ts';
+import { collectDeadLetters, collectOutcomes, type Collector, type DeadLetterSeen } from './collect.ts';
+import { sleep, waitDrained } from './drain.ts';
+import { startStoreForwarder, type StoreForwarder } from './faults.ts';
+import { emulatorArrival, recordings, verifyOutcomes, verifyPushes, type OutcomeVerdict, type PushVerdict, type VendorArrival } from './verify.ts';
+
+export interface RunOptions {
+  /** Worker processes at the start. */
+  readonly instances: number;
+  /** Topic partitions. Default 6. */
+  readonly partitions?: number;
+  /** Extra PUSH_* settings for every worker. */
+  readonly workerEnv?: Readonly<Record<string, string>>;
+  /** Scenario size and shape (see ScenarioOptions). */
+  readonly users: number;
+  readonly messagesPerUser?: number;
+  readonly burstEvery?: number;
+  /** How long the timeline runs, ms. */
+  readonly durationMs: number;
+  readonly seed?: number;
+  /** Point every worker at MySQL and ClickHouse through forwarders this run controls (to cut them). */
+  readonly forwardStores?: boolean;
+  /** Print progress. Default false. */
+  readonly verbose?: boolean;
+}
+
+export interface ArrivalComparison {
+  /** ClickHouse equals the emulators' ground truth for every vendor. */
+  readonly exact: boolean;
+  readonly byVendor: Record<string, { clickhouse: VendorArrival; emulators: VendorArrival }>;
+}
+
+export interface DeadLetterSummary {
+  readonly total: number;
+  /** Distinct failed inputs (topic/partition/offset); total − distinct = duplicated dead letters. */
+  readonly distinct: number;
+  readonly byCode: Record<string, number>;
+}
+
+export interface RunVerdict {
+  readonly pushes: PushVerdict;
+  readonly outcomes: OutcomeVerdict;
+  readonly arrival: ArrivalComparison;
+  readonly deadLetters: DeadLetterSummary;
+}
+
+export interface PipelineRun {
+  readonly env: Environment;
+  readonly scenario: Scenario;
+  readonly outcomes: Collector<PushOutcome>;
+  readonly deadLetters: Collector<DeadLetterSeen>;
+  readonly traffic: TrafficProducer;
+  /** Present with `forwardStores`. */
+  readonly stores?: { mysql: StoreForwarder; clickhouse: StoreForwarder };
+  readonly startedAtMs: number;
+  /** Plays the timeline in real time; resolves when the last record is sent. */
+  play(onProgress?: (sent: number) => void): Promise<number>;
+  /** Waits until the pipeline drained and the emulators and outcome topic are quiet. */
+  drain(timeoutMs?: number): Promise<void>;
+  /** Reads the verdict; waits up to `arrivalWaitMs` for ClickHouse to catch up with the emulators. */
+  verdict(arrivalWaitMs?: number): Promise<RunVerdict>;
+  close(): Promise<void>;
+}
+
+const say = (verbose: boolean | undefined, line: string) => verbose && console.log(line);
+
+export async function startRun(options: RunOptions): Promise<PipelineRun> {
+  const startedAtMs = Date.now();
+  let stores: { mysql: StoreForwarder; clickhouse: StoreForwarder } | undefined;
+  const workerEnv: Record<string, string> = { ...options.workerEnv };
+  if (options.forwardStores) {
+    const endpoints = readEndpoints();
+    const mysqlTarget = new URL(endpoints.mysqlUrl);
+    const clickhouseTarget = new URL(endpoints.clickhouseUrl);
+    stores = {
+      mysql: await startStoreForwarder(await freePort(), { host: mysqlTarget.hostname, port: Number(mysqlTarget.port || 3306) }),
+      clickhouse: await startStoreForwarder(await freePort(), { host: clickhouseTarget.hostname, port: Number(clickhouseTarget.port || 8123) }),
+    };
+    mysqlTarget.host = `127.0.0.1:${stores.mysql.port}`;
+    workerEnv.PUSH_MYSQL_URL = mysqlTarget.toString();
+    workerEnv.PUSH_CLICKHOUSE_URL = `http://127.0.0.1:${stores.clickhouse.port}`;
+  }
+  const env = await startEnvironment({ instances: options.instances, partitions: options.partitions ?? 6, workerEnv, verbose: options.verbose === true });
+  const scenarioAt = (startMs: number): ScenarioOptions => ({
+    users: options.users, durationMs: options.durationMs, startMs, appId: env.appId, tokenFor: env.emulators.token, uidPrefix: 'u',
+    ...(options.messagesPerUser === undefined ? {} : { messagesPerUser: options.messagesPerUser }),
+    ...(options.burstEvery === undefined ? {} : { burstEvery: options.burstEvery }),
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+  });
+  let traffic: TrafficProducer | undefined;
+  let outcomes: Collector<PushOutcome> | undefined;
+  let deadLetters: Collector<DeadLetterSeen> | undefined;
+  const closeAll = async () => {
+    await outcomes?.close().catch(() => undefined);
+    await deadLetters?.close().catch(() => undefined);
+    await traffic?.close().catch(() => undefined);
+    await env.close();
+    await stores?.mysql.cut();
+    await stores?.clickhouse.cut();
+  };
+  try {
+    // Setup first (tokens, settings, CONNECTs); the timeline is built once the setup is in the state.
+    const setup = buildScenario(scenarioAt(Date.now() + 5000));
+    for (const dead of setup.deadTokens) env.emulators[dead.vendor].deadTokens.add(dead.token);
+    say(options.verbose, `[run] ${setup.users.length} users, ${setup.devices.length} devices; waiting for ${options.instances} worker(s) ...`);
+    await env.waitReady();
+    traffic = await trafficProducer(env.topicPrefix);
+    outcomes = await collectOutcomes(env.topicPrefix, `${env.applicationId}-verdict-outcomes`);
+    deadLetters = await collectDeadLetters(env.topicPrefix, `${env.applicationId}-verdict-dlq`);
+    await traffic.send('tokens', setup.setup.tokens);
+    await traffic.send('settings', setup.setup.settings);
+    await traffic.send('presence', setup.setup.presence);
+    await waitDrained(env.applicationId, () => true, { intervalMs: 1000, timeoutMs: 120_000 });
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+  const scenario = buildScenario(scenarioAt(Date.now() + 1000));
+  const tr = traffic;
+  const out = outcomes;
+  const dlq = deadLetters;
+  const received = () => recordings(env.emulators, env.appId);
+
+  return {
+    env, scenario, outcomes: out, deadLetters: dlq, traffic: tr, startedAtMs,
+    ...(stores ? { stores } : {}),
+    play: (onProgress) => tr.play(scenario.timeline, onProgress),
+    async drain(timeoutMs = 300_000) {
+      let seen = -1;
+      let stableSince = Date.now();
+      await waitDrained(
+        env.applicationId,
+        () => {
+          const n = received().length;
+          if (n !== seen) {
+            seen = n;
+            stableSince = Date.now();
+          }
+          return out.quietForMs() > 4000 && Date.now() - stableSince > 4000;
+        },
+        { timeoutMs },
+      );
+    },
+    async verdict(arrivalWaitMs = 60_000) {
+      const all = received();
+      const truth = emulatorArrival(all);
+      const clickhouse = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
+      let arrival: ArrivalComparison;
+      try {
+        const deadline = Date.now() + arrivalWaitMs;
+        for (;;) {
+          const rows = await queryArrival(clickhouse, 'vendor', Math.floor(startedAtMs / 1000) - 60, env.appId).catch(() => []);
+          const vendors = [...new Set([...Object.keys(truth), ...rows.map((r) => r.key)])].sort();
+          const byVendor = Object.fromEntries(
+            vendors.map((v) => {
+              const row = rows.find((r) => r.key === v);
+              return [v, { clickhouse: { submitted: row?.submitted ?? 0, arrived: row?.arrived ?? 0 }, emulators: truth[v] ?? { submitted: 0, arrived: 0 } }];
+            }),
+          );
+          const exact = vendors.every((v) => byVendor[v]!.clickhouse.submitted === byVendor[v]!.emulators.submitted && byVendor[v]!.clickhouse.arrived === byVendor[v]!.emulators.arrived);
+          arrival = { exact, byVendor };
+          if (exact || Date.now() > deadline) break;
+          await sleep(2000);
+        }
+      } finally {
+        await clickhouse.close();
+      }
+      const byCode: Record<string, number> = {};
+      for (const d of dlq.records) byCode[d.code] = (byCode[d.code] ?? 0) + 1;
+      return {
+        pushes: verifyPushes(scenario, all),
+        outcomes: verifyOutcomes(scenario, out.records),
+        arrival,
+        deadLetters: { total: dlq.records.length, distinct: new Set(dlq.records.map((d) => d.source)).size, byCode },
+      };
+    },
+    close: closeAll,
+  };
+}
