@@ -5,7 +5,7 @@
  */
 import type { Environment } from '../demo/environment.ts';
 import type { ReceivedPush } from '../test/emulators/index.ts';
-import { buildPopulation, setupRecords, timeline, type Population, type TimedRecord, type TimelineCounters } from './workload.ts';
+import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from './workload.ts';
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
 import { processCpuMs } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
@@ -17,13 +17,19 @@ export interface PhaseOptions {
   /** Users of the throughput population. */
   readonly users: number;
   readonly latencySeconds: number;
-  readonly stormRate: number;
+  /** Persisted msgs/s of the storm phase. Default: half the sustained rate, as the latency phase. */
+  readonly stormRate?: number;
   readonly stormSeconds: number;
   /** The workers' merge window (PUSH_MERGE_WINDOW_MS), ms. */
   readonly mergeWindowMs: number;
   readonly seed: number;
   /** After the first step that does not keep up, try one half-way between it and the last that did. */
   readonly bisect: boolean;
+  /**
+   * Per draw of the timeline, the chance of a group storm (~285 messages) instead of a one-to-one
+   * message. Default 0.0015: about 30 % of the messages are in storms.
+   */
+  readonly stormShare?: number;
   /** Seconds the idle workers' CPU is measured before the steps. */
   readonly idleSeconds: number;
 }
@@ -54,17 +60,17 @@ function takeReceived(env: Environment): ReceivedPush[] {
 export async function runPipelinePhases(put: PipelineUnderTest & { env: Environment }, options: PhaseOptions): Promise<PhaseResults> {
   const { env, say } = put;
   const notes: string[] = [];
-  const load = buildPopulation({ users: options.users, apps: [env.appId], seed: options.seed, idPrefix: `${env.run}t` }, env.emulators.token);
+  const loadPopulation = buildPopulation({ users: options.users, apps: [env.appId], seed: options.seed, idPrefix: `${env.run}t` }, env.emulators.token);
   const stormUsers = Math.max(100, Math.min(options.users, 2000));
   const storm = buildPopulation(
     { users: stormUsers, apps: [env.appId], seed: options.seed + 1, idPrefix: `${env.run}s`, onlineShare: 0, backgroundShare: 0, quietShare: 0, deadTokenShare: 0 },
     env.emulators.token,
   );
   // As in the demo: some devices' preferred token is already dead at the vendor (fan-out falls back).
-  for (const device of load.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
+  for (const device of loadPopulation.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
 
-  say(`[bench] populations: load ${load.users.length} users / ${load.devices.length} devices, storm ${storm.users.length} users / ${storm.devices.length} devices; sending tokens and settings ...`);
-  for (const population of [load, storm]) {
+  say(`[bench] populations: load ${loadPopulation.users.length} users / ${loadPopulation.devices.length} devices, storm ${storm.users.length} users / ${storm.devices.length} devices; sending tokens and settings ...`);
+  for (const population of [loadPopulation, storm]) {
     const setup = setupRecords(population);
     await put.traffic.send('tokens', setup.tokens);
     await put.traffic.send('settings', setup.settings);
@@ -75,37 +81,42 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
 
   const counters: TimelineCounters = { seqs: new Map(), unread: new Map() };
-  const events = (population: Population, rate: number, seconds: number, extra: { stormShare?: number; counters?: TimelineCounters } = {}): TimedRecord[] => [
-    // A storm spreads its messages over ~2 s after its start: start the last storms 2 s before the end.
-    ...timeline(population, { users: population.users.length, seed: options.seed, messages: Math.round(rate * seconds), durationMs: Math.max(1000, seconds * 1000 - 2000), startMs: Date.now() + 1500, ...extra }),
-  ];
-  // Trailing merge updates go out at window close: a step is drained only after that.
+  /** A timeline of `seconds` starting 1.5 s from now (a storm spreads over ~2 s: the last start 2 s before the end). */
+  const load = (population: Population, rate: number, seconds: number, extra: { stormShare?: number; counters?: TimelineCounters }) => {
+    const startMs = Date.now() + 1500;
+    const records = [...timeline(population, { users: population.users.length, seed: options.seed, messages: Math.round(rate * seconds), durationMs: Math.max(1000, seconds * 1000 - 2000), startMs, ...extra })];
+    return { records, window: { startMs, seconds } };
+  };
+  // Trailing merge updates go out at window close: a phase is drained only after that.
   const settleMs = options.mergeWindowMs + 2000;
 
   const steps: StepResult[] = [];
+  const step = async (rate: number, note = '') => {
+    say(`[bench] step ${rate} msgs/s${note} for ${options.stepSeconds} s ...`);
+    const { records, window } = load(loadPopulation, rate, options.stepSeconds, { counters, stormShare: options.stormShare ?? 0.0015 });
+    const result = await runStep(put, `${rate}/s`, records, { window });
+    takeReceived(env);
+    steps.push(result);
+    say(`[bench] step ${rate} msgs/s: ${result.sustained ? 'kept up' : 'did NOT keep up'} — ${result.verdict}`);
+    return result.sustained;
+  };
+  // Up the rates until one does not keep up; if the first already does not, halve (up to 3 times).
   let lastKept: number | undefined;
   let firstFailed: number | undefined;
   for (const rate of options.rates) {
-    say(`[bench] step ${rate} msgs/s for ${options.stepSeconds} s ...`);
-    const step = await runStep(put, `${rate}/s`, events(load, rate, options.stepSeconds, { counters }), { settleMs });
-    takeReceived(env);
-    steps.push(step);
-    say(`[bench] step ${rate} msgs/s: ${step.sustained ? 'kept up' : 'did NOT keep up'} — ${step.verdict}`);
-    if (!step.sustained) {
+    if (!(await step(rate))) {
       firstFailed = rate;
       break;
     }
     lastKept = rate;
   }
-  if (options.bisect && firstFailed !== undefined) {
-    const rate = Math.round(((lastKept ?? 0) + firstFailed) / 2);
-    if (rate > 0 && rate !== lastKept) {
-      say(`[bench] step ${rate} msgs/s (half-way) for ${options.stepSeconds} s ...`);
-      const step = await runStep(put, `${rate}/s`, events(load, rate, options.stepSeconds, { counters }), { settleMs });
-      takeReceived(env);
-      steps.push(step);
-      say(`[bench] step ${rate} msgs/s: ${step.sustained ? 'kept up' : 'did NOT keep up'} — ${step.verdict}`);
-    }
+  for (let rate = Math.round(options.rates[0]! / 2), tries = 0; lastKept === undefined && tries < 3 && rate >= 10; rate = Math.round(rate / 2), tries++) {
+    if (await step(rate, ' (lower)')) lastKept = rate;
+    else firstFailed = rate;
+  }
+  if (options.bisect && firstFailed !== undefined && lastKept !== undefined) {
+    const rate = Math.round((lastKept + firstFailed) / 2);
+    if (rate !== lastKept && rate !== firstFailed) await step(rate, ' (half-way)');
   }
 
   const best = steps.filter((s) => s.sustained).sort((a, b) => b.offeredRate - a.offeredRate)[0];
@@ -113,16 +124,19 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   if (!best) notes.push(`latency measured at half the lowest step's rate (${options.rates[0]}/s) since no step kept up`);
   const halfRate = Math.max(1, Math.round(maxRate / 2));
   say(`[bench] latency phase: ${halfRate} msgs/s (half of ${maxRate}) for ${options.latencySeconds} s ...`);
-  const latencyEvents = events(load, halfRate, options.latencySeconds, { counters });
-  const latencyStep = await runStep(put, `latency ${halfRate}/s`, latencyEvents, { settleMs });
-  const latency = { ...leadingPushLatency(latencyEvents, load, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate: halfRate };
+  // Let the steps' merge windows close first, so the phase's first messages are leading pushes.
+  await new Promise((resolve) => setTimeout(resolve, settleMs));
+  const latencyLoad = load(loadPopulation, halfRate, options.latencySeconds, { counters, stormShare: options.stormShare ?? 0.0015 });
+  const latencyStep = await runStep(put, `latency ${halfRate}/s`, latencyLoad.records, { settleMs, window: latencyLoad.window });
+  const latency = { ...leadingPushLatency(latencyLoad.records, loadPopulation, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate: halfRate };
   say(`[bench] latency: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, p99.9 ${latency.p999Ms} ms over ${latency.samples} leading pushes`);
   if (!latencyStep.sustained) notes.push(`the latency phase itself did not keep up: ${latencyStep.verdict}`);
 
-  say(`[bench] group-storm phase: ${options.stormRate} msgs/s for ${options.stormSeconds} s ...`);
-  const stormEvents = events(storm, options.stormRate, options.stormSeconds, { stormShare: 1 });
-  const stormStep = await runStep(put, `storm ${options.stormRate}/s`, stormEvents, { settleMs });
-  const stormResult = { ...stormFigures(stormEvents, storm, takeReceived(env)), step: stormStep };
+  const stormRate = options.stormRate ?? halfRate;
+  say(`[bench] group-storm phase: ${stormRate} msgs/s for ${options.stormSeconds} s ...`);
+  const stormLoad = load(storm, stormRate, options.stormSeconds, { stormShare: 1 });
+  const stormStep = await runStep(put, `storm ${stormRate}/s`, stormLoad.records, { settleMs, window: stormLoad.window });
+  const stormResult = { ...stormFigures(stormLoad.records, storm, takeReceived(env)), step: stormStep };
   say(`[bench] storm: ${stormResult.submissions} submissions for ${stormResult.triggers} triggers (${stormResult.submissionsPerTrigger}); ${stormResult.pairsFinalLatest}/${stormResult.pairs} (device, conv) end on the latest seq`);
   if (stormResult.pairsWithoutPush > 0) notes.push(`${stormResult.pairsWithoutPush} storm (device, conv) pairs got no accepted push at all (see the workers' logs and the outcomes topic)`);
   return { steps, latency, storm: stormResult, idleWorkerCpuMsPerSecond, notes };

@@ -30,12 +30,12 @@ const HELP = `npm run bench -- [flags]
   --instances N          worker processes (default 1)
   --partitions N         partitions of every topic (default 6)
   --commit-interval MS   PUSH_COMMIT_INTERVAL_MS of the workers (default 100)
-  --rates A,B,...        persisted msgs/s of the load steps (default 1000,2000,4000,8000,16000;
+  --rates A,B,...        persisted msgs/s of the load steps (default 250,500,1000,...,16000;
                          stops at the first step that does not keep up, then tries one half-way back)
   --step-seconds S       length of each load step (default 20)
   --users N              users of the throughput population (default 5000)
   --latency-seconds S    length of the half-load latency phase (default 30)
-  --storm-rate N         persisted msgs/s of the group-storm phase (default 1000)
+  --storm-rate N         persisted msgs/s of the group-storm phase (default: half the sustained rate)
   --storm-seconds S      length of the group-storm phase (default 10)
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
@@ -88,7 +88,7 @@ export async function main(args: string[]): Promise<number> {
   const instances = intFlag(args, '--instances', 1, 16);
   const partitions = intFlag(args, '--partitions', 6, 64);
   const commitIntervalMs = intFlag(args, '--commit-interval', 100, 60_000);
-  const rates = (flag(args, '--rates') ?? (quick ? '200,400' : '1000,2000,4000,8000,16000')).split(',').map(Number).filter((n) => n > 0);
+  const rates = (flag(args, '--rates') ?? (quick ? '200,400' : '250,500,1000,2000,4000,8000,16000')).split(',').map(Number).filter((n) => n > 0);
   const workerEnv: Record<string, string> = { PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs), ...extraWorkerEnv() };
   const mergeWindowMs = Number(workerEnv.PUSH_MERGE_WINDOW_MS ?? 5000);
   const phase: PhaseOptions = {
@@ -96,7 +96,7 @@ export async function main(args: string[]): Promise<number> {
     stepSeconds: intFlag(args, '--step-seconds', quick ? 5 : 20, 3600),
     users: intFlag(args, '--users', quick ? 400 : 5000, 1_000_000),
     latencySeconds: intFlag(args, '--latency-seconds', quick ? 5 : 30, 3600),
-    stormRate: intFlag(args, '--storm-rate', quick ? 300 : 1000, 1_000_000),
+    ...(flag(args, '--storm-rate') ? { stormRate: intFlag(args, '--storm-rate', 1, 1_000_000) } : {}),
     stormSeconds: intFlag(args, '--storm-seconds', quick ? 4 : 10, 3600),
     mergeWindowMs,
     seed: 1,
@@ -120,7 +120,17 @@ export async function main(args: string[]): Promise<number> {
   let outcome: Awaited<ReturnType<typeof runPipelinePhases>>;
   const admin = new Kafka({ clientId: 'bench-lag', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
   try {
-    await env.waitReady();
+    try {
+      await env.waitReady();
+    } catch (error) {
+      // A worker that lost a startup race with fresh topics exits; give each such worker one restart.
+      const dead = env.workers.filter((w) => w.process.exitCode !== null);
+      if (dead.length === 0) throw error;
+      notes.push(`worker(s) ${dead.map((w) => w.index).join(', ')} exited during startup (${String(error)}); restarted once`);
+      say(`[bench] ${String(error)}; restarting it once`);
+      for (const w of dead) await env.startWorker(w.index);
+      await env.waitReady();
+    }
     await admin.connect();
     const traffic = await trafficProducer(env.topicPrefix);
     try {
@@ -163,7 +173,7 @@ export async function main(args: string[]): Promise<number> {
     sustainedEventsPerSecond: sustainedRate,
     sustainedStep: sustained?.label ?? null,
     idleWorkerCpuMsPerSecond: outcome.idleWorkerCpuMsPerSecond,
-    pipelineToCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.exactlyOnceChain.recordsPerSecond) * 100) / 100 : null,
+    pipelineToCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.exactlyOnceChain.recordsPerSecond) * 1000) / 1000 : null,
     latency: outcome.latency,
     storm: outcome.storm,
     workers: [...peakRssMb.entries()].map(([pid, peak]) => ({ pid, peakRssMb: peak, rssMbAtEnd: rssAtEnd.get(pid) ?? null })),

@@ -33,6 +33,8 @@ export interface StepCriteria {
   readonly settleMs?: number;
   /** Lag sampling interval, ms. Default 2000. */
   readonly sampleEveryMs?: number;
+  /** The span the timeline was generated over; default from its first persisted to its last record. */
+  readonly window?: { readonly startMs: number; readonly seconds: number };
 }
 
 export interface StepResult {
@@ -61,6 +63,9 @@ export interface StepResult {
   readonly verdict: string;
   /** Worker CPU (user + system, all workers) from the start of the load until drained, per 1,000 persisted messages. */
   readonly workerCpuMsPer1k: number;
+  /** The same CPU in ms, and the seconds it was measured over (for subtracting the idle burn). */
+  readonly workerCpuMs: number;
+  readonly cpuSeconds: number;
   /** The benchmark process's CPU (generator and emulators) over the same span, per 1,000 persisted messages. */
   readonly benchCpuMsPer1k: number;
   /** Share of the whole machine's CPU busy during the load, 0–1. */
@@ -84,14 +89,16 @@ function recordMemory(put: PipelineUnderTest): number[] {
   });
 }
 
-/** Waits until the groups' offsets stop moving and no input is left; returns seconds waited or null. */
+/** Waits until the groups' offsets stay unchanged for two intervals in a row; returns seconds waited or null. */
 export async function waitDrained(put: PipelineUnderTest, timeoutMs: number, settleMs = 0, everyMs = 1000): Promise<number | null> {
   const started = Date.now();
   let previous = '';
+  let stable = 0;
   for (;;) {
     await delay(everyMs);
     const sample = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
-    if (sample.snapshot === previous && Date.now() - started >= settleMs) return round1((Date.now() - started) / 1000);
+    stable = sample.snapshot === previous ? stable + 1 : 0;
+    if (stable >= 2 && Date.now() - started >= settleMs) return round1((Date.now() - started) / 1000);
     previous = sample.snapshot;
     if (Date.now() - started > timeoutMs) return null;
   }
@@ -99,9 +106,9 @@ export async function waitDrained(put: PipelineUnderTest, timeoutMs: number, set
 
 export async function runStep(put: PipelineUnderTest, label: string, events: readonly TimedRecord[], criteria: StepCriteria = {}): Promise<StepResult> {
   const persistedMessages = events.filter((e) => e.topic === 'persisted').length;
-  const firstAt = events.find((e) => e.topic === 'persisted')?.at ?? Date.now();
+  const firstAt = criteria.window?.startMs ?? events.find((e) => e.topic === 'persisted')?.at ?? Date.now();
   const lastAt = events.length > 0 ? events[events.length - 1]!.at : firstAt;
-  const seconds = Math.max(1, (lastAt - firstAt) / 1000);
+  const seconds = criteria.window?.seconds ?? Math.max(1, (lastAt - firstAt) / 1000);
   const offeredRate = Math.round(persistedMessages / seconds);
   const inputRate = events.length / seconds;
   const every = criteria.sampleEveryMs ?? 2000;
@@ -109,6 +116,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const before = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
   const pids = put.workerPids();
   const cpu0 = workerCpu(pids);
+  const cpuStarted = Date.now();
   const bench0 = process.cpuUsage();
   const box0 = boxCpu();
   const samples: LagSample[] = [];
@@ -159,6 +167,8 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     sustained: reasons.length === 0,
     verdict: reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
     workerCpuMsPer1k: per1k(cpu1 - cpu0),
+    workerCpuMs: Math.round(cpu1 - cpu0),
+    cpuSeconds: round1((Date.now() - cpuStarted) / 1000),
     benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),
     boxCpuBusy: boxBusyShare(box0, box1),
     workerRssMb,

@@ -94,7 +94,9 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   }
   const env = await startEnvironment({ instances: options.instances, partitions: options.partitions ?? 6, workerEnv, verbose: options.verbose === true });
   const scenarioAt = (startMs: number): ScenarioOptions => ({
-    users: options.users, durationMs: options.durationMs, startMs, appId: env.appId, tokenFor: env.emulators.token, uidPrefix: 'u',
+    users: options.users, durationMs: options.durationMs, startMs, appId: env.appId, tokenFor: env.emulators.token,
+    // Users of their own: the task ledger in MySQL is shared by every run, and task ids derive from (uid, conv, seq, device).
+    uidPrefix: `${env.run}-u`,
     ...(options.messagesPerUser === undefined ? {} : { messagesPerUser: options.messagesPerUser }),
     ...(options.burstEvery === undefined ? {} : { burstEvery: options.burstEvery }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),

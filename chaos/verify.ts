@@ -6,7 +6,7 @@
 import type { ReceivedPush } from '../test/emulators/index.ts';
 import type { StartedEmulators } from '../test/emulators/index.ts';
 import { VENDORS, type Vendor } from '../sinks/vendors/types.ts';
-import { collapseId, notifyId } from '../processors/shared/ids.ts';
+import { collapseId } from '../processors/shared/ids.ts';
 import type { PushOutcome } from '../processors/shared/records.ts';
 import { inputKey, pushKey, type ExpectedPush, type Scenario } from './scenario.ts';
 
@@ -40,10 +40,21 @@ export function messageOf(push: ReceivedPush): { convId: string; seq: number } |
   return typeof conv === 'string' && Number.isFinite(seq) ? { convId: conv, seq } : undefined;
 }
 
-/** Every recorded request of the run's app, per vendor. */
+/**
+ * Every recorded request of the run's app. Emulators record the vendor's own app id where the
+ * vendor has one (vivo's numeric appId), so the run's app is looked up in the apps config too.
+ */
 export function recordings(emulators: StartedEmulators, appId: string): ReceivedPush[] {
-  return VENDORS.flatMap((v) => emulators[v].received.filter((r) => r.appId === appId));
+  const apps = (emulators.rawAppsConfig as { apps: Array<{ appId: string; vendors: Record<string, { appId?: string }> }> }).apps;
+  const app = apps.find((a) => a.appId === appId);
+  return VENDORS.flatMap((v) => {
+    const ids = new Set([appId, ...(app?.vendors[v]?.appId !== undefined ? [String(app.vendors[v]!.appId)] : [])]);
+    return emulators[v].received.filter((r) => ids.has(r.appId));
+  });
 }
+
+/** Vendors whose replace key is a number (notify_id / notifyId) rather than a string. */
+const NUMERIC_COLLAPSE: readonly string[] = ['xiaomi', 'oppo', 'vivo'];
 
 export function verifyPushes(scenario: Scenario, received: readonly ReceivedPush[]): PushVerdict {
   const expected = new Map<string, ExpectedPush>(scenario.expectedPushes.map((p) => [pushKey(p.vendor, p.token, p.convId, p.seq), p]));
@@ -66,6 +77,8 @@ export function verifyPushes(scenario: Scenario, received: readonly ReceivedPush
   const byVendor: Record<string, { expected: number; delivered: number }> = Object.fromEntries(VENDORS.map((v) => [v, { expected: 0, delivered: 0 }]));
   let duplicates = 0;
   let duplicatesSharingCollapseId = 0;
+  const collapseOfConv = new Map<string, string>();
+  const convOfCollapse = new Map<string, string>();
   for (const [key, p] of expected) {
     byVendor[p.vendor]!.expected++;
     const seen = copies.get(key) ?? [];
@@ -76,8 +89,25 @@ export function verifyPushes(scenario: Scenario, received: readonly ReceivedPush
     byVendor[p.vendor]!.delivered++;
     duplicates += seen.length - 1;
     duplicatesSharingCollapseId += seen.slice(1).filter((r) => r.collapseId === seen[0]!.collapseId).length;
-    const allowed = [collapseId(p.uid, p.convId), String(notifyId(p.uid, p.convId))];
-    if (!seen.every((r) => r.collapseId !== undefined && allowed.includes(String(r.collapseId)))) wrongCollapseId.push(key);
+    // String collapse ids (APNs, FCM, HMS) are the (uid, conv_id) digest itself; numeric notify ids
+    // (Xiaomi, OPPO, vivo) must be one number per (uid, conv_id), different for different conversations.
+    const numeric = NUMERIC_COLLAPSE.includes(p.vendor);
+    for (const r of seen) {
+      const id = r.collapseId === undefined ? undefined : String(r.collapseId);
+      if (id === undefined || (!numeric && id !== collapseId(p.uid, p.convId)) || (numeric && !/^[1-9][0-9]*$/.test(id))) {
+        wrongCollapseId.push(key);
+        break;
+      }
+      const conv = `${p.vendor}|${p.uid}|${p.convId}`;
+      const known = collapseOfConv.get(conv);
+      const owner = convOfCollapse.get(`${p.vendor}|${p.token}|${id}`);
+      if ((known !== undefined && known !== id) || (owner !== undefined && owner !== conv)) {
+        wrongCollapseId.push(key);
+        break;
+      }
+      collapseOfConv.set(conv, id);
+      convOfCollapse.set(`${p.vendor}|${p.token}|${id}`, conv);
+    }
     for (const r of seen) {
       const payload = JSON.stringify([r.title, r.body, r.data, r.request]);
       if (p.generic && payload.includes(p.summary)) summaryLeaks.push(key);

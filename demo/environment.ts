@@ -54,7 +54,20 @@ export interface Environment {
 
 const PUSHCTL = fileURLToPath(new URL('../cli/pushctl.ts', import.meta.url));
 
-export function freePort(): Promise<number> {
+const issuedPorts = new Set<number>();
+
+/** A port nothing listens on now and that this process has not handed out before. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await unusedPort();
+    if (!issuedPorts.has(port)) {
+      issuedPorts.add(port);
+      return port;
+    }
+  }
+}
+
+function unusedPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -9,11 +9,13 @@ import { topicName } from '../../pipeline/topics.ts';
 import type { PushDispatch } from '../../processors/shared/records.ts';
 import { parseDuration } from './arrival.ts';
 import { ConfigError } from '../../common/errors.ts';
+import { REPLAY_HEADER } from '../../processors/fan-out/fan-out.ts';
 
-export const replayHelp = `pushctl replay --since <duration> [--until <duration>] [--vendor V] [--dry-run]
+export const replayHelp = `pushctl replay --since <duration> [--until <duration>] [--vendor V] [--app A] [--dry-run]
 
   re-submits failed push tasks (im_push_task status 3) whose failure lies in the time range
-  (e.g. --since 2h --until 30m: from two hours ago to thirty minutes ago), optionally of one vendor:
+  (e.g. --since 2h --until 30m: from two hours ago to thirty minutes ago), optionally of one vendor
+  or app:
   finds their dispatch records on push.dispatch, keeps only channels whose token is still valid
   in im_push_token (dead tokens are never retried), sets the tasks back to pending and produces
   the dispatches again. The fan-out submits each at most once, under the same collapse id.`;
@@ -79,16 +81,17 @@ export async function replayCommand(args: string[]): Promise<number> {
   const fromMs = now - parseDuration(since, '--since');
   const untilMs = now - (option(args, '--until') ? parseDuration(option(args, '--until')!, '--until') : 0);
   const vendor = option(args, '--vendor');
+  const app = option(args, '--app');
   const endpoints = readEndpoints();
   const prefix = readString(process.env, 'PUSH_TOPIC_PREFIX', '');
   const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
   try {
     const [rows] = await db.query(
-      `SELECT task_id, vendor FROM im_push_task WHERE status = 3 AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}`,
-      [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : [])],
+      `SELECT task_id, vendor FROM im_push_task WHERE status = 3 AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
+      [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
     );
     const failed = rows as FailedTask[];
-    console.log(`${failed.length} failed task(s) in range${vendor ? ` for ${vendor}` : ''}`);
+    console.log(`${failed.length} failed task(s) in range${vendor ? ` for ${vendor}` : ''}${app ? ` of ${app}` : ''}`);
     if (failed.length === 0) return 0;
 
     const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
@@ -109,7 +112,8 @@ export async function replayCommand(args: string[]): Promise<number> {
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     try {
-      const messages = await Promise.all(replayable.map(async (d) => ({ key: d.key, value: await serde.serialize(topic, d.value) })));
+      const headers = { [REPLAY_HEADER]: new Date(now).toISOString() };
+      const messages = await Promise.all(replayable.map(async (d) => ({ key: d.key, value: await serde.serialize(topic, d.value), headers })));
       await producer.send({ topic, messages, acks: -1 });
     } finally {
       await producer.disconnect();

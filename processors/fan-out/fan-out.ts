@@ -40,6 +40,12 @@ export interface DispatchProgress {
 /** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
 const RECENT_LIMIT = 100_000;
 
+/**
+ * Header of a dispatch an operator re-submits (`pushctl replay`, after setting the task back to
+ * pending): the task's stored state is read from MySQL again instead of the recent-task cache.
+ */
+export const REPLAY_HEADER = 'push-replay';
+
 const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'permanent' | 'auth-failed', FanOutReason>> = {
   'payload-too-large': 'payload_too_large',
   permanent: 'permanent',
@@ -246,6 +252,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       async process(record) {
         rethrow();
         drain();
+        if (record.headers?.[REPLAY_HEADER]) recent.delete(record.value.task_id);
         const fresh: DispatchProgress = { dispatch: record.value, key: record.key, timestamp: record.timestamp, channel: 0, call: 1, attempts: 0, last: { vendor: '', code: '', quotaOnly: true, throttled: false } };
         start(fresh, true);
         await backpressure();

@@ -1,0 +1,37 @@
+/**
+ * `npm run chaos` (tsx chaos/run.ts): the full fault-injection run on the embedded stack.
+ *
+ *   tsx chaos/run.ts [--users N] [--seconds S] [--kills N] [--malformed N] [--instances N]
+ *                    [--mysql-down S] [--clickhouse-down S] [--no-broker-restart] [--no-storms]
+ *
+ * Defaults: 1500 users × 3 messages over 240 s, 3 workers, 10 SIGKILLs, 10 000 malformed inputs,
+ * MySQL cut off for 30 s, ClickHouse for 60 s, one restart of the stack's Kafka broker, vendor
+ * storms. Writes .stack/chaos/chaos-<run>.json and .txt and prints the summary; exits 1 when a
+ * verdict fails.
+ */
+import { readInt } from '../common/config.ts';
+import { runChaos } from './chaos.ts';
+import { formatChaosReport, writeChaosReport } from './report.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number, max: number) => {
+  const i = args.indexOf(name);
+  return readInt({ [name]: i >= 0 ? args[i + 1] : undefined }, name, fallback, { min: 0, max });
+};
+
+const report = await runChaos({
+  instances: flag('--instances', 3, 8),
+  users: flag('--users', 1500, 100_000),
+  messagesPerUser: 3,
+  durationMs: flag('--seconds', 240, 3600) * 1000,
+  kills: flag('--kills', 10, 100),
+  malformed: flag('--malformed', 10_000, 1_000_000),
+  mysqlOutageMs: flag('--mysql-down', 30, 600) * 1000,
+  clickhouseOutageMs: flag('--clickhouse-down', 60, 600) * 1000,
+  brokerRestart: !args.includes('--no-broker-restart'),
+  storms: !args.includes('--no-storms'),
+  verbose: true,
+});
+const files = writeChaosReport(report);
+console.log(`\n${formatChaosReport(report)}\n\nreport: ${files.json}\n        ${files.text}`);
+process.exit(Object.values(report.summary).every(Boolean) ? 0 : 1);
