@@ -2,7 +2,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.stack/', 'dist/'] },
+  { ignores: ['node_modules/', '.stack/', 'dist/', 'bench/results/'] },
+  { files: ['**/*.mjs'], languageOptions: { globals: { console: 'readonly', process: 'readonly' } } },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -17,7 +17,7 @@ export interface PhaseOptions {
   /** Users of the throughput population. */
   readonly users: number;
   readonly latencySeconds: number;
-  /** Persisted msgs/s of the storm phase. Default: half the sustained rate, as the latency phase. */
+  /** Persisted msgs/s of the storm phase. Default: the sustained rate. */
   readonly stormRate?: number;
   readonly stormSeconds: number;
   /** The workers' merge window (PUSH_MERGE_WINDOW_MS), ms. */
@@ -30,6 +30,8 @@ export interface PhaseOptions {
    * message. Default 0.0015: about 30 % of the messages are in storms.
    */
   readonly stormShare?: number;
+  /** How often to halve the rate when the first step does not keep up. */
+  readonly lowerTries: number;
   /** Seconds the idle workers' CPU is measured before the steps. */
   readonly idleSeconds: number;
 }
@@ -100,7 +102,7 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
     say(`[bench] step ${rate} msgs/s: ${result.sustained ? 'kept up' : 'did NOT keep up'} — ${result.verdict}`);
     return result.sustained;
   };
-  // Up the rates until one does not keep up; if the first already does not, halve (up to 3 times).
+  // Up the rates until one does not keep up; if the first already does not, halve (up to lowerTries times).
   let lastKept: number | undefined;
   let firstFailed: number | undefined;
   for (const rate of options.rates) {
@@ -110,7 +112,7 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
     }
     lastKept = rate;
   }
-  for (let rate = Math.round(options.rates[0]! / 2), tries = 0; lastKept === undefined && tries < 3 && rate >= 10; rate = Math.round(rate / 2), tries++) {
+  for (let rate = Math.round(options.rates[0]! / 2), tries = 0; lastKept === undefined && tries < options.lowerTries && rate >= 10; rate = Math.round(rate / 2), tries++) {
     if (await step(rate, ' (lower)')) lastKept = rate;
     else firstFailed = rate;
   }
@@ -132,7 +134,7 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   say(`[bench] latency: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, p99.9 ${latency.p999Ms} ms over ${latency.samples} leading pushes`);
   if (!latencyStep.sustained) notes.push(`the latency phase itself did not keep up: ${latencyStep.verdict}`);
 
-  const stormRate = options.stormRate ?? halfRate;
+  const stormRate = options.stormRate ?? maxRate;
   say(`[bench] group-storm phase: ${stormRate} msgs/s for ${options.stormSeconds} s ...`);
   const stormLoad = load(storm, stormRate, options.stormSeconds, { stormShare: 1 });
   const stormStep = await runStep(put, `storm ${stormRate}/s`, stormLoad.records, { settleMs, window: stormLoad.window });

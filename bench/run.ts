@@ -35,8 +35,8 @@ const HELP = `npm run bench -- [flags]
   --step-seconds S       length of each load step (default 20)
   --users N              users of the throughput population (default 5000)
   --latency-seconds S    length of the half-load latency phase (default 30)
-  --storm-rate N         persisted msgs/s of the group-storm phase (default: half the sustained rate)
-  --storm-seconds S      length of the group-storm phase (default 10)
+  --storm-rate N         persisted msgs/s of the group-storm phase (default: the sustained rate)
+  --storm-seconds S      length of the group-storm phase (default 15)
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
   --out FILE             where to write the JSON (default bench/results/<timestamp>.json)
@@ -88,7 +88,7 @@ export async function main(args: string[]): Promise<number> {
   const instances = intFlag(args, '--instances', 1, 16);
   const partitions = intFlag(args, '--partitions', 6, 64);
   const commitIntervalMs = intFlag(args, '--commit-interval', 100, 60_000);
-  const rates = (flag(args, '--rates') ?? (quick ? '200,400' : '250,500,1000,2000,4000,8000,16000')).split(',').map(Number).filter((n) => n > 0);
+  const rates = (flag(args, '--rates') ?? (quick ? '100' : '250,500,1000,2000,4000,8000,16000')).split(',').map(Number).filter((n) => n > 0);
   const workerEnv: Record<string, string> = { PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs), ...extraWorkerEnv() };
   const mergeWindowMs = Number(workerEnv.PUSH_MERGE_WINDOW_MS ?? 5000);
   const phase: PhaseOptions = {
@@ -97,10 +97,11 @@ export async function main(args: string[]): Promise<number> {
     users: intFlag(args, '--users', quick ? 400 : 5000, 1_000_000),
     latencySeconds: intFlag(args, '--latency-seconds', quick ? 5 : 30, 3600),
     ...(flag(args, '--storm-rate') ? { stormRate: intFlag(args, '--storm-rate', 1, 1_000_000) } : {}),
-    stormSeconds: intFlag(args, '--storm-seconds', quick ? 4 : 10, 3600),
+    stormSeconds: intFlag(args, '--storm-seconds', quick ? 4 : 15, 3600),
     mergeWindowMs,
     seed: 1,
     bisect: !quick,
+    lowerTries: quick ? 1 : 3,
     idleSeconds: quick ? 2 : 5,
   };
   const notes: string[] = [];

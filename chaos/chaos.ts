@@ -14,6 +14,7 @@ import { sleep } from './drain.ts';
 import { malformedProducer, restartBroker, stopWorker, type MalformedKind } from './faults.ts';
 import { checkStorms, type StormCheck, type StormWindow } from './retries.ts';
 import { recordings } from './verify.ts';
+import { inputKey, pushKey } from './scenario.ts';
 
 export interface ChaosOptions {
   /** Worker processes. Default 2. */
@@ -53,6 +54,8 @@ export interface ChaosReport {
   readonly inputs: { messages: number; timelineRecords: number; malformed: Record<MalformedKind, number> };
   readonly faults: FaultEvent[];
   readonly verdict: RunVerdict;
+  /** Expected pushes not delivered whose input ended FAILED (bounded retries exhausted: accounted, replayable). */
+  readonly failedNotLost: number;
   /** DLQ records whose source is the persisted-message topic, distinct inputs. */
   readonly malformedInDlq: number;
   readonly storms: StormCheck[];
@@ -199,13 +202,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const persistedTopic = `${env.topicPrefix}im.message.persisted`;
     const malformedInDlq = new Set(run.deadLetters.records.filter((d) => d.sourceTopic === persistedTopic).map((d) => d.source)).size;
     const malformedTotal = Object.values(malformed).reduce((a, b) => a + b, 0);
+    const failedInputs = new Set(verdict.outcomes.mismatched.filter((m) => m.got === 'FAILED').map((m) => m.key));
+    const failedNotLost = run.scenario.expectedPushes.filter(
+      (p) => failedInputs.has(inputKey(p.uid, p.convId, p.seq, p.deviceId)) && verdict.pushes.lost.includes(pushKey(p.vendor, p.token, p.convId, p.seq)),
+    ).length;
     return {
       run: env.run, startedAt: new Date(started).toISOString(), options: { ...options, verbose: undefined } as ChaosReport['options'],
       wallSeconds: Math.round((Date.now() - started) / 1000),
       inputs: { messages: run.scenario.messages, timelineRecords: run.scenario.timeline.length, malformed },
-      faults, verdict, malformedInDlq, storms: stormChecks, crashes,
+      faults, verdict, failedNotLost, malformedInDlq, storms: stormChecks, crashes,
       summary: {
-        nothingLost: verdict.pushes.lost.length === 0 && verdict.outcomes.missing.length === 0,
+        // A push that failed after bounded retries is accounted (FAILED, replayable), not lost.
+        nothingLost: verdict.pushes.lost.length === failedNotLost && verdict.outcomes.missing.length === 0,
         noVisibleDuplicate: verdict.pushes.duplicates === verdict.pushes.duplicatesSharingCollapseId,
         everyInputOneClass: verdict.outcomes.conflicting.length === 0 && verdict.outcomes.missing.length === 0,
         arrivalExact: verdict.arrival.exact,

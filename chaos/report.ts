@@ -16,11 +16,12 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push(`inputs            ${r.inputs.messages} persisted messages (${r.inputs.timelineRecords} timeline records), ${malformedTotal} malformed`);
   lines.push(`faults            ${summarizeFaults(r)}`);
   lines.push('');
-  lines.push(`expected pushes   ${v.pushes.expected}, delivered ${v.pushes.delivered}, lost ${v.pushes.lost.length}`);
+  lines.push(`expected pushes   ${v.pushes.expected}, delivered ${v.pushes.delivered}, not delivered ${v.pushes.lost.length} (of which ended FAILED after bounded retries, replayable: ${r.failedNotLost}; without any outcome: ${v.pushes.lost.length - r.failedNotLost})`);
   lines.push(`duplicated        ${v.pushes.duplicates} extra copies, ${v.pushes.duplicatesSharingCollapseId} of them with the same collapse id (device replaces)`);
   lines.push(`unexpected        ${v.pushes.unexpected.length} pushes the scenario suppresses; wrong collapse id ${v.pushes.wrongCollapseId.length}; private summary leaks ${v.pushes.summaryLeaks.length}`);
   lines.push(`outcome classes   ${v.outcomes.asExpected}/${v.outcomes.inputs} inputs as expected; missing ${v.outcomes.missing.length}, more than one class ${v.outcomes.conflicting.length}, other class ${v.outcomes.mismatched.length}`);
   lines.push(`                  ${Object.entries(v.outcomes.byClass).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  lines.push(`outcomes about inputs outside the scenario (malformed values that were processed): ${v.outcomes.foreign}`);
   lines.push(`DLQ               ${v.deadLetters.total} records, ${v.deadLetters.distinct} distinct inputs; malformed inputs in the DLQ ${r.malformedInDlq}/${malformedTotal}`);
   lines.push(`  by reason       ${Object.entries(v.deadLetters.byCode).sort().map(([k, n]) => `${k} ${n}`).join(', ') || '(none)'}`);
   lines.push(`  sent by kind    ${Object.entries(r.inputs.malformed).map(([k, n]) => `${k} ${n}`).join(', ')}`);
@@ -28,9 +29,9 @@ export function formatChaosReport(r: ChaosReport): string {
   for (const [vendor, a] of Object.entries(v.arrival.byVendor)) {
     lines.push(`  ${vendor.padEnd(7)} clickhouse ${a.clickhouse.arrived}/${a.clickhouse.submitted}   emulators ${a.emulators.arrived}/${a.emulators.submitted}`);
   }
-  lines.push('vendor storms     (requests, refused, min gap refusal→retry of the token, too early, max requests per token)');
+  lines.push('vendor storms     (requests, refused, min gap refusal→retry of the same push, too early, max requests per push)');
   for (const s of r.storms) {
-    lines.push(`  ${s.vendor.padEnd(7)} ${s.fault.padEnd(24)} ${String(s.requests).padStart(5)} ${String(s.refused).padStart(5)}  ${s.minRetryGapMs === null ? '   -' : `${s.minRetryGapMs} ms`}  too early ${s.tooEarly}  max/token ${s.maxRequestsPerToken}`);
+    lines.push(`  ${s.vendor.padEnd(7)} ${s.fault.padEnd(24)} ${String(s.requests).padStart(5)} ${String(s.refused).padStart(5)}  ${s.minRetryGapMs === null ? '   -' : `${s.minRetryGapMs} ms`}  too early ${s.tooEarly}  max/push ${s.maxRequestsPerPush}${s.examples.length ? ` e.g. ${s.examples.map((e) => `${e.answer}→${e.gapMs} ms→${e.nextAnswer}`).join('; ')}` : ''}`);
   }
   lines.push(`worker crashes    ${r.crashes.length}${r.crashes.map((c) => ` [worker ${c.worker} at +${(c.atMs / 1000).toFixed(0)} s: code ${c.code} signal ${c.signal}]`).join('')}`);
   lines.push('');

@@ -165,4 +165,9 @@ export interface PushOutcome {
   persisted_at: number;
   at: number;
   latency_ms: number | null;
+  /**
+   * Fan-out outcomes about a vendor call: the hash of the token used (`tokenHash`, sha256 hex, first
+   * 32 chars). Null or absent elsewhere and in records written before the field existed.
+   */
+  token_hash?: string | null;
 }

@@ -130,3 +130,19 @@ test('pushctl status shows members, assignment and lag; arrival reads ClickHouse
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /--by: expected vendor \| app \| hour/);
 });
+
+test("a worker's /metrics counts its outcomes by status and reason, vendor answers and quota use; /readyz is ready", async () => {
+  const port = env.workers[0]!.metricsPort;
+  assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+  const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = (pattern: RegExp) => Number(pattern.exec(body)?.[1] ?? NaN);
+  assert.equal(value(/^push_outcomes_total\{reason="retries_exhausted",stage="fan-out",status="FAILED",vendor="fcm"\} (\d+)$/m), USERS);
+  assert.equal(value(/^push_outcomes_total\{reason="",stage="fan-out",status="ACCEPTED",vendor="fcm"\} (\d+)$/m), USERS);
+  assert.equal(value(/^push_outcomes_total\{reason="no_token",stage="online-filter",status="DROPPED",vendor=""\} (\d+)$/m), 1);
+  assert.equal(value(new RegExp(`^push_quota_used_total\\{app="${env.appId}",vendor="fcm"\\} (\\d+)$`, 'm')), USERS);
+  assert.equal(value(/^push_vendor_results_total\{app="[^"]+",code="UNAVAILABLE",kind="retryable",vendor="fcm"\} (\d+)$/m), USERS * 3, 'every 503 answer counted: 3 calls per push before giving up');
+  assert.equal(value(/^push_vendor_results_total\{app="[^"]+",code="",kind="accepted",vendor="fcm"\} (\d+)$/m), USERS);
+  assert.equal(value(/^push_vendor_latency_ms_count\{vendor="fcm"\} (\d+)$/m), USERS * 4, 'every vendor call timed');
+  assert.equal(value(/^push_persist_to_accept_ms_count\{vendor="fcm"\} (\d+)$/m), USERS);
+  assert.match(body, /^push_stage_records_in_total\{app="[^"]+-fan-out",node="fan-out"\} \d+$/m);
+});

@@ -1,0 +1,20 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+/** The whole tree type-checks under the strict tsconfig and passes the linter (incl. "processors never import kafkajs"). */
+const run = promisify(execFile);
+const check = (command: string, args: string[]) =>
+  run(command, args, { timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }).then(
+    () => '',
+    (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`.trim() || 'failed',
+  );
+
+test('tsc --noEmit reports no type errors', async () => {
+  assert.equal(await check('npx', ['tsc', '--noEmit', '-p', '.']), '');
+});
+
+test('eslint reports no problems', async () => {
+  assert.equal(await check('npx', ['eslint', '.']), '');
+});
