@@ -36,6 +36,8 @@ export interface ChaosOptions {
   /** Vendor storms. Default true. */
   readonly storms?: boolean;
   readonly seed?: number;
+  /** How long to wait for ClickHouse to match the emulators after the drain, ms. Default 180 000. */
+  readonly arrivalWaitMs?: number;
   readonly verbose?: boolean;
 }
 
@@ -196,7 +198,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await Promise.all(actions);
     say('[chaos] all faults over; waiting for the pipeline to drain ...');
     await run.drain(600_000);
-    const verdict = await run.verdict(180_000);
+    const verdict = await run.verdict(options.arrivalWaitMs ?? 180_000);
     const received = recordings(env.emulators, env.appId);
     const stormChecks = checkStorms(received, storms, new Set(run.scenario.deadTokens.map((d) => d.token)));
     const persistedTopic = `${env.topicPrefix}im.message.persisted`;

@@ -1,5 +1,6 @@
 import type { PushMessage } from '../../sinks/vendors/types.ts';
 import { outcomeEventId } from '../shared/ids.ts';
+import { tokenHash } from '../receipt-join/records.ts';
 import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
 
@@ -23,8 +24,27 @@ export interface FanOutAnswer {
   readonly code: string | null;
   readonly vendorMessageId?: string | null;
   readonly attempts: number;
-  /** Separates several outcomes of one task (vendor and call number). */
+  /**
+   * Separates several outcomes of one task (vendor and call number). Outcomes about one channel
+   * start with its index in the dispatch's channels (`<index>:<vendor>:...`).
+   */
   readonly discriminator: string;
+  /** The device token the call used, when the caller knows it (else derived from the dispatch). */
+  readonly token?: string;
+}
+
+/**
+ * The token an answer is about: the one given, else the channel named by the discriminator's
+ * index, else the dispatch's only channel of that vendor. Undefined when it cannot be told.
+ */
+export function tokenOfAnswer(d: PushDispatch, a: FanOutAnswer): string | undefined {
+  if (a.token !== undefined) return a.token;
+  if (a.vendor === null) return undefined;
+  const index = /^(\d+):/.exec(a.discriminator)?.[1];
+  const named = index === undefined ? undefined : d.channels[Number(index)];
+  if (named) return named.vendor === a.vendor ? named.token : undefined;
+  const same = d.channels.filter((c) => c.vendor === a.vendor);
+  return same.length === 1 ? same[0]!.token : undefined;
 }
 
 export function taskRowOf(d: PushDispatch): TaskRow {
@@ -36,6 +56,7 @@ export function taskRowOf(d: PushDispatch): TaskRow {
 
 /** One push-outcome record of the fan-out; the event id is deterministic so replays dedupe. */
 export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): PushOutcome {
+  const token = tokenOfAnswer(d, a);
   return {
     event_id: outcomeEventId('fan-out', a.status, d.task_id, a.discriminator),
     task_id: d.task_id,
@@ -57,6 +78,7 @@ export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): Pus
     persisted_at: d.persisted_at,
     at,
     latency_ms: a.status === 'ACCEPTED' ? Math.max(0, at - d.persisted_at) : null,
+    token_hash: token === undefined ? null : tokenHash(token),
   };
 }
 

@@ -91,22 +91,37 @@ export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupp
       options.taskStatus.update({ taskId: sub.task_id, deviceId: sub.device_id, status: r.status === 'DELIVERED' ? TASK_STATUS.delivered : TASK_STATUS.failed, at: r.at });
     };
 
+    /**
+     * Finds the receipt's submission: by token hash when the receipt and a submission both carry
+     * one; otherwise the first submission not yet claimed by another token (arrival order, for
+     * receipts or outcomes without a hash). A hashed receipt is never given to a submission whose
+     * hash differs: until its own submission arrives (the outcomes of one batch come from several
+     * uid partitions) it waits with the pending receipts.
+     */
     const match = (entry: MessageEntry, r: MessageReceipt, timestamp: number) => {
       const slot = r.token_hash ?? '*';
       let index = entry.assigned[slot];
       if (index === undefined) {
-        if (entry.subs.length === 1) index = 0;
+        const hashed = r.token_hash === null ? -1 : entry.subs.findIndex((s) => s.token_hash === r.token_hash);
+        if (hashed >= 0) index = hashed;
         else {
           const taken = new Set(Object.values(entry.assigned));
-          index = entry.subs.findIndex((_s, i) => !taken.has(i));
+          const candidate = (s: SubmissionRef, i: number) => !taken.has(i) && (r.token_hash === null || s.token_hash === null || s.token_hash === undefined);
+          index = entry.subs.length === 1 && candidate(entry.subs[0]!, -1) ? 0 : entry.subs.findIndex(candidate);
         }
         if (index < 0) {
-          emitUnmatched([r], timestamp);
+          if (r.token_hash !== null && entry.subs.some((s) => s.token_hash !== null && s.token_hash !== undefined)) keepPending(entry, r);
+          else emitUnmatched([r], timestamp);
           return;
         }
         entry.assigned[slot] = index;
       }
       emit(entry, index, r, timestamp);
+    };
+
+    const keepPending = (entry: MessageEntry, r: MessageReceipt) => {
+      if (entry.pending.some((p) => p.token_hash === r.token_hash && p.status === r.status)) listener.duplicate?.(r.vendor);
+      else entry.pending.push(r);
     };
 
     const emitUnmatched = (receipts: MessageReceipt[], timestamp: number) => {
@@ -145,7 +160,7 @@ export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupp
           for (const { key } of expiry.popDue(now)) {
             const entry = messages.get(key);
             if (!entry) continue;
-            if (entry.subs.length === 0 && entry.pending.length > 0) emitUnmatched(entry.pending, now);
+            if (entry.pending.length > 0) emitUnmatched(entry.pending, now);
             messages.delete(key);
           }
         });
@@ -165,10 +180,7 @@ export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupp
         } else if (entry.subs.length > 0) {
           match(entry, value.receipt, record.timestamp);
         } else {
-          const r = value.receipt;
-          const same = entry.pending.some((p) => p.token_hash === r.token_hash && p.status === r.status);
-          if (same) listener.duplicate?.(r.vendor);
-          else entry.pending.push(r);
+          keepPending(entry, value.receipt);
           if (expiry.dueTime(key) === undefined) expiry.set(key, now + pendingMs);
         }
         messages.put(key, entry);

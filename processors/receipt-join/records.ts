@@ -4,7 +4,16 @@
  * (vendor, vendor message id) onto one internal topic so that the join sees a message's
  * submission and its receipts in one task.
  */
+import { createHash } from 'node:crypto';
 import type { ParsedReceipt, Vendor } from '../../sinks/vendors/types.ts';
+
+/**
+ * The join's view of a device token: sha256 hex, first 32 chars. Receipts carry it for the token
+ * they name and fan-out outcomes for the token they used, so the token itself never leaves them.
+ */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 32);
+}
 
 /** push.receipts.raw (schemas/receipt-raw.avsc). */
 export interface ReceiptRaw {
@@ -48,6 +57,8 @@ export interface SubmissionRef {
   seq: number;
   persisted_at: number;
   accepted_at: number;
+  /** `tokenHash` of the token the vendor accepted (null in outcomes written before the field existed). */
+  token_hash?: string | null;
 }
 
 /** One parsed receipt on the internal by-message topic. The device token is kept only as a hash. */

@@ -1,19 +1,16 @@
-import { createHash } from 'node:crypto';
 import { ContractError, errorMessage } from '../../common/errors.ts';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { VENDORS, type ParsedReceipt, type Vendor } from '../../sinks/vendors/types.ts';
 import { compositeKey } from '../shared/keys.ts';
 import type { PushOutcome } from '../shared/records.ts';
-import type { ByMessageRecord, MessageReceipt, ReceiptJoinListener, ReceiptParsers, ReceiptRaw, ReceiptStatus } from './records.ts';
+import { tokenHash, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus } from './records.ts';
 
 const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { delivered: 'DELIVERED', failed: 'FAILED', 'dead-token': 'DEAD_TOKEN' };
 
 /** The by-message key: compositeKey(vendor, vendor_message_id). */
 export const messageKey = (vendor: string, vendorMessageId: string): string => compositeKey(vendor, vendorMessageId);
 
-export function tokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 32);
-}
+export { tokenHash };
 
 /**
  * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per
@@ -89,6 +86,7 @@ export function submissionIndexProcessor(): ProcessorSupplier<string, PushOutcom
               seq: o.seq,
               persisted_at: o.persisted_at,
               accepted_at: o.at,
+              token_hash: o.token_hash ?? null,
             },
           },
           timestamp: record.timestamp,
