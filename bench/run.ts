@@ -23,6 +23,7 @@ import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
 import { formatTable, type BenchResult } from './report.ts';
 import { processMemory } from './probes.ts';
+import { measureMergeState, type MergeStateResult } from './merge-state.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -39,6 +40,8 @@ const HELP = `npm run bench -- [flags]
   --storm-seconds S      length of the group-storm phase (default 15)
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
+  --merge-windows N      also measure merge-state memory with N open windows and the restore time
+                         (not in the default run: 1,000,000 takes about 5 minutes)
   --out FILE             where to write the JSON (default bench/results/<timestamp>.json)
   extra PUSH_* settings for the workers can be given as env: PUSH_BENCH_WORKER_ENV='K=V,K=V'`;
 
@@ -113,6 +116,10 @@ export async function main(args: string[]): Promise<number> {
     ceilings = await measureCeilings({ records: intFlag(args, '--ceiling-records', quick ? 10_000 : 100_000, 10_000_000), partitions, hops: 4, commitIntervalMs, onProgress: say });
   }
 
+  let mergeState: MergeStateResult | null = null;
+  const mergeWindows = flag(args, '--merge-windows');
+  if (mergeWindows) mergeState = await measureMergeState(intFlag(args, '--merge-windows', 1, 10_000_000), partitions, say);
+
   say(`[bench] pipeline: ${instances} worker(s), ${partitions} partitions, commit interval ${commitIntervalMs} ms`);
   const env = await startEnvironment({ instances, partitions, workerEnv, verbose: true });
   const workerPids = () => env.workers.map((w) => w.process.pid).filter((p): p is number => p !== undefined);
@@ -176,6 +183,7 @@ export async function main(args: string[]): Promise<number> {
     idleWorkerCpuMsPerSecond: outcome.idleWorkerCpuMsPerSecond,
     pipelineToCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.exactlyOnceChain.recordsPerSecond) * 1000) / 1000 : null,
     latency: outcome.latency,
+    mergeState,
     storm: outcome.storm,
     workers: [...peakRssMb.entries()].map(([pid, peak]) => ({ pid, peakRssMb: peak, rssMbAtEnd: rssAtEnd.get(pid) ?? null })),
     notes,

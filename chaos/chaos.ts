@@ -74,14 +74,16 @@ export interface ChaosReport {
   };
 }
 
+// Storm times are fractions of the run; none overlaps the MySQL outage (0.35 to 0.35 + its length),
+// during which the fan-out cannot claim tasks and sends nothing.
 const STORMS: ReadonlyArray<{ at: number; vendor: Vendor; fault: Fault | 'slow'; times?: number; forMs: number; retryAfterMs?: number }> = [
   { at: 0.1, vendor: 'apns', fault: { kind: 'rate-limit', retryAfterS: 1 }, times: 20, forMs: 6000, retryAfterMs: 1000 },
   { at: 0.2, vendor: 'fcm', fault: { kind: 'server-error', retryAfterS: 1 }, times: 20, forMs: 6000, retryAfterMs: 1000 },
-  { at: 0.3, vendor: 'apns', fault: { kind: 'goaway' }, times: 10, forMs: 6000 },
-  { at: 0.4, vendor: 'hms', fault: { kind: 'rate-limit', retryAfterS: 2 }, times: 10, forMs: 6000, retryAfterMs: 2000 },
-  { at: 0.5, vendor: 'vivo', fault: { kind: 'expired-auth' }, times: 2, forMs: 6000, retryAfterMs: 0 },
-  { at: 0.6, vendor: 'xiaomi', fault: 'slow', forMs: 5000 },
-  { at: 0.7, vendor: 'oppo', fault: { kind: 'server-error' }, times: 10, forMs: 6000 },
+  { at: 0.3, vendor: 'apns', fault: { kind: 'goaway' }, times: 10, forMs: 4000 },
+  { at: 0.6, vendor: 'hms', fault: { kind: 'rate-limit', retryAfterS: 2 }, times: 10, forMs: 6000, retryAfterMs: 2000 },
+  { at: 0.65, vendor: 'vivo', fault: { kind: 'expired-auth' }, times: 2, forMs: 6000, retryAfterMs: 0 },
+  { at: 0.7, vendor: 'xiaomi', fault: 'slow', forMs: 5000 },
+  { at: 0.75, vendor: 'oppo', fault: { kind: 'server-error' }, times: 10, forMs: 4000 },
 ];
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {

@@ -75,6 +75,8 @@ export interface RunningWorker {
   readonly receiverPort?: number;
   /** True once every stage has its tasks assigned. */
   ready(): boolean;
+  /** Settles with the error when a stage stops on an error it cannot recover from. */
+  readonly failed: Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -86,16 +88,18 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 8, timezone: 'Z' });
   const vendors: VendorRegistry | undefined = config.appsConfigPath ? createVendorRegistry(loadAppsConfig(config.appsConfigPath)) : undefined;
 
-  await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
-  await registerSchemas(registry, { prefix: config.topicPrefix });
-
+  // Building the stages validates every option, so a bad configuration fails before anything is touched.
   const stages: Stage[] = config.stages.map((name) =>
     buildStage(name, { env, endpoints, topicPrefix: config.topicPrefix, registry, mysql: pool, vendors: vendors!, metrics, logger: logger.child({ stage: name }) }),
   );
+  await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
+  await registerSchemas(registry, { prefix: config.topicPrefix });
   await ensureInternalTopics(endpoints.kafkaBrokers, stages.flatMap((s) => s.internalTopics), config.partitions);
 
   const apps: StreamsApp[] = [];
   let fatal: unknown;
+  let reportFailure!: (error: unknown) => void;
+  const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
   for (const stage of stages) {
     const app = new StreamsApp({
       applicationId: `${config.applicationId}-${stage.name}`,
@@ -111,6 +115,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
       onFatalError: (error) => {
         fatal = error;
         logger.error('stage stopped on an unrecoverable error', { stage: stage.name, error });
+        reportFailure(error);
       },
     });
     await app.start();
@@ -127,6 +132,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
     metricsPort: server.port,
     ...(receiver ? { receiverPort: receiver.port } : {}),
     ready,
+    failed,
     async close() {
       await receiver?.stop();
       for (const app of apps) await app.close();

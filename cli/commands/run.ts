@@ -28,7 +28,10 @@ export async function runCommand(args: string[]): Promise<number> {
     const worker = await startWorker(env);
     console.log(`worker running: stages ${worker.config.stages.join(',')}, metrics http://127.0.0.1:${worker.metricsPort}/metrics`);
     closeOnSignals([worker]);
-    return new Promise<number>(() => undefined);
+    // A stage that stopped on an unrecoverable error takes the worker down, so a supervisor restarts it.
+    await worker.failed;
+    await worker.close().catch(() => undefined);
+    return 1;
   }
   // Several instances: one child process each, so a crash of one is a crash of one.
   const basePort = readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 });

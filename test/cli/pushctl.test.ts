@@ -146,3 +146,18 @@ test("a worker's /metrics counts its outcomes by status and reason, vendor answe
   assert.equal(value(/^push_persist_to_accept_ms_count\{vendor="fcm"\} (\d+)$/m), USERS);
   assert.match(body, /^push_stage_records_in_total\{app="[^"]+-fan-out",node="fan-out"\} \d+$/m);
 });
+
+test('a worker with invalid configuration fails at start, naming the key and the allowed range', async () => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PUSH_MERGE_WINDOW_MS: '20000' }, /PUSH_MERGE_WINDOW_MS: must be within \[1, 10000\], got 20000/],
+    [{ PUSH_HOLD_WINDOW_MS: '2000' }, /PUSH_HOLD_WINDOW_MS: must be within \[5000, 30000\]/],
+    [{ PUSH_STAGES: 'decisions,teleport' }, /PUSH_STAGES: unknown stage "teleport"/],
+    [{ PUSH_PROCESSING_GUARANTEE: 'maybe_once' }, /PUSH_PROCESSING_GUARANTEE: expected one of exactly_once \| at_least_once/],
+    [{ PUSH_APPS_CONFIG: '' }, /PUSH_APPS_CONFIG: the fan-out, receipts and receiver need the vendor apps JSON file/],
+  ];
+  for (const [bad, message] of cases) {
+    const result = await pushctl(['run'], { ...env.workerEnv, PUSH_METRICS_PORT: '0', ...bad });
+    assert.equal(result.code, 1, `exit code with ${JSON.stringify(bad)}`);
+    assert.match(result.stderr, message);
+  }
+});
