@@ -29,34 +29,51 @@ function bar(done: number, total: number, width = 30): string {
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.round((done / Math.max(1, total)) * 100)).padStart(3)}%`;
 }
 
-/**
- * Committed and end offsets of every input partition of the run's consumer groups, as one string.
- * A drained pipeline is one whose snapshot stops changing (a transactionally written partition
- * ends in commit markers no consumer "reads", so lag alone never reaches 0 under exactly-once).
- */
-async function offsetsSnapshot(applicationId: string): Promise<string> {
+interface PartitionOffsets {
+  readonly key: string;
+  readonly lag: number;
+}
+
+/** Committed and end offsets of every input partition of the run's consumer groups. */
+async function pipelineOffsets(applicationId: string, stages: readonly string[] = STAGES): Promise<PartitionOffsets[]> {
   const admin = new Kafka({ clientId: 'pushctl-demo', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    const parts: string[] = [];
-    for (const stage of STAGES) {
+    const parts: PartitionOffsets[] = [];
+    for (const stage of stages) {
       const status = await groupStatus(admin, `${applicationId}-${stage}`);
-      for (const t of status.topics) for (const p of t.partitions) parts.push(`${stage}/${t.topic}/${p.partition}=${p.committed}/${p.end}`);
+      for (const t of status.topics) for (const p of t.partitions) parts.push({ key: `${stage}/${t.topic}/${p.partition}=${p.committed}/${p.end}`, lag: p.lag });
     }
-    return parts.sort().join(',');
+    return parts;
   } finally {
     await admin.disconnect();
   }
 }
 
-/** Waits until the offsets snapshot is the same twice in a row, `intervalMs` apart, and `quiet()` holds. */
+/**
+ * Waits until the pipeline has drained: the offsets stop moving (same twice, `intervalMs` apart),
+ * no partition is behind by more than the commit markers its transactional writers leave at its
+ * end (consumers never "read" those, so under exactly-once lag does not reach 0), and `quiet()` holds.
+ */
 async function waitDrained(applicationId: string, quiet: () => boolean, intervalMs = 2000): Promise<void> {
+  const MARKER_SLACK = 24;
   let previous = '';
   for (;;) {
     await delay(intervalMs);
-    const snapshot = await offsetsSnapshot(applicationId);
-    if (snapshot === previous && quiet()) return;
+    const offsets = await pipelineOffsets(applicationId);
+    const snapshot = offsets.map((p) => p.key).sort().join(',');
+    if (snapshot === previous && quiet() && offsets.every((p) => p.lag <= MARKER_SLACK)) return;
     previous = snapshot;
+  }
+}
+
+/** Waits until the decisions stage has read everything on the given (non-transactionally written) topics. */
+async function waitConsumed(applicationId: string, topics: readonly string[]): Promise<void> {
+  for (;;) {
+    const offsets = await pipelineOffsets(applicationId, ['decisions']);
+    const relevant = offsets.filter((p) => topics.some((t) => p.key.startsWith(`decisions/${t}/`)));
+    if (relevant.length > 0 && relevant.every((p) => p.lag === 0)) return;
+    await delay(500);
   }
 }
 
@@ -81,7 +98,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     await traffic.send('tokens', setup.tokens);
     await traffic.send('settings', setup.settings);
     // Tokens and settings must be in the policy's state before the first message needs them.
-    await waitDrained(env.applicationId, () => true, 1000);
+    await waitConsumed(env.applicationId, [`${env.topicPrefix}push.tokens`, `${env.topicPrefix}push.settings`]);
 
     const events = [...timeline(population, { users, messages, durationMs: seconds * 1000, startMs: Date.now() + 1000 })];
     console.log(`[demo] playing ${events.length} events (${messages} persisted messages) over ${seconds} s`);

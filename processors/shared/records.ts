@@ -64,9 +64,8 @@ export interface UserSettings {
   updated_at: number;
 }
 
-/** push.candidates (push-candidate.avsc). */
-export interface PushCandidate {
-  kind: 'TRIGGER' | 'READ';
+/** The message fields a candidate and a merged notification carry for one device. */
+export interface DeviceMessage {
   uid: string;
   device_id: string;
   conv_id: string;
@@ -81,26 +80,17 @@ export interface PushCandidate {
   mention: Mention;
   persisted_at: number;
   app_id: string;
+}
+
+/** push.candidates (push-candidate.avsc). */
+export interface PushCandidate extends DeviceMessage {
+  kind: 'TRIGGER' | 'READ';
   presence: PresenceDecision;
   decided_at: number;
 }
 
 /** push.merged (push-merged.avsc). */
-export interface PushMerged {
-  uid: string;
-  device_id: string;
-  conv_id: string;
-  seq: number;
-  msg_id: string;
-  conv_type: ConvType;
-  sender_uid: string;
-  unread_cnt: number;
-  title: string;
-  summary: string;
-  sensitive: boolean;
-  mention: Mention;
-  persisted_at: number;
-  app_id: string;
+export interface PushMerged extends DeviceMessage {
   kind: 'LEADING' | 'TRAILING';
   silent: boolean;
   merged_count: number;
