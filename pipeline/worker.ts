@@ -92,38 +92,53 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   const stages: Stage[] = config.stages.map((name) =>
     buildStage(name, { env, endpoints, topicPrefix: config.topicPrefix, registry, mysql: pool, vendors: vendors!, metrics, logger: logger.child({ stage: name }) }),
   );
-  await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
-  await registerSchemas(registry, { prefix: config.topicPrefix });
-  await ensureInternalTopics(endpoints.kafkaBrokers, stages.flatMap((s) => s.internalTopics), config.partitions);
-
   const apps: StreamsApp[] = [];
+  let receiver: RunningReceiver | undefined;
+  let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  const close = async () => {
+    await receiver?.stop();
+    for (const app of apps) await app.close();
+    for (const stage of stages) await stage.close();
+    await server?.close();
+    await vendors?.close();
+    await pool.end();
+  };
   let fatal: unknown;
   let reportFailure!: (error: unknown) => void;
   const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
-  for (const stage of stages) {
-    const app = new StreamsApp({
-      applicationId: `${config.applicationId}-${stage.name}`,
-      topology: stage.topology,
-      brokers: endpoints.kafkaBrokers,
-      // The ClickHouse sink is idempotent (events dedupe by id) and may wait out a long outage, longer
-      // than a transaction may stay open, so it always runs at-least-once.
-      processingGuarantee: stage.name === 'clickhouse' ? 'at_least_once' : config.guarantee,
-      commitIntervalMs: config.commitIntervalMs,
-      dlqTopic: topicName('dlq', config.topicPrefix),
-      metricsListener: metrics.listener,
-      logger: logger.child({ stage: stage.name }),
-      onFatalError: (error) => {
-        fatal = error;
-        logger.error('stage stopped on an unrecoverable error', { stage: stage.name, error });
-        reportFailure(error);
-      },
-    });
-    await app.start();
-    apps.push(app);
+  try {
+    await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
+    await registerSchemas(registry, { prefix: config.topicPrefix });
+    await ensureInternalTopics(endpoints.kafkaBrokers, stages.flatMap((s) => s.internalTopics), config.partitions);
+    for (const stage of stages) {
+      const app = new StreamsApp({
+        applicationId: `${config.applicationId}-${stage.name}`,
+        topology: stage.topology,
+        brokers: endpoints.kafkaBrokers,
+        // The ClickHouse sink is idempotent (events dedupe by id) and may wait out a long outage, longer
+        // than a transaction may stay open, so it always runs at-least-once.
+        processingGuarantee: stage.name === 'clickhouse' ? 'at_least_once' : config.guarantee,
+        commitIntervalMs: config.commitIntervalMs,
+        dlqTopic: topicName('dlq', config.topicPrefix),
+        metricsListener: metrics.listener,
+        logger: logger.child({ stage: stage.name }),
+        onFatalError: (error) => {
+          fatal = error;
+          logger.error('stage stopped on an unrecoverable error', { stage: stage.name, error });
+          reportFailure(error);
+        },
+      });
+      apps.push(app);
+      await app.start();
+    }
+    if (config.receiver) receiver = await startReceiptReceiver(env, undefined, logger.child({ service: 'push-receipts' }));
+  } catch (error) {
+    // Leave nothing half-started behind: the caller may try again (e.g. while the broker restarts).
+    await close().catch(() => undefined);
+    throw error;
   }
-  const receiver: RunningReceiver | undefined = config.receiver ? await startReceiptReceiver(env, undefined, logger.child({ service: 'push-receipts' })) : undefined;
   const ready = () => fatal === undefined && apps.every((a) => a.assignedTasks().length > 0);
-  const server = await startMetricsServer(metrics.registry, { live: () => fatal === undefined, ready }, config.metricsPort);
+  server = await startMetricsServer(metrics.registry, { live: () => fatal === undefined, ready }, config.metricsPort);
   logger.info('worker running', { stages: config.stages, metricsPort: server.port, receiverPort: receiver?.port, guarantee: config.guarantee });
 
   return {
@@ -133,15 +148,14 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
     ...(receiver ? { receiverPort: receiver.port } : {}),
     ready,
     failed,
-    async close() {
-      await receiver?.stop();
-      for (const app of apps) await app.close();
-      for (const stage of stages) await stage.close();
-      await server.close();
-      await vendors?.close();
-      await pool.end();
-    },
+    close,
   };
+}
+
+/** Kafka (and network) errors another attempt may get past: a broker restarting, a leader moving. */
+export function isTransientStartError(error: unknown): boolean {
+  if (error && typeof error === 'object' && (error as { retriable?: unknown }).retriable === true) return true;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|not the leader|does not host this topic-partition|Connection error|coordinator is (loading|not available)/i.test(String((error as Error)?.message ?? error));
 }
 
 async function ensureInternalTopics(brokers: string[], topics: readonly string[], partitions: number): Promise<void> {

@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { readInt } from '../../common/config.ts';
 import { closeOnSignals } from '../../topology/shutdown.ts';
-import { startWorker } from '../../pipeline/worker.ts';
+import { isTransientStartError, startWorker } from '../../pipeline/worker.ts';
+import { retry } from '../../common/retry.ts';
+import { errorMessage } from '../../common/errors.ts';
 import { STAGES } from '../../pipeline/stages.ts';
 
 export const runHelp = `pushctl run [--stages ${STAGES.join(',')}] [--instances N] [--receiver]
@@ -25,7 +27,14 @@ export async function runCommand(args: string[]): Promise<number> {
   if (args.includes('--receiver')) env.PUSH_RECEIVER = 'true';
   const instances = readInt({ PUSH_INSTANCES: flag(args, '--instances') }, 'PUSH_INSTANCES', 1, { min: 1, max: 64 });
   if (instances === 1) {
-    const worker = await startWorker(env);
+    // Kafka may be restarting (or a leader moving) just as a worker starts: try again for a while.
+    const worker = await retry(() => startWorker(env), {
+      maxAttempts: 20,
+      initialDelayMs: 500,
+      maxDelayMs: 10_000,
+      shouldRetry: isTransientStartError,
+      onRetry: (error, attempt, delayMs) => console.error(`worker start failed (attempt ${attempt}): ${errorMessage(error)}; retrying in ${delayMs} ms`),
+    });
     console.log(`worker running: stages ${worker.config.stages.join(',')}, metrics http://127.0.0.1:${worker.metricsPort}/metrics`);
     closeOnSignals([worker]);
     // A stage that stopped on an unrecoverable error takes the worker down, so a supervisor restarts it.
