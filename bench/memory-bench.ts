@@ -100,7 +100,9 @@ const memory = () => {
   (globalThis as { gc?: () => void }).gc?.();
   (globalThis as { gc?: () => void }).gc?.();
   const status = readStatus();
-  return { rssMb: Math.round((status.get('VmRSS') ?? 0) / 102.4) / 10, heapMb: Math.round(process.memoryUsage().heapUsed / MB * 10) / 10 };
+  const u = process.memoryUsage();
+  const mb = (bytes: number) => Math.round(bytes / MB * 10) / 10;
+  return { rssMb: Math.round((status.get('VmRSS') ?? 0) / 102.4) / 10, heapMb: mb(u.heapUsed), heapTotalMb: mb(u.heapTotal), externalMb: mb(u.external) };
 };
 
 function readStatus(): Map<string, number> {
@@ -140,6 +142,7 @@ async function phaseOpen(o: Required<MemoryBenchOptions>): Promise<object> {
   const openSeconds = (Date.now() - started) / 1000;
   const m = memory();
   const held = tasks.reduce((n, t) => n + ((t.stores.get('merge-windows') as unknown as { size: number }).size), 0);
+  if (process.env.MEMORY_BENCH_SPACES) process.stderr.write(JSON.stringify((await import('node:v8')).getHeapSpaceStatistics().map((x) => [x.space_name, Math.round(x.space_size / MB), Math.round(x.space_used_size / MB)])) + '\n' + readFileSync('/proc/self/smaps', 'utf8').split(/\n(?=[0-9a-f]+-)/).map((seg) => [seg.split('\n')[0]!.slice(0, 90), Number(/\nRss:\s+(\d+)/.exec(seg)?.[1] ?? 0)] as const).filter(([, kb]) => kb > 4096).map(([h, kb]) => `${Math.round(kb / 1024)}MB ${h}`).join('\n') + '\n');
   return { ...m, baselineRssMb: baseline.rssMb, openSeconds, storeKeys: held };
 }
 
@@ -151,7 +154,7 @@ async function phaseFill(o: Required<MemoryBenchOptions>, appId: string): Promis
   const topology = mergeBenchTopology(o.mode);
   await ensureTopics(admin, [
     { topic: IN_TOPIC, numPartitions: o.partitions },
-    ...mergeStores().map((s) => ({ topic: changelogTopicName(appId, s.name), numPartitions: o.partitions, configs: { 'cleanup.policy': 'compact' } })),
+    ...mergeStores().filter((s) => s.changelog !== false).map((s) => ({ topic: changelogTopicName(appId, s.name), numPartitions: o.partitions, configs: { 'cleanup.policy': 'compact' } })),
   ]);
   await admin.disconnect();
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -200,6 +203,19 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   return { restoreMs: readyAt - assignedAt, restoredRecords, restoredRssMb: m.rssMb, restoredHeapMb: m.heapMb };
 }
 
+/** Removes the changelog topics of a restore run (the shared input topic stays, it is empty). */
+async function deleteBenchTopics(brokers: string[], appId: string): Promise<void> {
+  const admin = new Kafka({ clientId: `${appId}-cleanup`, brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${appId}-`));
+    if (topics.length > 0) await admin.deleteTopics({ topics });
+    await admin.deleteGroups([appId]).catch(() => undefined);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /** Runs one phase in a fresh `node --expose-gc` process; returns its JSON result. */
 function runChild(phase: string, o: Required<MemoryBenchOptions>, appId: string): Promise<Record<string, number>> {
   const self = fileURLToPath(import.meta.url);
@@ -240,8 +256,12 @@ export async function runMemoryBench(opts: MemoryBenchOptions = {}): Promise<Mem
   if (!o.restore) return result;
   const appId = `bench-restore-${Date.now().toString(36)}`;
   const fill = await runChild('fill', o, appId);
-  const restore = await runChild('restore', o, appId);
-  return { ...result, ...fill, ...restore } as MemoryBenchResult;
+  try {
+    const restore = await runChild('restore', o, appId);
+    return { ...result, ...fill, ...restore } as MemoryBenchResult;
+  } finally {
+    await deleteBenchTopics(o.brokers, appId);
+  }
 }
 
 function arg(argv: string[], name: string): string | undefined {

@@ -79,8 +79,6 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   }
   await waitDrained(put, 120_000);
   takeReceived(env);
-  const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
-  say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
 
   const counters: TimelineCounters = { seqs: new Map(), unread: new Map() };
   /** A timeline of `seconds` starting 1.5 s from now (a storm spreads over ~2 s: the last start 2 s before the end). */
@@ -141,5 +139,9 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   const stormResult = { ...stormFigures(stormLoad.records, storm, takeReceived(env)), step: stormStep };
   say(`[bench] storm: ${stormResult.submissions} submissions for ${stormResult.triggers} triggers (${stormResult.submissionsPerTrigger}); ${stormResult.pairsFinalLatest}/${stormResult.pairs} (device, conv) end on the latest seq`);
   if (stormResult.pairsWithoutPush > 0) notes.push(`${stormResult.pairsWithoutPush} storm (device, conv) pairs got no accepted push at all (see the workers' logs and the outcomes topic)`);
+  // Idle burn last, when every phase has drained and every merge window closed (measured before the
+  // steps it caught the tail of the setup records).
+  const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
+  say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
   return { steps, latency, storm: stormResult, idleWorkerCpuMsPerSecond, notes };
 }

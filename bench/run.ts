@@ -23,7 +23,7 @@ import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
 import { formatTable, type BenchResult } from './report.ts';
 import { processMemory } from './probes.ts';
-import { measureMergeState, type MergeStateResult } from './merge-state.ts';
+import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -41,7 +41,7 @@ const HELP = `npm run bench -- [flags]
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
   --merge-windows N      also measure merge-state memory with N open windows and the restore time
-                         (not in the default run: 1,000,000 takes about 5 minutes)
+                         (bench/memory-bench.ts; not in the default run)
   --out FILE             where to write the JSON (default bench/results/<timestamp>.json)
   extra PUSH_* settings for the workers can be given as env: PUSH_BENCH_WORKER_ENV='K=V,K=V'`;
 
@@ -105,7 +105,7 @@ export async function main(args: string[]): Promise<number> {
     seed: 1,
     bisect: !quick,
     lowerTries: quick ? 1 : 3,
-    idleSeconds: quick ? 2 : 5,
+    idleSeconds: quick ? 2 : 8,
   };
   const notes: string[] = [];
   const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
@@ -113,15 +113,26 @@ export async function main(args: string[]): Promise<number> {
   let ceilings: CeilingResult | null = null;
   if (!args.includes('--no-ceilings')) {
     say('[bench] ceilings on the same broker ...');
-    ceilings = await measureCeilings({ records: intFlag(args, '--ceiling-records', quick ? 10_000 : 100_000, 10_000_000), partitions, hops: 4, commitIntervalMs, onProgress: say });
+    ceilings = await measureCeilings({ records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000), partitions, hops: 4, commitIntervalMs, onProgress: say });
   }
 
-  let mergeState: MergeStateResult | null = null;
-  const mergeWindows = flag(args, '--merge-windows');
-  if (mergeWindows) mergeState = await measureMergeState(intFlag(args, '--merge-windows', 1, 10_000_000), partitions, say);
+  let mergeState: MemoryBenchResult | null = null;
+  if (flag(args, '--merge-windows')) {
+    const windows = intFlag(args, '--merge-windows', 1, 10_000_000);
+    say(`[bench] merge state: ${windows} open windows, then a restore (bench/memory-bench.ts) ...`);
+    mergeState = await runMemoryBench({ windows, partitions });
+    say(`[bench] merge state: RSS ${mergeState.rssMb} MB (heap ${mergeState.heapMb} MB), restore ${mergeState.restoreMs ?? 'n/a'} ms`);
+  }
 
   say(`[bench] pipeline: ${instances} worker(s), ${partitions} partitions, commit interval ${commitIntervalMs} ms`);
   const env = await startEnvironment({ instances, partitions, workerEnv, verbose: true });
+  // Ctrl-C or a kill must not leave worker processes behind.
+  const stopWorkers = () => {
+    for (const w of env.workers) w.process.kill('SIGTERM');
+    process.exit(130);
+  };
+  process.once('SIGINT', stopWorkers);
+  process.once('SIGTERM', stopWorkers);
   const workerPids = () => env.workers.map((w) => w.process.pid).filter((p): p is number => p !== undefined);
   const peakRssMb = new Map<number, number>();
   const rssAtEnd = new Map<number, number | null>();

@@ -76,6 +76,19 @@ export interface StepResult {
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** sampleLag with a few retries: an overloaded broker sometimes cannot name a group coordinator at once. */
+async function sample(put: PipelineUnderTest, attempts = 5): Promise<LagSample> {
+  for (let i = 1; ; i++) {
+    try {
+      return await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+    } catch (error) {
+      if (i >= attempts) throw error;
+      put.say(`[bench] reading the groups' offsets failed (${String(error)}); retrying`);
+      await delay(1000);
+    }
+  }
+}
+
 function workerCpu(pids: number[]): number {
   return pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
 }
@@ -96,10 +109,10 @@ export async function waitDrained(put: PipelineUnderTest, timeoutMs: number, set
   let stable = 0;
   for (;;) {
     await delay(everyMs);
-    const sample = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
-    stable = sample.snapshot === previous ? stable + 1 : 0;
+    const current = await sample(put);
+    stable = current.snapshot === previous ? stable + 1 : 0;
     if (stable >= 2 && Date.now() - started >= settleMs) return round1((Date.now() - started) / 1000);
-    previous = sample.snapshot;
+    previous = current.snapshot;
     if (Date.now() - started > timeoutMs) return null;
   }
 }
@@ -113,7 +126,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const inputRate = events.length / seconds;
   const every = criteria.sampleEveryMs ?? 2000;
 
-  const before = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+  const before = await sample(put);
   const pids = put.workerPids();
   const cpu0 = workerCpu(pids);
   const cpuStarted = Date.now();
@@ -126,7 +139,13 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     while (sampling) {
       await delay(every);
       if (!sampling) break;
-      const s = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+      let s: LagSample;
+      try {
+        s = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+      } catch (error) {
+        put.say(`[${label}] lag sample skipped: ${String(error)}`);
+        continue;
+      }
       samples.push(s);
       recordMemory(put);
       const lags = Object.entries(s.byStage).map(([k, v]) => `${k} ${v}`).join(', ');
@@ -137,7 +156,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const loadSeconds = Math.max(0.001, (Date.now() - firstAt) / 1000);
   sampling = false;
   await sampler;
-  const end = await sampleLag(put.admin, put.applicationId, put.topicPrefix);
+  const end = await sample(put);
   const box1 = boxCpu();
   samples.push(end);
   const consumedDuringLoad = end.persistedCommitted - before.persistedCommitted;

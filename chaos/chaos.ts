@@ -39,6 +39,8 @@ export interface ChaosOptions {
   /** How long to wait for ClickHouse to match the emulators after the drain, ms. Default 180 000. */
   readonly arrivalWaitMs?: number;
   readonly verbose?: boolean;
+  /** Called once the environment runs, with a function that stops its workers and emulators (for signal handlers). */
+  readonly onStarted?: (stop: () => Promise<void>) => void;
 }
 
 export interface FaultEvent {
@@ -51,7 +53,7 @@ export interface FaultEvent {
 export interface ChaosReport {
   readonly run: string;
   readonly startedAt: string;
-  readonly options: Omit<ChaosOptions, 'verbose'>;
+  readonly options: Omit<ChaosOptions, 'verbose' | 'onStarted'>;
   readonly wallSeconds: number;
   readonly inputs: { messages: number; timelineRecords: number; malformed: Record<MalformedKind, number> };
   readonly faults: FaultEvent[];
@@ -97,6 +99,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ...(options.seed === undefined ? {} : { seed: options.seed }),
   });
   const { env } = run;
+  let closing = false;
+  options.onStarted?.(async () => {
+    closing = true;
+    await run.close();
+  });
   const faults: FaultEvent[] = [];
   const crashes: ChaosReport['crashes'] = [];
   const storms: StormWindow[] = [];
@@ -108,7 +115,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   // Exits the run did not cause are crashes: counted, and the worker restarted.
   const stopping = new Set<number>();
-  let closing = false;
   const watch = (index: number) => {
     const worker = env.workers.find((w) => w.index === index)!;
     worker.process.once('exit', (code, signal) => {
@@ -119,6 +125,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     });
   };
   for (const w of env.workers) watch(w.index);
+  for (const exit of run.startupExits) crashes.push({ worker: exit.worker, code: exit.code, signal: null, atMs: -1 });
 
   const at = (fraction: number) => sleep(Math.max(0, t0 + fraction * options.durationMs - Date.now()));
   const actions: Array<Promise<void>> = [];
@@ -206,12 +213,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const persistedTopic = `${env.topicPrefix}im.message.persisted`;
     const malformedInDlq = new Set(run.deadLetters.records.filter((d) => d.sourceTopic === persistedTopic).map((d) => d.source)).size;
     const malformedTotal = Object.values(malformed).reduce((a, b) => a + b, 0);
+    const lost = new Set(verdict.pushes.lost);
     const failedInputs = new Set(verdict.outcomes.mismatched.filter((m) => m.got === 'FAILED').map((m) => m.key));
     const failedNotLost = run.scenario.expectedPushes.filter(
-      (p) => failedInputs.has(inputKey(p.uid, p.convId, p.seq, p.deviceId)) && verdict.pushes.lost.includes(pushKey(p.vendor, p.token, p.convId, p.seq)),
+      (p) => failedInputs.has(inputKey(p.uid, p.convId, p.seq, p.deviceId)) && lost.has(pushKey(p.vendor, p.token, p.convId, p.seq)),
     ).length;
     return {
-      run: env.run, startedAt: new Date(started).toISOString(), options: { ...options, verbose: undefined } as ChaosReport['options'],
+      run: env.run, startedAt: new Date(started).toISOString(), options: { ...options, verbose: undefined, onStarted: undefined } as ChaosReport['options'],
       wallSeconds: Math.round((Date.now() - started) / 1000),
       inputs: { messages: run.scenario.messages, timelineRecords: run.scenario.timeline.length, malformed },
       faults, verdict, failedNotLost, malformedInDlq, storms: stormChecks, crashes,

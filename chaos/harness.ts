@@ -65,6 +65,8 @@ export interface PipelineRun {
   /** Present with `forwardStores`. */
   readonly stores?: { mysql: StoreForwarder; clickhouse: StoreForwarder };
   readonly startedAtMs: number;
+  /** Workers that exited on their own while starting (each was restarted). */
+  readonly startupExits: ReadonlyArray<{ worker: number; code: number | null }>;
   /** Plays the timeline in real time; resolves when the last record is sent. */
   play(onProgress?: (sent: number) => void): Promise<number>;
   /** Waits until the pipeline drained and the emulators and outcome topic are quiet. */
@@ -72,6 +74,45 @@ export interface PipelineRun {
   /** Reads the verdict; waits up to `arrivalWaitMs` for ClickHouse to catch up with the emulators. */
   verdict(arrivalWaitMs?: number): Promise<RunVerdict>;
   close(): Promise<void>;
+}
+
+/**
+ * Plays the timeline against the clock like `TrafficProducer.play`, but as the IM side would during
+ * a broker restart: a batch that cannot be produced is retried (for up to 3 minutes) instead of
+ * failing the run.
+ */
+async function playResilient(traffic: TrafficProducer, scenario: Scenario, onProgress?: (sent: number) => void): Promise<number> {
+  let sent = 0;
+  let batch: { persisted: Array<{ key: string; value: unknown }>; presence: Array<{ key: string; value: unknown }> } = { persisted: [], presence: [] };
+  const flush = async () => {
+    const current = batch;
+    batch = { persisted: [], presence: [] };
+    const deadline = Date.now() + 180_000;
+    for (const topic of ['persisted', 'presence'] as const) {
+      if (current[topic].length === 0) continue;
+      for (;;) {
+        try {
+          await traffic.send(topic, current[topic]);
+          break;
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await sleep(1000);
+        }
+      }
+    }
+    onProgress?.(sent);
+  };
+  for (const record of scenario.timeline) {
+    const wait = record.at - Date.now();
+    if (wait > 5) {
+      await flush();
+      await sleep(wait);
+    }
+    batch[record.topic].push({ key: record.key, value: record.value });
+    sent++;
+  }
+  await flush();
+  return sent;
 }
 
 const say = (verbose: boolean | undefined, line: string) => verbose && console.log(line);
@@ -101,6 +142,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
     ...(options.burstEvery === undefined ? {} : { burstEvery: options.burstEvery }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
   });
+  const startupExits: Array<{ worker: number; code: number | null }> = [];
   let traffic: TrafficProducer | undefined;
   let outcomes: Collector<PushOutcome> | undefined;
   let deadLetters: Collector<DeadLetterSeen> | undefined;
@@ -117,7 +159,21 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
     const setup = buildScenario(scenarioAt(Date.now() + 5000));
     for (const dead of setup.deadTokens) env.emulators[dead.vendor].deadTokens.add(dead.token);
     say(options.verbose, `[run] ${setup.users.length} users, ${setup.devices.length} devices; waiting for ${options.instances} worker(s) ...`);
-    await env.waitReady();
+    // A worker that exits while starting is restarted (up to 3 times) and reported, not fatal to the run.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await env.waitReady();
+        break;
+      } catch (error) {
+        const exited = env.workers.filter((w) => w.process.exitCode !== null);
+        if (exited.length === 0 || attempt >= 3) throw error;
+        for (const w of exited) {
+          startupExits.push({ worker: w.index, code: w.process.exitCode });
+          say(options.verbose, `[run] worker ${w.index} exited with ${w.process.exitCode} while starting; restarting it`);
+          await env.startWorker(w.index);
+        }
+      }
+    }
     traffic = await trafficProducer(env.topicPrefix);
     outcomes = await collectOutcomes(env.topicPrefix, `${env.applicationId}-verdict-outcomes`);
     deadLetters = await collectDeadLetters(env.topicPrefix, `${env.applicationId}-verdict-dlq`);
@@ -136,9 +192,9 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   const received = () => recordings(env.emulators, env.appId);
 
   return {
-    env, scenario, outcomes: out, deadLetters: dlq, traffic: tr, startedAtMs,
+    env, scenario, outcomes: out, deadLetters: dlq, traffic: tr, startedAtMs, startupExits,
     ...(stores ? { stores } : {}),
-    play: (onProgress) => tr.play(scenario.timeline, onProgress),
+    play: (onProgress) => playResilient(tr, scenario, onProgress),
     async drain(timeoutMs = 300_000) {
       let seen = -1;
       let stableSince = Date.now();

@@ -17,6 +17,7 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push(`faults            ${summarizeFaults(r)}`);
   lines.push('');
   lines.push(`expected pushes   ${v.pushes.expected}, delivered ${v.pushes.delivered}, not delivered ${v.pushes.lost.length} (of which ended FAILED after bounded retries, replayable: ${r.failedNotLost}; without any outcome: ${v.pushes.lost.length - r.failedNotLost})`);
+  lines.push(`other channel     ${v.pushes.viaOtherChannel.length} delivered through another of the device's tokens (fallback after a refusal)`);
   lines.push(`duplicated        ${v.pushes.duplicates} extra copies, ${v.pushes.duplicatesSharingCollapseId} of them with the same collapse id (device replaces)`);
   lines.push(`unexpected        ${v.pushes.unexpected.length} pushes the scenario suppresses; wrong collapse id ${v.pushes.wrongCollapseId.length}; private summary leaks ${v.pushes.summaryLeaks.length}`);
   lines.push(`outcome classes   ${v.outcomes.asExpected}/${v.outcomes.inputs} inputs as expected; missing ${v.outcomes.missing.length}, more than one class ${v.outcomes.conflicting.length}, other class ${v.outcomes.mismatched.length}`);
@@ -55,7 +56,7 @@ export function writeChaosReport(r: ChaosReport, dir = ensureDir(stackPath('chao
     ...r,
     verdict: {
       ...r.verdict,
-      pushes: { ...r.verdict.pushes, lostCount: r.verdict.pushes.lost.length, lost: r.verdict.pushes.lost.slice(0, 50), unexpectedCount: r.verdict.pushes.unexpected.length, unexpected: r.verdict.pushes.unexpected.slice(0, 50) },
+      pushes: { ...r.verdict.pushes, lostCount: r.verdict.pushes.lost.length, lost: r.verdict.pushes.lost.slice(0, 50), unexpectedCount: r.verdict.pushes.unexpected.length, unexpected: r.verdict.pushes.unexpected.slice(0, 50), viaOtherChannel: r.verdict.pushes.viaOtherChannel.slice(0, 50) },
       outcomes: { ...r.verdict.outcomes, missingCount: r.verdict.outcomes.missing.length, conflictingCount: r.verdict.outcomes.conflicting.length, mismatchedCount: r.verdict.outcomes.mismatched.length, missing: r.verdict.outcomes.missing.slice(0, 50), conflicting: r.verdict.outcomes.conflicting.slice(0, 50), mismatched: r.verdict.outcomes.mismatched.slice(0, 50) },
     },
   };

@@ -31,6 +31,15 @@ const report = await runChaos({
   brokerRestart: !args.includes('--no-broker-restart'),
   storms: !args.includes('--no-storms'),
   verbose: true,
+  onStarted: (stop) => {
+    // Ctrl-C or a SIGTERM stops the run's workers and emulators before leaving.
+    const leave = (signal: string) => {
+      console.log(`\n[chaos] ${signal}: stopping the run's workers ...`);
+      void stop().finally(() => process.exit(130));
+    };
+    process.once('SIGINT', () => leave('SIGINT'));
+    process.once('SIGTERM', () => leave('SIGTERM'));
+  },
 });
 const files = writeChaosReport(report);
 console.log(`\n${formatChaosReport(report)}\n\nreport: ${files.json}\n        ${files.text}`);

@@ -16,9 +16,11 @@ export interface PushVerdict {
   readonly delivered: number;
   /** Expected pushes that never reached their vendor (keys `vendor|token|conv|seq`). */
   readonly lost: string[];
+  /** Delivered through another of the device's channels than the preferred one (fallback after a 429, say). */
+  readonly viaOtherChannel: string[];
   /** Extra copies of expected pushes (a push seen 3 times counts 2). */
   readonly duplicates: number;
-  /** Of those extra copies, how many carried the same collapse id as the first (the device replaces them). */
+  /** Of those extra copies, how many came through the same vendor with the same collapse id as the first (the device replaces them). */
   readonly duplicatesSharingCollapseId: number;
   /** Accepted pushes nobody expected (suppressed ones that went out, wrong token or vendor). */
   readonly unexpected: string[];
@@ -57,20 +59,25 @@ export function recordings(emulators: StartedEmulators, appId: string): Received
 const NUMERIC_COLLAPSE: readonly string[] = ['xiaomi', 'oppo', 'vivo'];
 
 export function verifyPushes(scenario: Scenario, received: readonly ReceivedPush[]): PushVerdict {
-  const expected = new Map<string, ExpectedPush>(scenario.expectedPushes.map((p) => [pushKey(p.vendor, p.token, p.convId, p.seq), p]));
+  // A push is about (device, conv_id, seq); which of the device's tokens carried it is checked apart
+  // (a 429 or a dead token may rightly move it to the device's next channel).
+  const deviceOfToken = new Map<string, string>();
+  for (const d of scenario.devices) for (const t of d.tokens) deviceOfToken.set(`${t.vendor}|${t.token}`, d.deviceId);
+  const expected = new Map<string, ExpectedPush>(scenario.expectedPushes.map((p) => [`${p.deviceId}|${p.convId}|${p.seq}`, p]));
   const copies = new Map<string, ReceivedPush[]>();
   const unexpected: string[] = [];
   for (const r of received) {
     if (r.answer !== 'accepted') continue;
     const m = messageOf(r);
-    const key = pushKey(r.vendor, r.token, m?.convId ?? '?', m?.seq ?? -1);
+    const key = `${deviceOfToken.get(`${r.vendor}|${r.token}`) ?? '?'}|${m?.convId ?? '?'}|${m?.seq ?? -1}`;
     if (!expected.has(key)) {
-      unexpected.push(key);
+      unexpected.push(pushKey(r.vendor, r.token, m?.convId ?? '?', m?.seq ?? -1));
       continue;
     }
     copies.set(key, [...(copies.get(key) ?? []), r]);
   }
   const lost: string[] = [];
+  const viaOtherChannel: string[] = [];
   const wrongCollapseId: string[] = [];
   const summaryLeaks: string[] = [];
   const summaryMissing: string[] = [];
@@ -80,43 +87,46 @@ export function verifyPushes(scenario: Scenario, received: readonly ReceivedPush
   const collapseOfConv = new Map<string, string>();
   const convOfCollapse = new Map<string, string>();
   for (const [key, p] of expected) {
+    const label = pushKey(p.vendor, p.token, p.convId, p.seq);
     byVendor[p.vendor]!.expected++;
     const seen = copies.get(key) ?? [];
     if (seen.length === 0) {
-      lost.push(key);
+      lost.push(label);
       continue;
     }
     byVendor[p.vendor]!.delivered++;
+    if (seen[0]!.vendor !== p.vendor || seen[0]!.token !== p.token) viaOtherChannel.push(label);
     duplicates += seen.length - 1;
-    duplicatesSharingCollapseId += seen.slice(1).filter((r) => r.collapseId === seen[0]!.collapseId).length;
+    // The device replaces a copy only when the same vendor shows it under the same collapse id.
+    duplicatesSharingCollapseId += seen.slice(1).filter((r) => r.vendor === seen[0]!.vendor && r.collapseId === seen[0]!.collapseId).length;
     // String collapse ids (APNs, FCM, HMS) are the (uid, conv_id) digest itself; numeric notify ids
     // (Xiaomi, OPPO, vivo) must be one number per (uid, conv_id), different for different conversations.
-    const numeric = NUMERIC_COLLAPSE.includes(p.vendor);
     for (const r of seen) {
+      const numeric = NUMERIC_COLLAPSE.includes(r.vendor);
       const id = r.collapseId === undefined ? undefined : String(r.collapseId);
       if (id === undefined || (!numeric && id !== collapseId(p.uid, p.convId)) || (numeric && !/^[1-9][0-9]*$/.test(id))) {
-        wrongCollapseId.push(key);
+        wrongCollapseId.push(label);
         break;
       }
-      const conv = `${p.vendor}|${p.uid}|${p.convId}`;
+      const conv = `${r.vendor}|${p.uid}|${p.convId}`;
       const known = collapseOfConv.get(conv);
-      const owner = convOfCollapse.get(`${p.vendor}|${p.token}|${id}`);
+      const owner = convOfCollapse.get(`${r.vendor}|${r.token}|${id}`);
       if ((known !== undefined && known !== id) || (owner !== undefined && owner !== conv)) {
-        wrongCollapseId.push(key);
+        wrongCollapseId.push(label);
         break;
       }
       collapseOfConv.set(conv, id);
-      convOfCollapse.set(`${p.vendor}|${p.token}|${id}`, conv);
+      convOfCollapse.set(`${r.vendor}|${r.token}|${id}`, conv);
     }
     for (const r of seen) {
       const payload = JSON.stringify([r.title, r.body, r.data, r.request]);
-      if (p.generic && payload.includes(p.summary)) summaryLeaks.push(key);
+      if (p.generic && payload.includes(p.summary)) summaryLeaks.push(label);
       // A trailing update may be silent and carry only the badge; leading pushes must say something.
-      if (!p.generic && !p.trailing && r.body !== p.summary) summaryMissing.push(key);
+      if (!p.generic && !p.trailing && r.body !== p.summary) summaryMissing.push(label);
     }
   }
   return {
-    expected: expected.size, delivered: expected.size - lost.length, lost, duplicates, duplicatesSharingCollapseId,
+    expected: expected.size, delivered: expected.size - lost.length, lost, viaOtherChannel, duplicates, duplicatesSharingCollapseId,
     unexpected, wrongCollapseId, summaryLeaks, summaryMissing, byVendor,
   };
 }

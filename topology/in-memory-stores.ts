@@ -81,15 +81,24 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
 }
 
 /**
- * Timers keyed by string: a map key → due time plus a binary min-heap of (due, key) entries. Moving
- * or cancelling a timer leaves a stale heap entry that `popDue` skips; the heap is rebuilt when
- * stale entries outnumber live ones. The changelog value is the due time as a decimal string.
+ * Timers keyed by string, kept compact because a busy task holds a million of them: each timer is a
+ * slot (a small integer) with its key in a string array and its due time in a Float64Array; an
+ * indexed binary min-heap of slots (Int32Array, with each slot's heap position) orders them by due
+ * time, then key. Moving or cancelling a timer updates the heap in place, so there are no stale
+ * entries and no per-timer objects. The changelog value is the due time as a decimal string.
  */
 export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
   readonly name: string;
   readonly changelogged: boolean;
-  private readonly due = new Map<string, number>();
-  private heap: Array<{ dueMs: number; key: string }> = [];
+  private readonly slotOf = new Map<string, number>();
+  private keys: Array<string | undefined> = [];
+  private due = new Float64Array(0);
+  /** Heap position of each slot. */
+  private pos = new Int32Array(0);
+  /** The heap: slots, earliest first. */
+  private heap = new Int32Array(0);
+  private heapSize = 0;
+  private freeSlots: number[] = [];
   private readonly dirty = new Set<string>();
 
   constructor(name: string, changelogged = true) {
@@ -98,42 +107,43 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
   }
 
   get size(): number {
-    return this.due.size;
+    return this.slotOf.size;
   }
 
   set(key: string, dueMs: number): void {
     if (!Number.isFinite(dueMs)) throw new TypeError(`timer store ${this.name}: due time of ${key} must be a finite number`);
-    if (this.due.get(key) === dueMs) return;
+    if (this.dueTime(key) === dueMs) return;
     this.setQuietly(key, dueMs);
     if (this.changelogged) this.dirty.add(key);
   }
 
   cancel(key: string): void {
-    if (!this.due.delete(key)) return;
+    const slot = this.slotOf.get(key);
+    if (slot === undefined) return;
+    this.removeSlot(slot);
     if (this.changelogged) this.dirty.add(key);
-    this.maybeCompact();
   }
 
   dueTime(key: string): number | undefined {
-    return this.due.get(key);
+    const slot = this.slotOf.get(key);
+    return slot === undefined ? undefined : this.due[slot];
   }
 
-  /** Earliest live due time, or undefined when empty. */
+  /** Earliest due time, or undefined when empty. */
   peekDueMs(): number | undefined {
-    this.dropStaleTop();
-    return this.heap[0]?.dueMs;
+    return this.heapSize === 0 ? undefined : this.due[this.heap[0]!];
   }
 
   popDue(nowMs: number, limit = Number.POSITIVE_INFINITY): Array<{ key: string; dueMs: number }> {
     const out: Array<{ key: string; dueMs: number }> = [];
-    while (out.length < limit) {
-      this.dropStaleTop();
-      const top = this.heap[0];
-      if (!top || top.dueMs > nowMs) break;
-      this.popTop();
-      this.due.delete(top.key);
-      if (this.changelogged) this.dirty.add(top.key);
-      out.push(top);
+    while (out.length < limit && this.heapSize > 0) {
+      const top = this.heap[0]!;
+      const dueMs = this.due[top]!;
+      if (dueMs > nowMs) break;
+      const key = this.keys[top]!;
+      this.removeSlot(top);
+      if (this.changelogged) this.dirty.add(key);
+      out.push({ key, dueMs });
     }
     return out;
   }
@@ -141,7 +151,7 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
   drainChanges(): ChangelogEntry[] {
     const out: ChangelogEntry[] = [];
     for (const key of this.dirty) {
-      const dueMs = this.due.get(key);
+      const dueMs = this.dueTime(key);
       out.push({ key, value: dueMs === undefined ? null : Buffer.from(String(dueMs)) });
     }
     this.dirty.clear();
@@ -150,76 +160,99 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
 
   restore(key: string, value: Buffer | null): void {
     if (value === null) {
-      this.due.delete(key);
-      this.maybeCompact();
+      const slot = this.slotOf.get(key);
+      if (slot !== undefined) this.removeSlot(slot);
     } else {
-      this.setQuietly(key, Number(value.toString('utf8')));
+      this.setQuietly(key, Number(value.toString('latin1')));
     }
   }
 
   clear(): void {
-    this.due.clear();
-    this.heap = [];
+    this.slotOf.clear();
+    this.keys = [];
+    this.due = new Float64Array(0);
+    this.pos = new Int32Array(0);
+    this.heap = new Int32Array(0);
+    this.heapSize = 0;
+    this.freeSlots = [];
     this.dirty.clear();
   }
 
   private setQuietly(key: string, dueMs: number): void {
-    this.due.set(key, dueMs);
-    this.push({ dueMs, key });
-    this.maybeCompact();
-  }
-
-  private dropStaleTop(): void {
-    while (this.heap.length > 0) {
-      const top = this.heap[0]!;
-      if (this.due.get(top.key) === top.dueMs) return;
-      this.popTop();
+    const existing = this.slotOf.get(key);
+    if (existing !== undefined) {
+      this.due[existing] = dueMs;
+      this.siftDown(this.siftUp(this.pos[existing]!));
+      return;
     }
+    const slot = this.freeSlots.pop() ?? this.keys.length;
+    if (slot >= this.due.length) this.grow(slot + 1);
+    this.keys[slot] = key;
+    this.due[slot] = dueMs;
+    this.slotOf.set(key, slot);
+    this.place(this.heapSize++, slot);
+    this.siftUp(this.heapSize - 1);
   }
 
-  private maybeCompact(): void {
-    if (this.heap.length < 1024 || this.heap.length < 2 * this.due.size) return;
-    this.heap = [...this.due].map(([key, dueMs]) => ({ key, dueMs }));
-    for (let i = (this.heap.length >> 1) - 1; i >= 0; i--) this.siftDown(i);
-  }
-
-  private less(a: { dueMs: number; key: string }, b: { dueMs: number; key: string }): boolean {
-    return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.key < b.key);
-  }
-
-  private push(entry: { dueMs: number; key: string }): void {
-    const h = this.heap;
-    h.push(entry);
-    let i = h.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.less(h[i]!, h[parent]!)) break;
-      [h[i], h[parent]] = [h[parent]!, h[i]!];
-      i = parent;
+  private removeSlot(slot: number): void {
+    const at = this.pos[slot]!;
+    const last = this.heap[--this.heapSize]!;
+    if (at < this.heapSize) {
+      this.place(at, last);
+      this.siftDown(this.siftUp(at));
     }
+    this.slotOf.delete(this.keys[slot]!);
+    this.keys[slot] = undefined;
+    this.freeSlots.push(slot);
   }
 
-  private popTop(): void {
-    const h = this.heap;
-    const last = h.pop()!;
-    if (h.length === 0) return;
-    h[0] = last;
-    this.siftDown(0);
+  private grow(min: number): void {
+    const capacity = Math.max(min, 64, this.due.length * 2);
+    const resize = <A extends Float64Array | Int32Array>(old: A, fresh: A): A => (fresh.set(old), fresh);
+    this.due = resize(this.due, new Float64Array(capacity));
+    this.pos = resize(this.pos, new Int32Array(capacity));
+    this.heap = resize(this.heap, new Int32Array(capacity));
   }
 
-  private siftDown(start: number): void {
+  private place(at: number, slot: number): void {
+    this.heap[at] = slot;
+    this.pos[slot] = at;
+  }
+
+  /** Slot a fires before slot b: earlier due time, then smaller key. */
+  private less(a: number, b: number): boolean {
+    const da = this.due[a]!;
+    const db = this.due[b]!;
+    return da < db || (da === db && this.keys[a]! < this.keys[b]!);
+  }
+
+  /** Moves the entry at heap position `at` up; returns its final position. */
+  private siftUp(at: number): number {
     const h = this.heap;
-    let i = start;
+    const slot = h[at]!;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!this.less(slot, h[parent]!)) break;
+      this.place(at, h[parent]!);
+      at = parent;
+    }
+    this.place(at, slot);
+    return at;
+  }
+
+  private siftDown(at: number): void {
+    const h = this.heap;
+    const slot = h[at]!;
     for (;;) {
-      const l = 2 * i + 1;
+      const l = 2 * at + 1;
+      if (l >= this.heapSize) break;
       const r = l + 1;
-      let m = i;
-      if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
-      if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
-      if (m === i) return;
-      [h[i], h[m]] = [h[m]!, h[i]!];
-      i = m;
+      const child = r < this.heapSize && this.less(h[r]!, h[l]!) ? r : l;
+      if (!this.less(h[child]!, slot)) break;
+      this.place(at, h[child]!);
+      at = child;
     }
+    this.place(at, slot);
   }
 }
 

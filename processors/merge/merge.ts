@@ -17,7 +17,8 @@ import { compositeKey, keyParts } from '../shared/keys.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../shared/records.ts';
 import { compileMergeOptions, type MergeConfig, type MergeOptions } from './options.ts';
-import { carry, coveredSeq, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
+import { carry, coveredSeq, earliestUntil, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
+import { decodeConvWindows, dueOfEncoded, encodeConvWindows, type EncodedConvWindows } from './window-codec.ts';
 
 type Out = PushMerged | PushOutcome;
 
@@ -29,7 +30,7 @@ export function merge(options: MergeOptions = {}): () => Processor<string, unkno
 
 class MergeProcessor implements Processor<string, unknown, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
-  private windows!: KeyValueStore<ConvWindows>;
+  private windows!: KeyValueStore<EncodedConvWindows>;
   private timers!: TimerStore;
 
   constructor(private readonly config: MergeConfig) {}
@@ -38,6 +39,8 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     this.ctx = ctx;
     this.windows = ctx.getStateStore(this.config.stores.windows);
     this.timers = ctx.getStateStore(this.config.stores.windowTimers);
+    // The timer store is not changelogged: after a restore it is rebuilt from the windows.
+    if (this.timers.size === 0) for (const [key, encoded] of this.windows.entries()) this.timers.set(key, dueOfEncoded(encoded));
     ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.onTimers(now));
   }
 
@@ -51,8 +54,8 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
 
   private onTrigger(c: PushCandidate, at: number): void {
     const key = compositeKey(c.uid, c.conv_id);
-    const conv = this.windows.get(key) ?? {};
-    let w: DeviceWindow | undefined = conv[c.device_id];
+    const conv = this.load(key) ?? new Map<string, DeviceWindow>();
+    let w: DeviceWindow | undefined = conv.get(c.device_id);
     if (w?.open && at >= w.until) this.closeWindow(c.uid, c.conv_id, c.device_id, w, w.until);
     if (w && !w.open && at >= w.until) w = undefined;
 
@@ -70,7 +73,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
       w.count += 1;
       w.mention = strongerMention(w.mention, c.mention);
     }
-    if (w) conv[c.device_id] = w;
+    if (w) conv.set(c.device_id, w);
     this.store(key, conv);
   }
 
@@ -108,9 +111,9 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   /** A READ of the conversation cancels every device's pending trailing update up to its seq. */
   private onRead(read: PushCandidate): void {
     const key = compositeKey(read.uid, read.conv_id);
-    const conv = this.windows.get(key);
+    const conv = this.load(key);
     if (!conv) return;
-    for (const [deviceId, w] of Object.entries(conv)) {
+    for (const [deviceId, w] of conv) {
       w.read_seq = Math.max(w.read_seq, read.seq);
       if (w.open && w.carried && w.carried.seq <= read.seq) {
         this.outcome('SUPPRESSED', 'read', uncarry(w.carried, read.uid, deviceId, read.conv_id, read.decided_at), read.decided_at);
@@ -125,12 +128,12 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   /** Closes due windows and forgets expired ones; the timer of a (uid, conv) is its earliest `until`. */
   private onTimers(now: number): void {
     for (const { key } of this.timers.popDue(now)) {
-      const conv = this.windows.get(key);
+      const conv = this.load(key);
       if (!conv) continue;
       const [uid, convId] = keyParts(key) as [string, string];
-      for (const [deviceId, w] of Object.entries(conv)) {
+      for (const [deviceId, w] of conv) {
         if (w.open && w.until <= now) this.closeWindow(uid, convId, deviceId, w, w.until);
-        if (!w.open && w.until <= now) delete conv[deviceId];
+        if (!w.open && w.until <= now) conv.delete(deviceId);
       }
       this.store(key, conv);
     }
@@ -138,15 +141,19 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
 
   /** Writes the conversation's windows (or deletes them) and re-arms its timer at the earliest `until`. */
   private store(key: string, conv: ConvWindows): void {
-    let due = Infinity;
-    for (const w of Object.values(conv)) due = Math.min(due, w.until);
+    const due = earliestUntil(conv);
     if (due === Infinity) {
       this.windows.delete(key);
       this.timers.cancel(key);
       return;
     }
-    this.windows.put(key, conv);
+    this.windows.put(key, encodeConvWindows(conv));
     this.timers.set(key, due);
+  }
+
+  private load(key: string): ConvWindows | undefined {
+    const encoded = this.windows.get(key);
+    return encoded === undefined ? undefined : decodeConvWindows(encoded);
   }
 
   private emit(c: PushCandidate, w: DeviceWindow, kind: 'LEADING' | 'TRAILING', mergedCount: number, mention: Mention, at: number, silent = false): void {

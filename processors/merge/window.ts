@@ -1,6 +1,7 @@
 /**
  * The state of the merge windows of one (uid, conv_id): one entry per device (invariant 4). Kept
- * small, because a busy worker holds a million of them: no copies of the key's ids, one time field.
+ * small, because a busy worker holds a million of them: no copies of the key's ids, one time field;
+ * in the store it is one short string per (uid, conv_id) (window-codec.ts).
  */
 import type { Mention, PushCandidate } from '../shared/records.ts';
 
@@ -25,7 +26,14 @@ export interface DeviceWindow {
 }
 
 /** deviceId → its window, for one (uid, conv_id) (the store key). */
-export type ConvWindows = Record<string, DeviceWindow>;
+export type ConvWindows = Map<string, DeviceWindow>;
+
+/** The earliest `until` of a (uid, conv_id)'s windows: when its timer is due; Infinity when none. */
+export function earliestUntil(conv: ConvWindows): number {
+  let due = Infinity;
+  for (const w of conv.values()) due = Math.min(due, w.until);
+  return due;
+}
 
 const MENTION_RANK: Record<Mention, number> = { NONE: 0, ALL: 1, DIRECT: 2 };
 
@@ -49,3 +57,4 @@ export function carry(c: PushCandidate): CarriedTrigger {
 export function uncarry(t: CarriedTrigger, uid: string, deviceId: string, convId: string, at: number): PushCandidate {
   return { ...t, kind: 'TRIGGER', uid, device_id: deviceId, conv_id: convId, decided_at: at };
 }
+

@@ -102,15 +102,16 @@ export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupp
       const slot = r.token_hash ?? '*';
       let index = entry.assigned[slot];
       if (index === undefined) {
-        const hashed = r.token_hash === null ? -1 : entry.subs.findIndex((s) => s.token_hash === r.token_hash);
-        if (hashed >= 0) index = hashed;
+        const own = r.token_hash === null ? -1 : entry.subs.findIndex((s) => s.token_hash === r.token_hash);
+        if (own >= 0) index = own;
         else {
+          // Arrival order: a lone submission takes every receipt, else the first one not yet claimed.
           const taken = new Set(Object.values(entry.assigned));
-          const candidate = (s: SubmissionRef, i: number) => !taken.has(i) && (r.token_hash === null || s.token_hash === null || s.token_hash === undefined);
-          index = entry.subs.length === 1 && candidate(entry.subs[0]!, -1) ? 0 : entry.subs.findIndex(candidate);
+          const mayTake = (s: SubmissionRef) => r.token_hash === null || !hashed(s);
+          index = entry.subs.length === 1 && mayTake(entry.subs[0]!) ? 0 : entry.subs.findIndex((s, i) => !taken.has(i) && mayTake(s));
         }
         if (index < 0) {
-          if (r.token_hash !== null && entry.subs.some((s) => s.token_hash !== null && s.token_hash !== undefined)) keepPending(entry, r);
+          if (r.token_hash !== null && entry.subs.some(hashed)) keepPending(entry, r);
           else emitUnmatched([r], timestamp);
           return;
         }
@@ -118,6 +119,8 @@ export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupp
       }
       emit(entry, index, r, timestamp);
     };
+
+    const hashed = (s: SubmissionRef) => typeof s.token_hash === 'string';
 
     const keepPending = (entry: MessageEntry, r: MessageReceipt) => {
       if (entry.pending.some((p) => p.token_hash === r.token_hash && p.status === r.status)) listener.duplicate?.(r.vendor);

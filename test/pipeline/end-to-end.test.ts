@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRun, type PipelineRun, type RunVerdict } from '../../chaos/harness.ts';
 
-test('every expected push reaches the right vendor exactly once, every input ends in one class, arrival is exact', { timeout: 240_000 }, async () => {
+test('every expected push reaches the right vendor exactly once, every input ends in one class, arrival is exact', { timeout: 240_000 }, async (t) => {
   let run: PipelineRun | undefined;
   let verdict: RunVerdict;
   try {
@@ -20,6 +20,7 @@ test('every expected push reaches the right vendor exactly once, every input end
     await run?.close();
   }
   const { pushes, outcomes, arrival } = verdict;
+  for (const exit of run.startupExits) t.diagnostic(`worker ${exit.worker} exited with ${exit.code} while starting and was restarted`);
   const scenario = run.scenario;
 
   // The scenario covers every vendor and every outcome class it claims to.
@@ -29,6 +30,7 @@ test('every expected push reaches the right vendor exactly once, every input end
 
   // Pushes: each expected one exactly once, on the right vendor and token, nothing else.
   assert.deepEqual(pushes.lost, [], 'expected pushes that never reached their vendor (vendor|token|conv|seq)');
+  assert.deepEqual(pushes.viaOtherChannel, [], 'pushes that went out on another token than the device\'s first valid one');
   assert.equal(pushes.duplicates, 0, 'pushes that reached their vendor more than once');
   assert.deepEqual(pushes.unexpected, [], 'pushes that reached a vendor although the scenario suppresses them');
   assert.deepEqual(pushes.wrongCollapseId, [], 'pushes whose collapse id is not derived from (uid, conv_id)');
