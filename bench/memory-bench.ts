@@ -14,7 +14,9 @@
  *      then RSS and heap of that real worker holding the restored windows.
  *
  * CLI: `node --import tsx bench/memory-bench.ts [--windows 1000000] [--mode leading|trailing-only]
- *       [--partitions 4] [--no-restore]` prints the result as JSON on stdout.
+ *       [--partitions 4] [--no-restore]` prints the result as JSON on stdout. With
+ * MEMORY_BENCH_SPACES=1 the `open` phase also prints V8's heap spaces and the large mappings
+ * (malloc `[heap]` included) on stderr. The changelog topics of a run are deleted at its end.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -134,6 +136,17 @@ async function openWindows(topology: Topology, windows: number, partitions: numb
   return tasks;
 }
 
+/** V8 heap spaces (size / used, MB) and the mappings above 4 MB RSS: where the RSS goes. */
+async function memoryBreakdown(): Promise<string> {
+  const { getHeapSpaceStatistics } = await import('node:v8');
+  const spaces = getHeapSpaceStatistics().map((x) => `${x.space_name} ${Math.round(x.space_size / MB)}/${Math.round(x.space_used_size / MB)} MB`);
+  const mappings = readFileSync('/proc/self/smaps', 'utf8').split(/\n(?=[0-9a-f]+-)/)
+    .map((seg) => ({ head: seg.split('\n')[0]!.slice(0, 90), kb: Number(/\nRss:\s+(\d+)/.exec(seg)?.[1] ?? 0) }))
+    .filter((m) => m.kb > 4096)
+    .map((m) => `${Math.round(m.kb / 1024)} MB ${m.head}`);
+  return [...spaces, ...mappings].join('\n') + '\n';
+}
+
 /** Child phase `open`: RSS and heap of a process holding the windows. */
 async function phaseOpen(o: Required<MemoryBenchOptions>): Promise<object> {
   const baseline = memory();
@@ -142,7 +155,7 @@ async function phaseOpen(o: Required<MemoryBenchOptions>): Promise<object> {
   const openSeconds = (Date.now() - started) / 1000;
   const m = memory();
   const held = tasks.reduce((n, t) => n + ((t.stores.get('merge-windows') as unknown as { size: number }).size), 0);
-  if (process.env.MEMORY_BENCH_SPACES) process.stderr.write(JSON.stringify((await import('node:v8')).getHeapSpaceStatistics().map((x) => [x.space_name, Math.round(x.space_size / MB), Math.round(x.space_used_size / MB)])) + '\n' + readFileSync('/proc/self/smaps', 'utf8').split(/\n(?=[0-9a-f]+-)/).map((seg) => [seg.split('\n')[0]!.slice(0, 90), Number(/\nRss:\s+(\d+)/.exec(seg)?.[1] ?? 0)] as const).filter(([, kb]) => kb > 4096).map(([h, kb]) => `${Math.round(kb / 1024)}MB ${h}`).join('\n') + '\n');
+  if (process.env.MEMORY_BENCH_SPACES) process.stderr.write(await memoryBreakdown());
   return { ...m, baselineRssMb: baseline.rssMb, openSeconds, storeKeys: held };
 }
 
@@ -184,7 +197,10 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   const watch = (inner: Logger): Logger => ({
     debug: inner.debug, warn: inner.warn, error: inner.error,
     info: (message, fields) => {
-      if (message === 'tasks ready') ((readyAt = Date.now()), ready());
+      if (message === 'tasks ready' && readyAt === 0) {
+        readyAt = Date.now();
+        ready();
+      }
       inner.info(message, fields);
     },
     child: (fields) => watch(inner.child(fields)),
@@ -192,8 +208,12 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   const app = new StreamsApp({
     applicationId: appId, topology: mergeBenchTopology(o.mode), brokers: o.brokers, logger: watch(base),
     metricsListener: {
-      onAssignment: (e) => void (e.taskIds.length > 0 && assignedAt === 0 && (assignedAt = Date.now())),
-      onRestoreProgress: (e) => void (e.done && (restoredRecords += e.restoredRecords)),
+      onAssignment: (e) => {
+        if (e.taskIds.length > 0 && assignedAt === 0) assignedAt = Date.now();
+      },
+      onRestoreProgress: (e) => {
+        if (e.done) restoredRecords += e.restoredRecords;
+      },
     },
   });
   await app.start();
@@ -255,8 +275,8 @@ export async function runMemoryBench(opts: MemoryBenchOptions = {}): Promise<Mem
   };
   if (!o.restore) return result;
   const appId = `bench-restore-${Date.now().toString(36)}`;
-  const fill = await runChild('fill', o, appId);
   try {
+    const fill = await runChild('fill', o, appId);
     const restore = await runChild('restore', o, appId);
     return { ...result, ...fill, ...restore } as MemoryBenchResult;
   } finally {

@@ -88,6 +88,8 @@ export interface LagSample {
   readonly persistedCommitted: number;
   /** Committed and end offsets of every group partition, as one string (stable when idle). */
   readonly snapshot: string;
+  /** (group, topic, partition) entries read: each may end in one transaction marker no consumer reads. */
+  readonly partitions: number;
 }
 
 /** The stage groups on the way from a persisted message to the vendor. */
@@ -107,7 +109,7 @@ export async function sampleLag(admin: Admin, applicationId: string, topicPrefix
     }
   }
   const pathLag = PATH_STAGES.reduce((sum, s) => sum + byStage[s], 0);
-  return { at: Date.now(), byStage, pathLag, persistedCommitted, snapshot: parts.sort().join(',') };
+  return { at: Date.now(), byStage, pathLag, persistedCommitted, snapshot: parts.sort().join(','), partitions: parts.length };
 }
 
 /** Least-squares slope of y over x (per unit of x); 0 with fewer than two points. */

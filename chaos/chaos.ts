@@ -72,6 +72,7 @@ export interface ChaosReport {
     readonly arrivalExact: boolean;
     readonly noHotRetryLoop: boolean;
     readonly malformedAllInDlq: boolean;
+    /** No worker exited on its own and no stage stalled with partitions left behind. */
     readonly noCrash: boolean;
   };
 }
@@ -231,7 +232,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         arrivalExact: verdict.arrival.exact,
         noHotRetryLoop: stormChecks.every((s) => s.tooEarly === 0),
         malformedAllInDlq: malformedInDlq === malformedTotal,
-        noCrash: crashes.length === 0,
+        noCrash: crashes.length === 0 && verdict.stuckPartitions.length === 0,
       },
     };
   } finally {

@@ -28,26 +28,51 @@ function snapshot(statuses: readonly GroupStatus[]): string {
   return parts.sort().join(',');
 }
 
+/** A partition whose group stopped short of its end (more than markers and aborted batches left). */
+export interface StuckPartition {
+  readonly group: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly lag: number;
+}
+
+/** Lag a drained exactly-once partition may keep: commit markers and aborted records no one reads. */
+const MARKER_LAG = 10;
+
 /**
  * Resolves once the offsets snapshot is the same on two reads `intervalMs` apart, every group is
- * Stable, and `quiet()` holds; rejects after `timeoutMs`.
+ * Stable, `quiet()` holds, and no partition lags by more than its trailing markers. A pipeline that
+ * is stable while a partition still lags (a stalled task) is waited for `stuckGraceMs` more and then
+ * reported: the promise resolves with the partitions still behind. Rejects after `timeoutMs`.
  */
-export async function waitDrained(applicationId: string, quiet: () => boolean, options: { intervalMs?: number; timeoutMs?: number } = {}): Promise<void> {
+export async function waitDrained(
+  applicationId: string,
+  quiet: () => boolean,
+  options: { intervalMs?: number; timeoutMs?: number; stuckGraceMs?: number } = {},
+): Promise<StuckPartition[]> {
   const admin = chaosAdmin();
   await admin.connect();
   const deadline = Date.now() + (options.timeoutMs ?? 300_000);
   try {
     let previous = '';
+    let stableSince: number | undefined;
     for (;;) {
       await sleep(options.intervalMs ?? 2000);
       let current = '';
+      let behind: StuckPartition[] = [];
       try {
         const statuses = await stageStatuses(admin, applicationId);
         current = statuses.every((s) => s.state === 'Stable') ? snapshot(statuses) : '';
+        behind = statuses.flatMap((s) => s.topics.flatMap((t) => t.partitions.filter((p) => p.lag > MARKER_LAG).map((p) => ({ group: s.groupId, topic: t.topic, partition: p.partition, lag: p.lag }))));
       } catch {
         current = '';
       }
-      if (current !== '' && current === previous && quiet()) return;
+      if (current !== '' && current === previous && quiet()) {
+        stableSince ??= Date.now();
+        if (behind.length === 0 || Date.now() - stableSince >= (options.stuckGraceMs ?? 60_000)) return behind;
+      } else {
+        stableSince = undefined;
+      }
       if (Date.now() > deadline) throw new Error(`pipeline ${applicationId} did not drain within ${options.timeoutMs ?? 300_000} ms`);
       previous = current;
     }

@@ -12,7 +12,7 @@ import { connectionFromEndpoints, createClickhouseClient } from '../sinks/clickh
 import type { PushOutcome } from '../processors/shared/records.ts';
 import { buildScenario, type Scenario, type ScenarioOptions } from './scenario.ts';
 import { collectDeadLetters, collectOutcomes, type Collector, type DeadLetterSeen } from './collect.ts';
-import { sleep, waitDrained } from './drain.ts';
+import { sleep, waitDrained, type StuckPartition } from './drain.ts';
 import { startStoreForwarder, type StoreForwarder } from './faults.ts';
 import { emulatorArrival, recordings, verifyOutcomes, verifyPushes, type OutcomeVerdict, type PushVerdict, type VendorArrival } from './verify.ts';
 
@@ -54,6 +54,10 @@ export interface RunVerdict {
   readonly outcomes: OutcomeVerdict;
   readonly arrival: ArrivalComparison;
   readonly deadLetters: DeadLetterSummary;
+  /** Vendor failures reported on push.outcomes, by `vendor/status/reason/code` (distinct events). */
+  readonly failures: Record<string, number>;
+  /** Partitions a stage group never caught up on (stalled tasks), as the drain left them. */
+  readonly stuckPartitions: StuckPartition[];
 }
 
 export interface PipelineRun {
@@ -69,8 +73,8 @@ export interface PipelineRun {
   readonly startupExits: ReadonlyArray<{ worker: number; code: number | null }>;
   /** Plays the timeline in real time; resolves when the last record is sent. */
   play(onProgress?: (sent: number) => void): Promise<number>;
-  /** Waits until the pipeline drained and the emulators and outcome topic are quiet. */
-  drain(timeoutMs?: number): Promise<void>;
+  /** Waits until the pipeline drained and the emulators and outcome topic are quiet; returns partitions left behind. */
+  drain(timeoutMs?: number): Promise<StuckPartition[]>;
   /** Reads the verdict; waits up to `arrivalWaitMs` for ClickHouse to catch up with the emulators. */
   verdict(arrivalWaitMs?: number): Promise<RunVerdict>;
   close(): Promise<void>;
@@ -113,6 +117,18 @@ async function playResilient(traffic: TrafficProducer, scenario: Scenario, onPro
   }
   await flush();
   return sent;
+}
+
+function countFailures(outcomes: readonly PushOutcome[]): Record<string, number> {
+  const seen = new Set<string>();
+  const counts: Record<string, number> = {};
+  for (const o of outcomes) {
+    if ((o.status !== 'FAILED' && o.status !== 'DEAD_TOKEN' && o.status !== 'THROTTLED') || seen.has(o.event_id)) continue;
+    seen.add(o.event_id);
+    const key = `${o.vendor}/${o.status}/${o.reason}/${o.code}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
 }
 
 const say = (verbose: boolean | undefined, line: string) => verbose && console.log(line);
@@ -190,6 +206,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   const out = outcomes;
   const dlq = deadLetters;
   const received = () => recordings(env.emulators, env.appId);
+  let stuck: StuckPartition[] = [];
 
   return {
     env, scenario, outcomes: out, deadLetters: dlq, traffic: tr, startedAtMs, startupExits,
@@ -198,7 +215,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
     async drain(timeoutMs = 300_000) {
       let seen = -1;
       let stableSince = Date.now();
-      await waitDrained(
+      stuck = await waitDrained(
         env.applicationId,
         () => {
           const n = received().length;
@@ -210,6 +227,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
         },
         { timeoutMs },
       );
+      return stuck;
     },
     async verdict(arrivalWaitMs = 60_000) {
       const all = received();
@@ -242,6 +260,8 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
         outcomes: verifyOutcomes(scenario, out.records),
         arrival,
         deadLetters: { total: dlq.records.length, distinct: new Set(dlq.records.map((d) => d.source)).size, byCode },
+        stuckPartitions: stuck,
+        failures: countFailures(out.records),
       };
     },
     close: closeAll,

@@ -17,6 +17,7 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push(`faults            ${summarizeFaults(r)}`);
   lines.push('');
   lines.push(`expected pushes   ${v.pushes.expected}, delivered ${v.pushes.delivered}, not delivered ${v.pushes.lost.length} (of which ended FAILED after bounded retries, replayable: ${r.failedNotLost}; without any outcome: ${v.pushes.lost.length - r.failedNotLost})`);
+  lines.push(`burst middles     ${v.pushes.optionalDelivered} pushed as a trailing update because a stall closed their merge window early (same collapse id)`);
   lines.push(`other channel     ${v.pushes.viaOtherChannel.length} delivered through another of the device's tokens (fallback after a refusal)`);
   lines.push(`duplicated        ${v.pushes.duplicates} extra copies, ${v.pushes.duplicatesSharingCollapseId} of them with the same collapse id (device replaces)`);
   lines.push(`unexpected        ${v.pushes.unexpected.length} pushes the scenario suppresses; wrong collapse id ${v.pushes.wrongCollapseId.length}; private summary leaks ${v.pushes.summaryLeaks.length}`);
@@ -26,6 +27,7 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push(`DLQ               ${v.deadLetters.total} records, ${v.deadLetters.distinct} distinct inputs; malformed inputs in the DLQ ${r.malformedInDlq}/${malformedTotal}`);
   lines.push(`  by reason       ${Object.entries(v.deadLetters.byCode).sort().map(([k, n]) => `${k} ${n}`).join(', ') || '(none)'}`);
   lines.push(`  sent by kind    ${Object.entries(r.inputs.malformed).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  lines.push(`vendor refusals   ${Object.entries(v.failures).sort().map(([k, n]) => `${k} ${n}`).join(', ') || '(none)'}`);
   lines.push(`arrival exact     ${yes(v.arrival.exact)} (ClickHouse vs emulators' recordings, submitted/arrived per vendor)`);
   for (const [vendor, a] of Object.entries(v.arrival.byVendor)) {
     lines.push(`  ${vendor.padEnd(7)} clickhouse ${a.clickhouse.arrived}/${a.clickhouse.submitted}   emulators ${a.emulators.arrived}/${a.emulators.submitted}`);
@@ -34,6 +36,7 @@ export function formatChaosReport(r: ChaosReport): string {
   for (const s of r.storms) {
     lines.push(`  ${s.vendor.padEnd(7)} ${s.fault.padEnd(24)} ${String(s.requests).padStart(5)} ${String(s.refused).padStart(5)}  ${s.minRetryGapMs === null ? '   -' : `${s.minRetryGapMs} ms`}  too early ${s.tooEarly}  max/push ${s.maxRequestsPerPush}${s.examples.length ? ` e.g. ${s.examples.map((e) => `${e.answer}→${e.gapMs} ms→${e.nextAnswer}`).join('; ')}` : ''}`);
   }
+  lines.push(`stalled partitions ${v.stuckPartitions.length}${v.stuckPartitions.map((p) => ` [${p.group} ${p.topic}:${p.partition} lag ${p.lag}]`).join('')}`);
   lines.push(`worker crashes    ${r.crashes.length}${r.crashes.map((c) => ` [worker ${c.worker} at +${(c.atMs / 1000).toFixed(0)} s: code ${c.code} signal ${c.signal}]`).join('')}`);
   lines.push('');
   const s = r.summary;

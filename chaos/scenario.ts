@@ -11,7 +11,10 @@ import type { Vendor } from '../sinks/vendors/types.ts';
 
 export type Category = 'offline' | 'private' | 'online' | 'quiet' | 'muted' | 'dead-first' | 'no-token';
 
-/** The outcome class an input ends in: `ACCEPTED`, `MERGED`, `SUPPRESSED/<reason>`, `DROPPED/<reason>`. */
+/**
+ * The outcome class an input ends in: `ACCEPTED`, `MERGED`, `SUPPRESSED/<reason>`, `DROPPED/<reason>`;
+ * `MERGED|ACCEPTED` where either is right (see `optionalPushes`).
+ */
 export type OutcomeClass = string;
 
 export interface ScenarioDevice {
@@ -79,6 +82,12 @@ export interface Scenario {
   /** Persisted messages, ACKs and heartbeats in time order. */
   readonly timeline: readonly TimedRecord[];
   readonly expectedPushes: readonly ExpectedPush[];
+  /**
+   * Pushes that may rightly go out or not: the middle message of a burst is merged while its window
+   * stays open, but if processing stalls longer than the window (a rebalance, a restart), the window
+   * closes with it as the trailing update and the third message opens a new one. Same collapse id.
+   */
+  readonly optionalPushes: readonly ExpectedPush[];
   /** Expected class per input key `uid|conv|seq|device` (device empty for user-level outcomes). */
   readonly expectedClasses: ReadonlyMap<string, OutcomeClass>;
   /** Tokens the vendors consider dead (to put into the emulators' `deadTokens`). */
@@ -167,6 +176,7 @@ export function buildScenario(o: ScenarioOptions): Scenario {
 
   const timeline: TimedRecord[] = [];
   const expectedPushes: ExpectedPush[] = [];
+  const optionalPushes: ExpectedPush[] = [];
   const expectedClasses = new Map<string, OutcomeClass>();
   let messages = 0;
   const message = (user: ScenarioUser, convId: string, seq: number, at: number, unread: number, klass: (d: ScenarioDevice) => OutcomeClass, trailing = false) => {
@@ -187,11 +197,11 @@ export function buildScenario(o: ScenarioOptions): Scenario {
       const c = klass(device);
       expectedClasses.set(inputKey(user.uid, convId, seq, device.deviceId), c);
       if (device.online) timeline.push({ topic: 'presence', at: at + 100, key: user.uid, value: { uid: user.uid, device_id: device.deviceId, kind: 'ACK', conv_id: convId, seq, at: at + 100 } });
-      if (c === 'ACCEPTED') {
+      if (c === 'ACCEPTED' || c === 'MERGED|ACCEPTED') {
         const channel = user.category === 'dead-first' ? device.tokens[1]! : device.tokens[0]!;
-        expectedPushes.push({
+        (c === 'ACCEPTED' ? expectedPushes : optionalPushes).push({
           vendor: channel.vendor, token: channel.token, uid: user.uid, deviceId: device.deviceId, convId, seq, summary,
-          generic: user.category === 'private', trailing: trailing && c === 'ACCEPTED',
+          generic: user.category === 'private', trailing: trailing || c !== 'ACCEPTED',
         });
       }
     }
@@ -211,7 +221,7 @@ export function buildScenario(o: ScenarioOptions): Scenario {
       const t = at();
       const conv = `b-${user.uid}`;
       message(user, conv, 1, t, perUser + 1, () => 'ACCEPTED');
-      message(user, conv, 2, t + 200, perUser + 2, () => 'MERGED');
+      message(user, conv, 2, t + 200, perUser + 2, () => 'MERGED|ACCEPTED');
       message(user, conv, 3, t + 400, perUser + 3, () => 'ACCEPTED', true);
     }
   });
@@ -220,5 +230,5 @@ export function buildScenario(o: ScenarioOptions): Scenario {
     for (const user of users) for (const d of user.devices) if (d.online) timeline.push({ topic: 'presence', at: hb, key: user.uid, value: { uid: user.uid, device_id: d.deviceId, kind: 'HEARTBEAT', conv_id: null, seq: null, at: hb } });
   }
   timeline.sort((a, b) => a.at - b.at);
-  return { users, devices: users.flatMap((u) => u.devices), setup, timeline, expectedPushes, expectedClasses, deadTokens, messages };
+  return { users, devices: users.flatMap((u) => u.devices), setup, timeline, expectedPushes, optionalPushes, expectedClasses, deadTokens, messages };
 }

@@ -112,8 +112,10 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
 
   set(key: string, dueMs: number): void {
     if (!Number.isFinite(dueMs)) throw new TypeError(`timer store ${this.name}: due time of ${key} must be a finite number`);
-    if (this.dueTime(key) === dueMs) return;
-    this.setQuietly(key, dueMs);
+    const slot = this.slotOf.get(key);
+    if (slot !== undefined && this.due[slot] === dueMs) return;
+    if (slot === undefined) this.addSlot(key, dueMs);
+    else this.moveSlot(slot, dueMs);
     if (this.changelogged) this.dirty.add(key);
   }
 
@@ -179,12 +181,17 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
   }
 
   private setQuietly(key: string, dueMs: number): void {
-    const existing = this.slotOf.get(key);
-    if (existing !== undefined) {
-      this.due[existing] = dueMs;
-      this.siftDown(this.siftUp(this.pos[existing]!));
-      return;
-    }
+    const slot = this.slotOf.get(key);
+    if (slot === undefined) this.addSlot(key, dueMs);
+    else this.moveSlot(slot, dueMs);
+  }
+
+  private moveSlot(slot: number, dueMs: number): void {
+    this.due[slot] = dueMs;
+    this.siftDown(this.siftUp(this.pos[slot]!));
+  }
+
+  private addSlot(key: string, dueMs: number): void {
     const slot = this.freeSlots.pop() ?? this.keys.length;
     if (slot >= this.due.length) this.grow(slot + 1);
     this.keys[slot] = key;

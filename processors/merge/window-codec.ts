@@ -14,7 +14,7 @@
  */
 import type { StoreSerde } from '../../topology/stores.ts';
 import type { ConvType, Mention, PresenceDecision } from '../shared/records.ts';
-import { earliestUntil, type CarriedTrigger, type ConvWindows } from './window.ts';
+import { earliestUntil, type CarriedTrigger, type ConvWindows, type DeviceWindow } from './window.ts';
 
 /** A (uid, conv_id)'s windows as stored (see the file comment). */
 export type EncodedConvWindows = string;
@@ -53,10 +53,17 @@ export function encodeConvWindows(conv: ConvWindows): EncodedConvWindows {
 
 /** When the earliest window of an encoded (uid, conv_id) is due: its leading digits. */
 export function dueOfEncoded(encoded: EncodedConvWindows): number {
-  return Number.parseInt(encoded, 10);
+  return isLegacy(encoded) ? earliestUntil(decodeConvWindows(encoded)) : Number.parseInt(encoded, 10);
 }
 
+/**
+ * Changelogs written before this format hold the windows as a JSON object (deviceId → window);
+ * they are still read, so a worker upgraded over existing state restores it.
+ */
+const isLegacy = (encoded: string) => encoded.startsWith('{');
+
 export function decodeConvWindows(encoded: EncodedConvWindows): ConvWindows {
+  if (isLegacy(encoded)) return new Map(Object.entries(JSON.parse(encoded) as Record<string, DeviceWindow>));
   const start = encoded.indexOf('[');
   const due = Number(encoded.slice(0, start));
   const conv: ConvWindows = new Map();

@@ -18,6 +18,7 @@ test('under worker kills, store outages, vendor storms and malformed input: noth
   const { verdict: v, summary: s } = report;
 
   assert.deepEqual(report.crashes, [], 'workers exited on their own');
+  assert.deepEqual(v.stuckPartitions, [], 'stage partitions that stalled and never caught up');
   assert.deepEqual(v.outcomes.missing, [], 'inputs without any outcome');
   assert.deepEqual(v.outcomes.conflicting, [], 'inputs that ended in more than one class');
   assert.equal(v.pushes.lost.length, report.failedNotLost, `pushes lost without a FAILED outcome: ${v.pushes.lost.join(', ')}`);

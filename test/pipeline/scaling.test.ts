@@ -55,7 +55,7 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
   }
   const { pushes, outcomes, arrival } = verdict;
   for (const exit of run.startupExits) t.diagnostic(`worker ${exit.worker} exited with ${exit.code} while starting and was restarted`);
-  t.diagnostic(`expected pushes ${pushes.expected}, delivered ${pushes.delivered}, duplicates ${pushes.duplicates} (sharing the collapse id: ${pushes.duplicatesSharingCollapseId})`);
+  t.diagnostic(`expected pushes ${pushes.expected}, delivered ${pushes.delivered}, duplicates ${pushes.duplicates} (sharing the collapse id: ${pushes.duplicatesSharingCollapseId}), burst middles pushed after a stalled window ${pushes.optionalDelivered}`);
 
   // Membership: 1 → 3 members, the work spread over all three, then back to one holding everything.
   const persisted = `${run.env.topicPrefix}im.message.persisted`;

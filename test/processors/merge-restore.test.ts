@@ -14,7 +14,7 @@ import { mergeStores } from '../../processors/merge/options.ts';
 import type { KeyValueStore } from '../../topology/stores.ts';
 import type { PresenceDecision, PushCandidate, PushMerged, PushOutcome } from '../../processors/shared/records.ts';
 import { carry, type ConvWindows } from '../../processors/merge/window.ts';
-import { convWindowsStoreSerde, decodeConvWindows, encodeConvWindows } from '../../processors/merge/window-codec.ts';
+import { convWindowsStoreSerde, decodeConvWindows, dueOfEncoded, encodeConvWindows } from '../../processors/merge/window-codec.ts';
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
 const IN = 'merge-restore.candidates';
@@ -86,4 +86,9 @@ test('window state round-trips through its stored form, including values a newer
   const encoded = encodeConvWindows(conv);
   assert.deepEqual(decodeConvWindows(encoded), conv);
   assert.deepEqual(decodeConvWindows(convWindowsStoreSerde.deserialize(convWindowsStoreSerde.serialize(encoded))), conv);
+  assert.equal(dueOfEncoded(encoded), T0 + 5_000, 'the timer is the earliest until');
+  // State written by earlier versions (a JSON object per (uid, conv)) is still restored.
+  const legacy = JSON.stringify(Object.fromEntries(conv));
+  assert.deepEqual(decodeConvWindows(legacy), conv);
+  assert.equal(dueOfEncoded(legacy), T0 + 5_000);
 });
