@@ -46,6 +46,9 @@ const RECENT_LIMIT = 100_000;
  */
 export const REPLAY_HEADER = 'push-replay';
 
+/** Retryable codes of calls the vendor never processed; a push that ends on one was not submitted. */
+const UNREACHED_CODES = new Set(['CONNECTION_LOST']);
+
 const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'permanent' | 'auth-failed', FanOutReason>> = {
   'payload-too-large': 'payload_too_large',
   permanent: 'permanent',
@@ -192,7 +195,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
               if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
               continue;
             }
-            fail('FAILED', 'retries_exhausted', outcome.code);
+            fail('FAILED', UNREACHED_CODES.has(outcome.code) ? 'vendor_unreachable' : 'retries_exhausted', outcome.code);
             break;
           }
           fail('FAILED', FAILURE_REASON[outcome.kind], outcome.code);

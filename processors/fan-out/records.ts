@@ -13,6 +13,7 @@ export type FanOutReason =
   | 'auth_failed' // the vendor credential still failed after one refresh
   | 'permanent' // the vendor refused the request for good
   | 'retries_exhausted' // 5xx / network answers beyond the retry budget
+  | 'vendor_unreachable' // the last attempts never reached the vendor (APNs streams refused on GOAWAY): not a submission
   | 'no_adapter' // the app has no such vendor configured
   | 'no_token' // the dispatch carried no channel
   | 'duplicate'; // already submitted (or final) in im_push_task

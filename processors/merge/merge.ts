@@ -45,7 +45,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   }
 
   process(record: StreamRecord<string, unknown>): void {
-    const input = classifyInput(record.value);
+    const input = classifyInput(record.value, record.key);
     if (input.kind !== 'candidate') throw new Error(`merge: unexpected ${input.kind} record`);
     const c = input.value;
     if (c.kind === 'READ') this.onRead(c);

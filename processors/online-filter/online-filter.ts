@@ -58,7 +58,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
   }
 
   process(record: StreamRecord<string, unknown>): void {
-    const input = classifyInput(record.value);
+    const input = classifyInput(record.value, record.key);
     switch (input.kind) {
       case 'token': {
         const devices = this.devices.get(input.value.uid) ?? {};

@@ -52,7 +52,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
   }
 
   process(record: StreamRecord<string, unknown>): void {
-    const input = classifyInput(record.value);
+    const input = classifyInput(record.value, record.key);
     switch (input.kind) {
       case 'token': {
         const user = this.tokens.get(input.value.uid) ?? {};

@@ -27,7 +27,8 @@ export interface ArrivalRow {
   readonly unknownRate: number;
 }
 
-const SUBMISSION = "source = 'outcome' AND kind IN ('submitted', 'accepted', 'failed', 'dead_token', 'throttled')";
+/** An outcome that reached the vendor; a failure that never reached it (reason vendor_unreachable) is not a submission. */
+const SUBMISSION = "source = 'outcome' AND kind IN ('submitted', 'accepted', 'failed', 'dead_token', 'throttled') AND reason != 'vendor_unreachable'";
 
 export function arrivalQuery(by: ArrivalDimension, sinceSeconds: number, appId?: string): string {
   if (!Number.isSafeInteger(sinceSeconds) || sinceSeconds < 0) throw new RangeError('sinceSeconds must be a non-negative integer');

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, appendFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import mysql from 'mysql2/promise';
-import { migrate, parseMysqlUrl, MYSQL_MIGRATIONS_DIR } from '../../migrations/migrate.ts';
+import { migrate, parseMysqlUrl, MYSQL_MIGRATIONS_DIR, CLICKHOUSE_MIGRATIONS_DIR } from '../../migrations/migrate.ts';
+import { readMigrations } from '../../migrations/files.ts';
 import { archiveTasks } from '../../migrations/archive.ts';
 import { clickhouseQuery } from '../../migrations/clickhouse-http.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
@@ -44,15 +45,18 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     createdClickhouse.push(chDb);
     const first = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
     assert.deepEqual(first.mysql, { applied: [1, 2, 3], alreadyApplied: [] });
-    assert.deepEqual(first.clickhouse?.applied, [1, 2]);
+    // Every ClickHouse file in order (the list grows with new migrations; MySQL's is spelled out above).
+    const chAll = readMigrations(CLICKHOUSE_MIGRATIONS_DIR).map((m) => m.version);
+    assert.ok(chAll.length >= 2 && chAll.every((v, i) => v === i + 1), 'ClickHouse migrations are numbered 1..n');
+    assert.deepEqual(first.clickhouse?.applied, chAll);
     const second = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
     assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3] });
-    assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: [1, 2] });
+    assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: chAll });
 
     const [versions] = await admin.query<mysql.RowDataPacket[]>(`SELECT version, name FROM \`${db}\`.schema_migrations ORDER BY version`);
     assert.deepEqual(versions.map((r) => `${r.version} ${r.name}`), ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token']);
     const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
-    assert.deepEqual(chVersions.trim().split('\n'), ['1', '2']);
+    assert.deepEqual(chVersions.trim().split('\n'), chAll.map(String));
     const chTables = await clickhouseQuery(chTarget(chDb), `SELECT name FROM system.tables WHERE database = '${chDb}' AND name = 'push_events' FORMAT TabSeparated`);
     assert.equal(chTables.trim(), 'push_events');
   });
