@@ -1,3 +1,4 @@
+import avro from 'avsc';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { SchemaType } from '@kafkajs/confluent-schema-registry';
 import { ContractError, PushError, errorMessage } from '../common/errors.ts';
@@ -26,6 +27,8 @@ export interface RegistryAvroSerdeOptions {
  */
 export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T> {
   const subjectFor = options.subjectFor ?? ((topic: string) => `${topic}-value`);
+  // Parsed once: the registry client would re-parse the reader schema on every decode.
+  const reader = avro.Type.forSchema(options.schema as avro.Schema);
   const ids = new Map<string, Promise<number>>();
   const idFor = (topic: string): Promise<number> => {
     const subject = subjectFor(topic);
@@ -39,25 +42,52 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
     }
     return id;
   };
-  const decodeOptions = { [SchemaType.AVRO]: { readerSchema: options.schema as never } };
+  /** Per writer schema id: how to read its bytes with this serde's schema (null: read directly). */
+  const resolvers = new Map<number, Promise<avro.Resolver | null>>();
+  const resolverFor = (id: number): Promise<avro.Resolver | null> => {
+    let resolver = resolvers.get(id);
+    if (!resolver) {
+      resolver = options.registry.getSchema(id).then((writer) => {
+        const writerType = writer as unknown as avro.Type;
+        return writerType.equals(reader) ? null : reader.createResolver(writerType);
+      });
+      resolver.catch(() => resolvers.delete(id));
+      resolvers.set(id, resolver);
+    }
+    return resolver;
+  };
   return {
-    async serialize(topic, value) {
-      return options.registry.encode(await idFor(topic), value);
+    async serialize(_topic, value) {
+      const id = await idFor(_topic);
+      const body = reader.toBuffer(value);
+      const out = Buffer.allocUnsafe(HEADER_BYTES + body.length);
+      out[0] = MAGIC_BYTE;
+      out.writeInt32BE(id, 1);
+      body.copy(out, HEADER_BYTES);
+      return out;
     },
     async deserialize(topic, data) {
       if (data.length < HEADER_BYTES || data[0] !== MAGIC_BYTE) {
         throw new ContractError('DLQ_BAD_FRAMING', `record on ${topic} is not in Confluent wire format`);
       }
+      const id = data.readInt32BE(1);
+      let resolver: avro.Resolver | null;
       try {
-        return (await options.registry.decode(data, decodeOptions)) as T;
+        resolver = await resolverFor(id);
       } catch (error) {
         const status = (error as { status?: number }).status;
         if (status === 404 || /not found/i.test(errorMessage(error))) {
-          throw new ContractError('UNKNOWN_SCHEMA_ID', `schema id ${data.readInt32BE(1)} on ${topic} is unknown to the registry`, error);
+          throw new ContractError('UNKNOWN_SCHEMA_ID', `schema id ${id} on ${topic} is unknown to the registry`, error);
         }
         if (status !== undefined || isNetworkError(error)) {
           throw new PushError('REGISTRY_UNAVAILABLE', `schema registry lookup failed: ${errorMessage(error)}`, { retriable: true, cause: error });
         }
+        throw new ContractError('DESERIALIZATION_FAILED', `writer schema ${id} on ${topic} cannot be read: ${errorMessage(error)}`, error);
+      }
+      try {
+        const payload = data.subarray(HEADER_BYTES);
+        return (resolver ? reader.fromBuffer(payload, resolver) : reader.fromBuffer(payload)) as T;
+      } catch (error) {
         throw new ContractError('DESERIALIZATION_FAILED', `undecodable Avro on ${topic}: ${errorMessage(error)}`, error);
       }
     },
