@@ -125,7 +125,9 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const startWorker = async (index: number, o: { receiver?: boolean } = {}): Promise<Worker> => {
     const metricsPort = await freePort();
     const log = openSync(join(ensureDir(LOG_DIR), `${run}-worker-${index}.log`), 'a');
-    const child = spawn(process.execPath, ['--import', 'tsx', PUSHCTL, 'run'], {
+    // PUSH_WORKER_NODE_ARGS adds node flags to the workers (e.g. --cpu-prof for profiling a run).
+    const nodeArgs = (process.env.PUSH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', PUSHCTL, 'run'], {
       env: { ...process.env, ...workerEnv, PUSH_METRICS_PORT: String(metricsPort), PUSH_RECEIVER: String(o.receiver ?? index === 0) },
       stdio: ['ignore', log, log],
     });

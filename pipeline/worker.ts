@@ -36,6 +36,8 @@ export interface WorkerConfig {
   readonly commitIntervalMs: number;
   /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
   readonly partitions: number;
+  /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS. */
+  readonly concurrentPartitions: number;
   /** PUSH_TOPIC_PREFIX: prefix of every topic name. Default none. */
   readonly topicPrefix: string;
   /** PUSH_METRICS_PORT: /metrics, /healthz, /readyz; 0 picks a free port. Default 9464. */
@@ -62,6 +64,7 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     guarantee,
     commitIntervalMs: readInt(env, 'PUSH_COMMIT_INTERVAL_MS', guarantee === 'exactly_once' ? 100 : 1000, { min: 10, max: 60_000 }),
     partitions: readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }),
+    concurrentPartitions: readInt(env, 'PUSH_CONCURRENT_PARTITIONS', readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }), { min: 1, max: 256 }),
     topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', ''),
     metricsPort: readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 }),
     appsConfigPath,
@@ -119,6 +122,9 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         // than a transaction may stay open, so it always runs at-least-once.
         processingGuarantee: stage.name === 'clickhouse' ? 'at_least_once' : config.guarantee,
         commitIntervalMs: config.commitIntervalMs,
+        // Tasks commit transactions with several broker round trips each: working on every assigned
+        // partition at once keeps the pipeline from being bound by one partition's latency.
+        partitionsConsumedConcurrently: config.concurrentPartitions,
         dlqTopic: topicName('dlq', config.topicPrefix),
         metricsListener: metrics.listener,
         logger: logger.child({ stage: stage.name }),
