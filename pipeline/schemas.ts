@@ -6,8 +6,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
-import { COMPATIBILITY, SchemaType, type SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { COMPATIBILITY, type SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { ContractError } from '../common/errors.ts';
+import { registerSchema } from '../topology/registry-serde.ts';
 import { TOPICS, topicName, type TopicKey } from './topics.ts';
 
 /** Absolute path of the `schemas/` folder. */
@@ -83,11 +84,9 @@ export async function registerSchemas(registry: SchemaRegistry, options: Registe
   const ids = new Map<TopicKey, number>();
   for (const key of keys) {
     const subject = valueSubject(key, options.prefix);
-    const schema = JSON.stringify(topicValueSchema(key));
     // `compatibility` is only compared with a subject-level setting when the registry has one; the
     // global BACKWARD rule of the registry applies otherwise.
-    const { id } = await registry.register({ type: SchemaType.AVRO, schema }, { subject, compatibility: COMPATIBILITY.BACKWARD });
-    ids.set(key, id);
+    ids.set(key, await registerSchema(registry, topicValueSchema(key), subject, COMPATIBILITY.BACKWARD));
   }
   return ids;
 }

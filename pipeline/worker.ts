@@ -97,7 +97,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   );
   const apps: StreamsApp[] = [];
   let receiver: RunningReceiver | undefined;
-  let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined = undefined;
   const close = async () => {
     await receiver?.stop();
     for (const app of apps) await app.close();

@@ -1,6 +1,6 @@
 import avro from 'avsc';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { SchemaType } from '@kafkajs/confluent-schema-registry';
+import { SchemaType, type COMPATIBILITY } from '@kafkajs/confluent-schema-registry';
 import { ContractError, PushError, errorMessage } from '../common/errors.ts';
 import type { Serde } from './serdes.ts';
 
@@ -25,6 +25,23 @@ export interface RegistryAvroSerdeOptions {
  * know → `UNKNOWN_SCHEMA_ID`; undecodable body → `DESERIALIZATION_FAILED` (all ContractErrors, so
  * the runtime sends the record to the DLQ). An unreachable registry is retriable and fails the task.
  */
+/**
+ * Registers a schema under a subject. Two processes registering a new subject at once race on
+ * the subject's compatibility setting (Apicurio answers "A rule named 'COMPATIBILITY' already
+ * exists" to the loser); the schema is registered either way, so the loser simply asks again.
+ */
+export async function registerSchema(registry: SchemaRegistry, schema: object, subject: string, compatibility?: COMPATIBILITY): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const options = compatibility === undefined ? { subject } : { subject, compatibility };
+      return (await registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(schema) }, options)).id;
+    } catch (error) {
+      if (attempt >= 5 || !/already exists/i.test(errorMessage(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
 export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T> {
   const subjectFor = options.subjectFor ?? ((topic: string) => `${topic}-value`);
   // Parsed once: the registry client would re-parse the reader schema on every decode.
@@ -34,9 +51,7 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
     const subject = subjectFor(topic);
     let id = ids.get(subject);
     if (!id) {
-      id = options.registry
-        .register({ type: SchemaType.AVRO, schema: JSON.stringify(options.schema) }, { subject })
-        .then((r) => r.id);
+      id = registerSchema(options.registry, options.schema, subject);
       id.catch(() => ids.delete(subject));
       ids.set(subject, id);
     }
