@@ -1,11 +1,11 @@
 import type { VendorJson } from '../emulators/common.ts';
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { describe, test } from 'node:test';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../sinks/vendors/types.ts';
 import { hmsCallbackId } from '../emulators/hms.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
-import { message, startReceiver } from './support.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
+import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** Huawei business codes (research/vendor-protocols.md §3.4) and their outcomes; auth codes are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
@@ -18,19 +18,8 @@ const EXPECTED: Record<string, OutcomeKind> = {
 describe('HMS adapter against the Huawei OAuth + Push Kit emulator', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-  before(async () => {
-    receiver = await startReceiver();
-    em = await startEmulators({ receiptUrls: { hms: `${receiver.url}/receipts/hms` } });
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await receiver.close();
-  });
-  beforeEach(() => em.reset());
+  let receiver: Receiver;
+  useVendorEmulators('hms', (env) => ({ em, registry, receiver } = env));
 
   test('an accepted push is classified IM with tag, notify id, badge and click action', async () => {
     const m = message(em, 'hms', 'carol');

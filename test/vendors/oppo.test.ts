@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { OppoAdapter } from '../../sinks/vendors/oppo/adapter.ts';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../sinks/vendors/types.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
-import { message, startReceiver } from './support.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
+import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** OPPO return codes (research/vendor-protocols.md §5.4) and their outcomes; 11 and 29 are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
@@ -19,19 +19,8 @@ const EXPECTED: Record<string, OutcomeKind> = {
 describe('OPPO adapter against the OPPO PUSH emulator', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-  before(async () => {
-    receiver = await startReceiver();
-    em = await startEmulators({ receiptUrls: { oppo: `${receiver.url}/receipts/oppo` } });
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await receiver.close();
-  });
-  beforeEach(() => em.reset());
+  let receiver: Receiver;
+  useVendorEmulators('oppo', (env) => ({ em, registry, receiver } = env));
 
   test('an accepted push is in the communication class with channel, notify id, dedupe id and callback', async () => {
     const m = message(em, 'oppo', 'erin');

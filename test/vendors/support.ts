@@ -1,7 +1,9 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PushMessage, Vendor } from '../../sinks/vendors/types.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import { after, before, beforeEach } from 'node:test';
+import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
 
 /** A notification as the fan-out would build it, to a token in the vendor's format. */
 export function message(em: StartedEmulators, vendor: Vendor, seed: string, overrides: Partial<PushMessage> = {}): PushMessage {
@@ -61,4 +63,27 @@ export async function startReceiver(): Promise<{ url: string; calls: CapturedCal
       server.closeAllConnections();
     }),
   };
+}
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/**
+ * Hooks of a vendor's adapter suite: before all, a receipt receiver, the six emulators (the
+ * vendor's receipts posted to the receiver, `receiptQuery` appended) and a vendor registry on
+ * them; after all, everything closed; before each test, the emulators reset. `use` receives them.
+ */
+export function useVendorEmulators(vendor: 'hms' | 'xiaomi' | 'oppo' | 'vivo', use: (env: { em: StartedEmulators; registry: VendorRegistry; receiver: Receiver }) => void, receiptQuery = ''): void {
+  let env: { em: StartedEmulators; registry: VendorRegistry; receiver: Receiver };
+  before(async () => {
+    const receiver = await startReceiver();
+    const em = await startEmulators({ receiptUrls: { [vendor]: `${receiver.url}/receipts/${vendor}${receiptQuery}` } });
+    env = { em, receiver, registry: createVendorRegistry(em.appsConfig, { now: () => em.clock.now() }) };
+    use(env);
+  });
+  after(async () => {
+    await env.registry.close();
+    await env.em.close();
+    await env.receiver.close();
+  });
+  beforeEach(() => env.em.reset());
 }

@@ -1,11 +1,11 @@
 import type { VendorJson } from '../emulators/common.ts';
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { describe, test } from 'node:test';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../sinks/vendors/types.ts';
 import { VivoAdapter } from '../../sinks/vendors/vivo/adapter.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
-import { message, startReceiver } from './support.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
+import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** vivo results (research/vendor-protocols.md §6.3; several UNCONFIRMED) and their outcomes; 10000 is refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
@@ -16,19 +16,8 @@ const EXPECTED: Record<string, OutcomeKind> = {
 describe('vivo adapter against the vivo push emulator', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-  before(async () => {
-    receiver = await startReceiver();
-    em = await startEmulators({ receiptUrls: { vivo: `${receiver.url}/receipts/vivo` } });
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await receiver.close();
-  });
-  beforeEach(() => em.reset());
+  let receiver: Receiver;
+  useVendorEmulators('vivo', (env) => ({ em, registry, receiver } = env));
 
   test('an accepted push is a system-class IM message with notifyId, requestId and receipt id', async () => {
     const m = message(em, 'vivo', 'frank');

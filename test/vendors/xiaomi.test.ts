@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { XiaomiAdapter } from '../../sinks/vendors/xiaomi/adapter.ts';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../sinks/vendors/types.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
-import { message, startReceiver } from './support.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
+import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** MiPush codes (research/vendor-protocols.md §4.3) and their outcomes. */
 const EXPECTED: Record<string, OutcomeKind> = {
@@ -19,19 +19,8 @@ const EXPECTED: Record<string, OutcomeKind> = {
 describe('Xiaomi adapter against the MiPush emulator', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-
-  before(async () => {
-    receiver = await startReceiver();
-    em = await startEmulators({ receiptUrls: { xiaomi: `${receiver.url}/receipts/xiaomi?secret=s3cret` } });
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await receiver.close();
-  });
-  beforeEach(() => em.reset());
+  let receiver: Receiver;
+  useVendorEmulators('xiaomi', (env) => ({ em, registry, receiver } = env), '?secret=s3cret');
 
   test('an accepted push uses the private channel, notify_id and the receipt callback', async () => {
     const m = message(em, 'xiaomi', 'dave');
