@@ -35,6 +35,13 @@ export interface StreamsAppOptions {
   autoOffsetReset?: 'earliest' | 'latest';
   /** Consumer session timeout in ms (how long a dead instance keeps its tasks). Default 10 000. */
   sessionTimeoutMs?: number;
+  /**
+   * Longest time newly assigned tasks may take to fence, read offsets and restore, in ms. Past it
+   * the instance restarts its consumer and rejoins, so a task stuck behind a broker that was
+   * restarting (coordinator loading, leaders moving) never holds its partitions without
+   * processing them. Default 120 000.
+   */
+  taskInitTimeoutMs?: number;
   /** Input partitions processed at once (each in its own task). Default 4. */
   partitionsConsumedConcurrently?: number;
   /** kafkajs client id. Default `<applicationId>`. */
@@ -80,6 +87,7 @@ export class StreamsApp {
       processingErrorPolicy: 'dlq',
       autoOffsetReset: 'earliest',
       sessionTimeoutMs: 10_000,
+      taskInitTimeoutMs: 120_000,
       partitionsConsumedConcurrently: 4,
       ...options,
       commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
@@ -201,7 +209,7 @@ export class StreamsApp {
     this.metrics.onAssignment({ applicationId: this.options.applicationId, taskIds: this.assignedTasks() });
     this.log.info('assignment', { tasks: this.assignedTasks(), created: created.map((h) => h.id) });
     if (created.length === 0) return;
-    const ready = this.initTasks(created);
+    const ready = withTimeout(this.initTasks(created), this.options.taskInitTimeoutMs, () => new PushError('TASK_INIT_TIMEOUT', `tasks ${created.map((h) => h.id).join(',')} not ready after ${this.options.taskInitTimeoutMs} ms`, { retriable: true }));
     ready.catch((error) => this.requestRestart(error));
     for (const h of created) {
       h.ready = ready.then(() => void (h.isReady = true));
@@ -291,7 +299,9 @@ export class StreamsApp {
     try {
       this.metrics.onLag({ applicationId: this.options.applicationId, topic: batch.topic, partition: batch.partition, lag: Number(batch.offsetLag()) });
       while (!handle.isReady) {
-        await Promise.race([handle.ready, sleep(1000)]);
+        // A task closed by a restart never becomes ready: leave, or the restart would wait for this batch forever.
+        if (handle.closed || this.closing || this.restarting) return;
+        await Promise.race([handle.ready.catch(() => undefined), sleep(1000)]);
         if (!handle.isReady) await heartbeat();
       }
       await handle.exec.run(async () => {
@@ -408,4 +418,14 @@ export class StreamsApp {
     this.handles.clear();
     await Promise.all(handles.map((h) => h.ready.catch(() => undefined).then(() => h.exec.run(() => this.closeHandle(h))).catch(() => undefined)));
   }
+}
+
+/** Rejects with `onTimeout()` when `work` has not settled within `ms`. */
+function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+    timer.unref();
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
