@@ -1,12 +1,11 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import avro from 'avsc';
 import { tokenHash } from '../../processors/receipt-join/records.ts';
 import { fanOutOutcome, replayedAnswer } from '../../processors/fan-out/records.ts';
 import type { PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
-import { ReceiptsHarness, TOPICS } from '../tokens/harness.ts';
-import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
+import { ReceiptsHarness, TOPICS, useReceiptsHarness } from '../tokens/harness.ts';
 import { TEST_APP } from './support.ts';
 
 /**
@@ -15,20 +14,8 @@ import { TEST_APP } from './support.ts';
  * submission of the token it names, whatever order outcomes and receipts arrive in.
  */
 describe('per-token receipt matching for batch sends', () => {
-  let mysql: TestMysql;
   let h: ReceiptsHarness;
-  before(async () => {
-    mysql = await createTestMysql('batch');
-  });
-  after(async () => {
-    await mysql?.drop();
-  });
-  beforeEach(() => {
-    h = new ReceiptsHarness(mysql);
-  });
-  afterEach(async () => {
-    await h.close();
-  });
+  useReceiptsHarness('batch', (harness) => (h = harness));
 
   /** The fan-out's ACCEPTED outcome of `task` on `device`, sent with `token` in batch `requestId`. */
   const accepted = async (device: string, task: string, requestId: string, token: string | null) => {

@@ -1,26 +1,13 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
-import { DAY, ReceiptsHarness } from '../tokens/harness.ts';
-import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
+import { DAY, ReceiptsHarness, useReceiptsHarness } from '../tokens/harness.ts';
 
 /** receipt-join on the TopologyTestDriver (real serdes, real MariaDB writers). */
 describe('receipt-join', () => {
-  let mysql: TestMysql;
   let h: ReceiptsHarness;
-  before(async () => {
-    mysql = await createTestMysql('join');
-  });
-  after(async () => {
-    await mysql?.drop();
-  });
-  beforeEach(() => {
-    h = new ReceiptsHarness(mysql);
-  });
-  afterEach(async () => {
-    await h.close();
-  });
+  useReceiptsHarness('join', (harness) => (h = harness));
 
   test('a receipt is matched to the submission by vendor message id and carries its task, device and app', async () => {
     await h.outcome('d1', 'task-1', 'ACCEPTED', { vendorMessageId: 'req-1' });

@@ -11,7 +11,8 @@ import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
 import { avroSerde, jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { parsingRegistry, receiptBodies, TEST_APP } from '../receipts/support.ts';
-import type { TestMysql } from './mysql.ts';
+import { after, afterEach, before, beforeEach } from 'node:test';
+import { createTestMysql, type TestMysql } from './mysql.ts';
 
 const schema = (file: string) => JSON.parse(readFileSync(new URL(`../../schemas/${file}`, import.meta.url), 'utf8')) as object;
 
@@ -143,4 +144,26 @@ export class ReceiptsHarness {
     await this.driver.close();
     await this.registry.close();
   }
+}
+
+/**
+ * Hooks of a receipts suite: a fresh MariaDB database for the suite (dropped after it) and a new
+ * harness on it for every test (closed after it). `use` receives each test's harness.
+ */
+export function useReceiptsHarness(name: string, use: (harness: ReceiptsHarness) => void): void {
+  let mysql: TestMysql | undefined;
+  let harness: ReceiptsHarness | undefined;
+  before(async () => {
+    mysql = await createTestMysql(name);
+  });
+  after(async () => {
+    await mysql?.drop();
+  });
+  beforeEach(() => {
+    harness = new ReceiptsHarness(mysql!);
+    use(harness);
+  });
+  afterEach(async () => {
+    await harness?.close();
+  });
 }

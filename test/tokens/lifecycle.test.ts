@@ -1,24 +1,11 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DAY, ReceiptsHarness } from './harness.ts';
-import { createTestMysql, type TestMysql } from './mysql.ts';
+import { DAY, ReceiptsHarness, useReceiptsHarness } from './harness.ts';
 
 /** Token lifecycle (DESIGN §2.5) through the receipts topology on the TopologyTestDriver and a real MariaDB. */
 describe('token lifecycle', () => {
-  let mysql: TestMysql;
   let h: ReceiptsHarness;
-  before(async () => {
-    mysql = await createTestMysql('tokens');
-  });
-  after(async () => {
-    await mysql?.drop();
-  });
-  beforeEach(() => {
-    h = new ReceiptsHarness(mysql);
-  });
-  afterEach(async () => {
-    await h.close();
-  });
+  useReceiptsHarness('tokens', (harness) => (h = harness));
 
   /** Submits task `task` to `device` (accepted by HMS under request id `vm`). */
   const submit = async (device: string, task: string, vm = `vm-${task}`) => h.outcome(device, task, 'ACCEPTED', { vendorMessageId: vm });
@@ -28,7 +15,7 @@ describe('token lifecycle', () => {
     assert.deepEqual(await h.tokenRow('d-report'), { token: 'tok-A', status: 1, invalid_reason: null, platform: 'android' });
 
     // Mark the stored row, then report the same token again: an unchanged report must not write.
-    await mysql.pool.query("UPDATE im_push_token SET platform = 'marker' WHERE device_id = 'd-report'");
+    await h.mysql.pool.query("UPDATE im_push_token SET platform = 'marker' WHERE device_id = 'd-report'");
     await h.advance(60_000);
     await h.report('d-report', 'tok-A', { platform: 'android' });
     assert.equal((await h.tokenRow('d-report'))?.platform, 'marker', 'unchanged report was not written');
@@ -36,7 +23,7 @@ describe('token lifecycle', () => {
     await h.advance(60_000);
     await h.report('d-report', 'tok-B', { platform: 'android' });
     assert.deepEqual(await h.tokenRow('d-report'), { token: 'tok-B', status: 1, invalid_reason: null, platform: 'android' });
-    const [rows] = await mysql.pool.query("SELECT COUNT(*) AS n FROM im_push_token WHERE device_id = 'd-report'");
+    const [rows] = await h.mysql.pool.query("SELECT COUNT(*) AS n FROM im_push_token WHERE device_id = 'd-report'");
     assert.equal((rows as Array<{ n: number }>)[0]!.n, 1, 'one row per (device_id, vendor)');
   });
 
