@@ -12,9 +12,13 @@ import type { Vendor } from './types.ts';
 export interface VendorCommon {
   /** Override of the vendor's production base URL (emulators, proxies). */
   readonly baseUrl?: string;
-  /** Connections per origin (APNs: HTTP/2 connections in the pool). Default 2, range 1–64. */
+  /**
+   * Connections per origin. APNs: HTTP/2 connections in the pool (each multiplexes many
+   * streams), default 2. The HTTP/1.1 vendors answer one request per connection at a time, so
+   * their default is 16. Range 1–64.
+   */
   readonly connections: number;
-  /** Most submissions per second for this (vendor, app). Default 500, range 1–100 000. */
+  /** Most submissions per second for this (vendor, app). Default 3 000, range 1–100 000. */
   readonly ratePerSecond: number;
   /** Most submit calls in flight at once for this (vendor, app). Default 64, range 1–10 000. */
   readonly concurrency: number;
@@ -173,23 +177,27 @@ class Reader {
     return v;
   }
 
-  common(o: Raw, key: string): VendorCommon {
+  common(o: Raw, key: string, defaultConnections = HTTP1_CONNECTIONS): VendorCommon {
     const baseUrl = this.url(o, 'baseUrl', key);
     return {
       ...(baseUrl === undefined ? {} : { baseUrl }),
-      connections: this.int(o, 'connections', key, 2, 1, 64),
-      ratePerSecond: this.int(o, 'ratePerSecond', key, 500, 1, 100_000),
+      connections: this.int(o, 'connections', key, defaultConnections, 1, 64),
+      ratePerSecond: this.int(o, 'ratePerSecond', key, 3000, 1, 100_000),
       concurrency: this.int(o, 'concurrency', key, 64, 1, 10_000),
       timeoutMs: this.int(o, 'timeoutMs', key, 10_000, 100, 120_000),
     };
   }
 }
 
+/** Default connections per origin: APNs multiplexes streams over HTTP/2, the others use HTTP/1.1. */
+const HTTP2_CONNECTIONS = 2;
+const HTTP1_CONNECTIONS = 16;
+
 const drop = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
 const VENDOR_PARSERS: { [V in Vendor]: (r: Reader, o: Raw, key: string) => NonNullable<VendorConfigs[V]> } = {
   apns: (r, o, key) => ({
-    ...r.common(o, key),
+    ...r.common(o, key, HTTP2_CONNECTIONS),
     teamId: r.str(o, 'teamId', key),
     keyId: r.str(o, 'keyId', key),
     privateKey: r.secret(o, 'privateKey', key),

@@ -25,7 +25,7 @@ export interface StartEmulatorsOptions {
    * receiver wants one. APNs and FCM have no receipts.
    */
   readonly receiptUrls?: Partial<Record<'hms' | 'xiaomi' | 'oppo' | 'vivo', string>>;
-  /** Connections per app and vendor in the generated apps config. Default 2. */
+  /** Connections per app and vendor in the generated apps config. Default: the apps config's per-vendor default. */
   readonly connections?: number;
   /** Per (vendor, app) rate limit in the generated apps config. Default 5000/s. */
   readonly ratePerSecond?: number;
@@ -87,7 +87,7 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
   hms.receipts.url = options.receiptUrls?.hms;
   vivo.receipts.url = options.receiptUrls?.vivo;
 
-  const common = { connections: options.connections ?? 2, ratePerSecond: options.ratePerSecond ?? 5000, concurrency: 256, timeoutMs: 10_000 };
+  const common = { ...(options.connections === undefined ? {} : { connections: options.connections }), ratePerSecond: options.ratePerSecond ?? 5000, concurrency: 256, timeoutMs: 10_000 };
   // One team key shared by every app, as in an Apple developer account with several bundle ids.
   const apnsKey = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const teamId = 'TEAM4PUSH1';
