@@ -7,12 +7,13 @@ import { TOPICS } from '../pipeline/topics.ts';
 import type { Topology } from './builder.ts';
 import { StreamTask, type ProcessingErrorPolicy } from './task.ts';
 import { changelogTopicName, ensureTopics, restoreChangelogs, type RestoreTarget } from './changelog.ts';
-import { AtLeastOnceCommitter, TransactionalCommitter, type TaskCommitter } from './eos.ts';
+import { AtLeastOnceCommitter, TransactionalCommitter, type CommitBatch, type TaskCommitter } from './eos.ts';
 import { taskAssigner, taskId, type TaskId } from './assignor.ts';
 import { safeMetrics, type MetricsListener } from './metrics.ts';
 import { SerialExecutor } from './serial-executor.ts';
 import { toInput, type TaskHandle } from './task-handle.ts';
 import { isRebalancing } from './kafka-errors.ts';
+import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 
 export type ProcessingGuarantee = 'at_least_once' | 'exactly_once';
 
@@ -96,6 +97,7 @@ export class StreamsApp {
     if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
     this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
     this.metrics = safeMetrics(options.metricsListener, this.log);
+    cacheCoordinatorLookups();
     this.kafka = new Kafka({
       clientId: options.clientId ?? options.applicationId,
       brokers: options.brokers,
@@ -236,7 +238,7 @@ export class StreamsApp {
       this.options.processingGuarantee === 'exactly_once'
         ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
-    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, closed: false, lastCommitMs: Date.now(), tickQueued: false };
+    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false };
     this.handles.set(id, handle);
     return handle;
   }
@@ -286,6 +288,7 @@ export class StreamsApp {
   private async closeHandle(handle: TaskHandle): Promise<void> {
     if (handle.closed) return;
     handle.closed = true;
+    await handle.commitInFlight?.catch(() => undefined);
     await handle.task.close();
     await handle.committer.close();
   }
@@ -317,7 +320,7 @@ export class StreamsApp {
           }
           resolveOffset(message.offset);
         }
-        if (this.commitDue(handle)) await this.commitTask(handle);
+        if (this.commitDue(handle)) await this.startCommit(handle);
       });
       await heartbeat();
     } catch (error) {
@@ -342,27 +345,66 @@ export class StreamsApp {
           handle.tickQueued = false;
           if (handle.closed || this.restarting) return;
           if (wallDue) await handle.task.punctuateWallClock(Date.now());
-          if (this.commitDue(handle)) await this.commitTask(handle);
+          if (this.commitDue(handle)) await this.startCommit(handle);
         })
         .catch((error) => this.onTaskError(handle, error));
     }
   }
 
   private commitDue(handle: TaskHandle): boolean {
-    return handle.task.hasUncommittedWork() && Date.now() - handle.lastCommitMs >= this.options.commitIntervalMs;
+    return !handle.commitInFlight && !handle.commitFailed && handle.task.hasUncommittedWork() && Date.now() - handle.lastCommitMs >= this.options.commitIntervalMs;
   }
 
-  /** Flush, drain, write: outputs, changelog records and input offsets in one transaction under EOS. */
+  /**
+   * Starts a commit without waiting for the broker. Flush and drain run now, inside the task's
+   * executor, so the commit is a consistent cut of outputs, changelog records and input offsets;
+   * the transaction is then written in the background while the task goes on processing into the
+   * next one (kafkajs fetches for all partitions in one loop, so a commit awaited here would hold up
+   * every partition). One commit in flight per task. A failed commit marks the task: no later
+   * commit of it is sent, and the app restarts from the last commit that succeeded.
+   */
+  private async startCommit(handle: TaskHandle): Promise<void> {
+    const prepared = await this.prepareCommit(handle);
+    if (!prepared) return;
+    const inFlight: Promise<void> = handle.committer
+      .commit(prepared.batch)
+      .then(
+        () => this.onCommitted(handle, prepared),
+        (error: unknown) => {
+          handle.commitFailed = true;
+          this.onTaskError(handle, error);
+        },
+      )
+      .finally(() => {
+        if (handle.commitInFlight === inFlight) handle.commitInFlight = undefined;
+      });
+    handle.commitInFlight = inFlight;
+  }
+
+  /** Commits and waits for the broker (revocation, shutdown): after the commit in flight, if any. */
   private async commitTask(handle: TaskHandle): Promise<void> {
-    if (handle.closed || !handle.isReady) return;
-    const started = Date.now();
+    await handle.commitInFlight;
+    if (handle.commitFailed) throw new PushError('COMMIT_FAILED', `an earlier commit of task ${handle.id} failed`, { retriable: true });
+    const prepared = await this.prepareCommit(handle);
+    if (!prepared) return;
+    await handle.committer.commit(prepared.batch);
+    this.onCommitted(handle, prepared);
+  }
+
+  /** Flush, then drain: outputs, changelog records and input offsets, written in one transaction under EOS. */
+  private async prepareCommit(handle: TaskHandle): Promise<PreparedCommit | undefined> {
+    if (handle.closed || !handle.isReady) return undefined;
+    const startedMs = Date.now();
     await handle.task.flush();
     const { records, changelog, offsets, inputRecords } = handle.task.drainOutputs();
     const offsetList = [...offsets].map(([topic, offset]) => ({ topic, partition: handle.task.partition, offset: (BigInt(offset) + 1n).toString() }));
-    await handle.committer.commit({ records, changelog, offsets: offsetList });
     handle.lastCommitMs = Date.now();
+    return { batch: { records, changelog, offsets: offsetList }, startedMs, inputRecords };
+  }
+
+  private onCommitted(handle: TaskHandle, { batch, startedMs, inputRecords }: PreparedCommit): void {
     const { applicationId } = this.options;
-    this.metrics.onCommit({ applicationId, taskId: handle.id, latencyMs: handle.lastCommitMs - started, outputRecords: records.length, changelogRecords: changelog.length, inputRecords });
+    this.metrics.onCommit({ applicationId, taskId: handle.id, latencyMs: Date.now() - startedMs, outputRecords: batch.records.length, changelogRecords: batch.changelog.length, inputRecords });
     for (const c of handle.task.drainNodeCounts()) this.metrics.onNodeRecords({ applicationId, taskId: handle.id, ...c });
   }
 
@@ -418,6 +460,13 @@ export class StreamsApp {
     this.handles.clear();
     await Promise.all(handles.map((h) => h.ready.catch(() => undefined).then(() => h.exec.run(() => this.closeHandle(h))).catch(() => undefined)));
   }
+}
+
+/** A drained commit on its way to the broker. */
+interface PreparedCommit {
+  readonly batch: CommitBatch;
+  readonly startedMs: number;
+  readonly inputRecords: number;
 }
 
 /** Rejects with `onTimeout()` when `work` has not settled within `ms`. */

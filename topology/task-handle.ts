@@ -18,6 +18,10 @@ export interface TaskHandle {
   closed: boolean;
   lastCommitMs: number;
   tickQueued: boolean;
+  /** The commit being written to the broker while the task goes on processing (at most one). */
+  commitInFlight?: Promise<void> | undefined;
+  /** A commit of this task failed: no later one may be sent (it would cover the lost one's offsets). */
+  commitFailed: boolean;
 }
 
 /** A fetched Kafka message as a task input; header values decoded to UTF-8 (first value of a repeated header). */
