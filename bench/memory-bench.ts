@@ -15,8 +15,8 @@
  *
  * CLI: `node --import tsx bench/memory-bench.ts [--windows 1000000] [--mode leading|trailing-only]
  *       [--partitions 4] [--no-restore]` prints the result as JSON on stdout. With
- * MEMORY_BENCH_SPACES=1 the `open` phase also prints V8's heap spaces and the large mappings
- * (malloc `[heap]` included) on stderr. The changelog topics of a run are deleted at its end.
+ * MEMORY_BENCH_SPACES=1 the `open` and `restore` phases also print V8's heap spaces and the large
+ * mappings (malloc `[heap]` included) on stderr. The changelog topics of a run are deleted at its end.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -219,6 +219,7 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   await app.start();
   await isReady;
   const m = memory();
+  if (process.env.MEMORY_BENCH_SPACES) process.stderr.write(`restored worker:\n${await memoryBreakdown()}`);
   await app.close();
   return { restoreMs: readyAt - assignedAt, restoredRecords, restoredRssMb: m.rssMb, restoredHeapMb: m.heapMb };
 }

@@ -1,4 +1,4 @@
-import type { KeyValueStore, StoreDefinition, StoreSerde, TimerStore } from './stores.ts';
+import type { KeyValueStore, ScheduleStore, StoreDefinition, StoreSerde, TimerStore } from './stores.ts';
 import { jsonStoreSerde } from './stores.ts';
 
 /** One pending changelog write: the latest value of a key since the last commit (null = tombstone). */
@@ -263,9 +263,114 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
   }
 }
 
+/**
+ * A schedule (stores.ts): a binary min-heap of entries in two parallel arrays, the due times in a
+ * Float64Array and the keys in a string array (the key strings are the owner's, shared, not
+ * copied), ordered by due time, then key, like InMemoryTimerStore. No index by key and no
+ * per-entry objects: an entry is 16 bytes.
+ */
+export class InMemoryScheduleStore implements ScheduleStore, ChangeloggedStore {
+  readonly name: string;
+  readonly changelogged = false;
+  private keys: string[] = [];
+  private due = new Float64Array(0);
+
+  constructor(name: string) {
+    this.name = name;
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  add(key: string, dueMs: number): void {
+    if (!Number.isFinite(dueMs)) throw new TypeError(`schedule store ${this.name}: due time of ${key} must be a finite number`);
+    const at = this.keys.length;
+    if (at >= this.due.length) this.grow(at + 1);
+    this.keys.push(key);
+    this.due[at] = dueMs;
+    this.siftUp(at);
+  }
+
+  popDue(nowMs: number, limit = Number.POSITIVE_INFINITY): Array<{ key: string; dueMs: number }> {
+    const out: Array<{ key: string; dueMs: number }> = [];
+    while (out.length < limit && this.keys.length > 0 && this.due[0]! <= nowMs) {
+      out.push({ key: this.keys[0]!, dueMs: this.due[0]! });
+      this.removeTop();
+    }
+    return out;
+  }
+
+  drainChanges(): ChangelogEntry[] {
+    return [];
+  }
+
+  restore(key: string): void {
+    throw new TypeError(`schedule store ${this.name} has no changelog to restore ${key} from`);
+  }
+
+  clear(): void {
+    this.keys = [];
+    this.due = new Float64Array(0);
+  }
+
+  private removeTop(): void {
+    const lastKey = this.keys.pop()!;
+    const n = this.keys.length;
+    if (n === 0) return;
+    this.keys[0] = lastKey;
+    this.due[0] = this.due[n]!;
+    this.siftDown(0);
+  }
+
+  private grow(min: number): void {
+    const fresh = new Float64Array(Math.max(min, 64, this.due.length * 2));
+    fresh.set(this.due);
+    this.due = fresh;
+  }
+
+  /** Entry a comes before entry b: earlier due time, then smaller key. */
+  private less(a: number, b: number): boolean {
+    const da = this.due[a]!;
+    const db = this.due[b]!;
+    return da < db || (da === db && this.keys[a]! < this.keys[b]!);
+  }
+
+  private swap(a: number, b: number): void {
+    const k = this.keys[a]!;
+    this.keys[a] = this.keys[b]!;
+    this.keys[b] = k;
+    const d = this.due[a]!;
+    this.due[a] = this.due[b]!;
+    this.due[b] = d;
+  }
+
+  private siftUp(at: number): void {
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!this.less(at, parent)) return;
+      this.swap(at, parent);
+      at = parent;
+    }
+  }
+
+  private siftDown(at: number): void {
+    const n = this.keys.length;
+    for (;;) {
+      const l = 2 * at + 1;
+      if (l >= n) return;
+      const child = l + 1 < n && this.less(l + 1, l) ? l + 1 : l;
+      if (!this.less(child, at)) return;
+      this.swap(at, child);
+      at = child;
+    }
+  }
+}
+
 /** Builds the runtime store for a definition. */
-export function createStore(definition: StoreDefinition): (KeyValueStore<unknown> | TimerStore) & ChangeloggedStore {
+export function createStore(definition: StoreDefinition): (KeyValueStore<unknown> | TimerStore | ScheduleStore) & ChangeloggedStore {
   const changelogged = definition.changelog ?? true;
+  if (definition.kind === 'schedule') return new InMemoryScheduleStore(definition.name);
   return definition.kind === 'timer'
     ? new InMemoryTimerStore(definition.name, changelogged)
     : new InMemoryKeyValueStore(definition.name, definition.serde ?? jsonStoreSerde(), changelogged);

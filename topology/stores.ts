@@ -33,6 +33,26 @@ export interface TimerStore {
   readonly size: number;
 }
 
+/**
+ * A schedule of (key, due time) entries for an owner whose own state already holds each key's true
+ * due time (e.g. the merge windows, whose encoded value starts with it). Unlike a TimerStore it
+ * keeps no key index, so an entry costs two words instead of a map entry plus a heap slot: at a
+ * million keys that is the difference between ~20 and ~55 MB. The price is that moving a key's
+ * due time leaves its earlier entry behind: the owner adds an entry whenever a key's due time
+ * changes and, for each entry popDue returns, acts only if it is still the key's due time. A stale
+ * entry leaves when its own due time passes. Never changelogged: the owner rebuilds it from its
+ * state after a restore (when `size` is 0 at init).
+ */
+export interface ScheduleStore {
+  readonly name: string;
+  /** Adds an entry; the same (key, due) may be added again, each entry is returned once. */
+  add(key: string, dueMs: number): void;
+  /** Removes and returns, in (due time, key) order, every entry due at or before `nowMs`. */
+  popDue(nowMs: number, limit?: number): Array<{ key: string; dueMs: number }>;
+  /** Entries held, stale ones included. */
+  readonly size: number;
+}
+
 /** How a store's values go to and from its changelog topic. */
 export interface StoreSerde<V> {
   serialize(value: V): Buffer;
@@ -46,9 +66,9 @@ export const jsonStoreSerde = <V>(): StoreSerde<V> => ({
 
 export interface StoreDefinition {
   readonly name: string;
-  readonly kind: 'kv' | 'timer';
+  readonly kind: 'kv' | 'timer' | 'schedule';
   readonly serde?: StoreSerde<unknown>;
-  /** Changelog backing; default true. */
+  /** Changelog backing; default true (a schedule store never has one). */
   readonly changelog?: boolean;
 }
 
@@ -59,3 +79,6 @@ export const keyValueStore = <V>(name: string, serde: StoreSerde<V> = jsonStoreS
 });
 
 export const timerStore = (name: string): StoreDefinition => ({ name, kind: 'timer' });
+
+/** A ScheduleStore: in memory only, rebuilt by its owner from its own state. */
+export const scheduleStore = (name: string): StoreDefinition => ({ name, kind: 'schedule', changelog: false });

@@ -5,12 +5,12 @@
  *
  * Every trigger ends in exactly one of: a merged notification (LEADING or TRAILING), MERGED (folded
  * into a push that carries a higher seq), or SUPPRESSED `read` (read before its push went out).
- * Windows close by the wall clock (a punctuator over a timer store, one timer per (uid, conv_id):
- * no scan of open windows), and also by event time when the device's next trigger arrives after
- * the window's end.
+ * Windows close by the wall clock (a punctuator over a schedule store holding the due time of each
+ * (uid, conv_id): no scan of open windows), and also by event time when the device's next trigger
+ * arrives after the window's end.
  */
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
-import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
 import { collapseId } from '../shared/ids.ts';
 import { classifyInput } from '../shared/inputs.ts';
 import { compositeKey, keyParts } from '../shared/keys.ts';
@@ -31,7 +31,7 @@ export function merge(options: MergeOptions = {}): () => Processor<string, unkno
 class MergeProcessor implements Processor<string, unknown, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private windows!: KeyValueStore<EncodedConvWindows>;
-  private timers!: TimerStore;
+  private timers!: ScheduleStore;
 
   constructor(private readonly config: MergeConfig) {}
 
@@ -39,8 +39,8 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     this.ctx = ctx;
     this.windows = ctx.getStateStore(this.config.stores.windows);
     this.timers = ctx.getStateStore(this.config.stores.windowTimers);
-    // The timer store is not changelogged: after a restore it is rebuilt from the windows.
-    if (this.timers.size === 0) for (const [key, encoded] of this.windows.entries()) this.timers.set(key, dueOfEncoded(encoded));
+    // The schedule is not changelogged: after a restore it is rebuilt from the windows.
+    if (this.timers.size === 0) for (const [key, encoded] of this.windows.entries()) this.timers.add(key, dueOfEncoded(encoded));
     ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.onTimers(now));
   }
 
@@ -125,11 +125,16 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     this.store(key, conv);
   }
 
-  /** Closes due windows and forgets expired ones; the timer of a (uid, conv) is its earliest `until`. */
+  /**
+   * Closes due windows and forgets expired ones; the due time of a (uid, conv) is its earliest
+   * `until`. An entry whose (uid, conv) has since moved to another due time (or gone) is stale and
+   * skipped: the entry for the current due time is in the schedule too (see `store`).
+   */
   private onTimers(now: number): void {
-    for (const { key } of this.timers.popDue(now)) {
-      const conv = this.load(key);
-      if (!conv) continue;
+    for (const { key, dueMs } of this.timers.popDue(now)) {
+      const encoded = this.windows.get(key);
+      if (encoded === undefined || dueOfEncoded(encoded) !== dueMs) continue;
+      const conv = decodeConvWindows(encoded);
       const [uid, convId] = keyParts(key) as [string, string];
       for (const [deviceId, w] of conv) {
         if (w.open && w.until <= now) this.closeWindow(uid, convId, deviceId, w, w.until);
@@ -139,16 +144,19 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     }
   }
 
-  /** Writes the conversation's windows (or deletes them) and re-arms its timer at the earliest `until`. */
+  /**
+   * Writes the conversation's windows (or deletes them). When their earliest `until` changes, the
+   * schedule gets an entry for the new due time; the entry for the old one becomes stale.
+   */
   private store(key: string, conv: ConvWindows): void {
+    const previous = this.windows.get(key);
     const due = earliestUntil(conv);
     if (due === Infinity) {
       this.windows.delete(key);
-      this.timers.cancel(key);
       return;
     }
     this.windows.put(key, encodeConvWindows(conv));
-    this.timers.set(key, due);
+    if (previous === undefined || dueOfEncoded(previous) !== due) this.timers.add(key, due);
   }
 
   private load(key: string): ConvWindows | undefined {

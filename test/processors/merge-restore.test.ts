@@ -87,8 +87,26 @@ test('window state round-trips through its stored form, including values a newer
   assert.deepEqual(decodeConvWindows(encoded), conv);
   assert.deepEqual(decodeConvWindows(convWindowsStoreSerde.deserialize(convWindowsStoreSerde.serialize(encoded))), conv);
   assert.equal(dueOfEncoded(encoded), T0 + 5_000, 'the timer is the earliest until');
-  // State written by earlier versions (a JSON object per (uid, conv)) is still restored.
+  // State written by earlier versions is still restored: `<due><json>` (captured from that encoder)
+  // and, before it, a JSON object per (uid, conv).
+  const tuples = String.raw`1768478405000[["d1",1,0,3,2,2,-1,[5,"m5",1,"u9",5,"Team \"α\"","message 5 with a \\ and a | and 中文",0,0,-4100,"im.demo","FUTURE_KIND"]],["d|\"2\"",0,55000,9,0,0,9,null]]`;
+  assert.deepEqual(decodeConvWindows(tuples), conv);
+  assert.equal(dueOfEncoded(tuples), T0 + 5_000);
   const legacy = JSON.stringify(Object.fromEntries(conv));
   assert.deepEqual(decodeConvWindows(legacy), conv);
   assert.equal(dueOfEncoded(legacy), T0 + 5_000);
+});
+
+test('texts holding the separators, quotes or nothing round-trip exactly', () => {
+  const awkward = ['', '"', '"quoted"', 'a\u001fb', 'a\u001eb', '\u001f', 'x"y', '{', '[1]', '-1', '中文 🚀', 'line\nbreak\u0000'];
+  for (const value of awkward) {
+    const carried = { ...carry(trigger('u1', 'c1', 'd1', 5, T0)), msg_id: value, sender_uid: value, title: value, summary: value, app_id: value };
+    const conv: ConvWindows = new Map([
+      [value, { open: true, until: T0 + 5_000, pushed_seq: -1, count: 1, mention: 'NONE', read_seq: -1, carried }],
+      [`${value}2`, { open: false, until: T0 + 1_000, pushed_seq: 4, count: 0, mention: 'NONE', read_seq: -1, carried: null }],
+    ]);
+    const encoded = encodeConvWindows(conv);
+    assert.deepEqual(decodeConvWindows(convWindowsStoreSerde.deserialize(convWindowsStoreSerde.serialize(encoded))), conv, JSON.stringify(value));
+    assert.equal(dueOfEncoded(encoded), T0 + 1_000);
+  }
 });

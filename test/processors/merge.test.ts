@@ -88,6 +88,13 @@ const rows: Row[] = [
     outcomes: ['d1:c1#1 MERGED merged', 'd1:c1#2 SUPPRESSED read'],
   },
   {
+    name: 'a conversation reopened while its closed window is remembered closes at the new window end, once',
+    options: { merge: { retentionMs: 10_000 } },
+    steps: ['m1@1000', 'm2@8000', 'm3@9000', 'm4@24000'],
+    dispatches: ['d1:c1#1 LEADING badge=1 @1000', 'd1:c1#2 LEADING badge=2 @8000', 'd1:c1#3 TRAILING silent badge=3 @13000 merged=1', 'd1:c1#4 LEADING badge=4 @24000'],
+    outcomes: [],
+  },
+  {
     name: 'a 2 s window closes at 2 s',
     options: { merge: { windowMs: 2_000 } },
     steps: ['m1@1000', 'm2@2000', 'm3@3000'],

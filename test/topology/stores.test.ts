@@ -1,6 +1,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { InMemoryKeyValueStore, InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
+import { createStore, InMemoryKeyValueStore, InMemoryScheduleStore, InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
+import { scheduleStore } from '../../topology/stores.ts';
 
 describe('InMemoryTimerStore', () => {
   test('popDue returns due keys in due-time order, honouring moves, cancels and the limit', () => {
@@ -57,6 +58,53 @@ describe('InMemoryTimerStore', () => {
     for (const c of changes) restored.restore(c.key, c.value);
     assert.deepEqual(restored.popDue(100), [{ key: 'a', dueMs: 10 }, { key: 'b', dueMs: 30 }]);
     assert.deepEqual(restored.drainChanges(), [{ key: 'a', value: null }, { key: 'b', value: null }]);
+  });
+});
+
+describe('InMemoryScheduleStore', () => {
+  test('popDue returns each entry once, in (due time, key) order, duplicates and the limit included', () => {
+    const schedule = new InMemoryScheduleStore('s');
+    schedule.add('a', 300);
+    schedule.add('b', 100);
+    schedule.add('c', 200);
+    schedule.add('a', 50);
+    schedule.add('b', 100);
+    assert.equal(schedule.size, 5);
+    assert.deepEqual(schedule.popDue(250, 2), [{ key: 'a', dueMs: 50 }, { key: 'b', dueMs: 100 }]);
+    assert.deepEqual(schedule.popDue(250), [{ key: 'b', dueMs: 100 }, { key: 'c', dueMs: 200 }]);
+    assert.deepEqual(schedule.popDue(299), []);
+    assert.equal(schedule.size, 1);
+  });
+
+  test('agrees with a sorted list over 20,000 random operations', () => {
+    const schedule = new InMemoryScheduleStore('s');
+    let model: Array<[string, number]> = [];
+    let now = 0;
+    let seed = 11;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    for (let i = 0; i < 20_000; i++) {
+      if (rand(10) < 7) {
+        const entry: [string, number] = [`k${rand(500)}`, now + rand(1000)];
+        schedule.add(...entry);
+        model.push(entry);
+      } else {
+        now += rand(200);
+        const expected = model.filter(([, d]) => d <= now).sort((x, y) => x[1] - y[1] || (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+        model = model.filter(([, d]) => d > now);
+        assert.deepEqual(schedule.popDue(now).map((e) => [e.key, e.dueMs]), expected);
+      }
+      assert.equal(schedule.size, model.length);
+    }
+  });
+
+  test('is never changelogged: nothing to drain, and the runtime builds it without a changelog', () => {
+    const store = createStore(scheduleStore('s'));
+    assert.ok(store instanceof InMemoryScheduleStore);
+    assert.equal(store.changelogged, false);
+    (store as InMemoryScheduleStore).add('a', 1);
+    assert.deepEqual(store.drainChanges(), []);
+    store.clear();
+    assert.equal((store as InMemoryScheduleStore).size, 0);
   });
 });
 
