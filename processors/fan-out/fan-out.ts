@@ -4,7 +4,7 @@ import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { VENDORS, type SubmitOutcome, type Vendor } from '../../sinks/vendors/types.ts';
 import type { PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { SubmitBatcher } from './batcher.ts';
-import { TASK_STATUS, type StoredTask } from './ledger.ts';
+import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
 import { fanOutConfig, type FanOutOptions } from './options.ts';
 import { ACCEPTED_DISCRIMINATOR, deadTokenReport, fanOutOutcome, pushMessage, replayedAnswer, taskRowOf, type FanOutAnswer, type FanOutReason } from './records.ts';
 import { VendorGate } from './vendor-gate.ts';
@@ -35,6 +35,8 @@ export interface DispatchProgress {
   /** Vendor calls made so far, all channels. */
   readonly attempts: number;
   readonly last: LastFailure;
+  /** Answers of the channels tried so far (absent in progress parked by older versions). */
+  readonly trail?: readonly ChannelAnswer[];
 }
 
 /** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
@@ -107,6 +109,24 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       if (recent.size > RECENT_LIMIT) recent.delete(recent.keys().next().value!);
     };
 
+    /**
+     * A task already final (a replayed or re-delivered dispatch): every answer it gave, from the
+     * row, with the same event ids, and the invalidation of each dead token again. So a crash
+     * between the vendor's answers and the commit of their outcomes loses none of them.
+     */
+    function replay(p: DispatchProgress, known: StoredTask): void {
+      const d = p.dispatch;
+      const now = config.clock.now();
+      for (const a of known.trail) {
+        ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp } });
+        const token = d.channels[a.channel]?.token;
+        if (a.status === 'DEAD_TOKEN' && token !== undefined) ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, a.vendor, token, now), timestamp: p.timestamp } });
+      }
+      const a = replayedAnswer(known);
+      ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, now), timestamp: p.timestamp } });
+      options.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
+    }
+
     async function run(p: DispatchProgress, fresh: boolean): Promise<void> {
       const d = p.dispatch;
       const emit = (a: FanOutAnswer) => {
@@ -118,16 +138,22 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         if (d.channels.length === 0) return emit({ status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
         if (parked.get(d.task_id)) return; // already waiting out a backoff: that one finishes it
         const known = recent.get(d.task_id) ?? (await ledger.claim(task));
-        if (known.status !== TASK_STATUS.pending) return emit(replayedAnswer(known));
+        if (known.status !== TASK_STATUS.pending) return replay(p, known);
       }
       let { attempts, last } = p;
+      const trail: ChannelAnswer[] = [...(p.trail ?? [])];
+      /** An answer about one channel that is not the task's last: kept in the trail for replays. */
+      const emitChannel = (a: ChannelAnswer) => {
+        trail.push(a);
+        emit({ ...a, reason: a.reason as FanOutReason });
+      };
       for (let ci = p.channel; ci < d.channels.length; ci++) {
         const channel = d.channels[ci]!;
         const vendor = channel.vendor as Vendor;
         const hasNext = ci < d.channels.length - 1;
         const entry = (VENDORS as readonly string[]).includes(vendor) ? channelOf(vendor, d.app_id) : undefined;
         const fail = (status: 'FAILED' | 'DEAD_TOKEN', reason: FanOutReason, code: string) => {
-          emit({ status, vendor, reason, code, attempts, discriminator: `${ci}:${vendor}:${status}` });
+          emitChannel({ channel: ci, status, vendor, reason, code, attempts, discriminator: `${ci}:${vendor}:${status}` });
           last = { vendor, code, quotaOnly: false, throttled: false };
         };
         if (!entry) {
@@ -141,7 +167,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
           continue;
         }
         const park = (call: number, ms: number) => {
-          parked.put(d.task_id, { ...p, channel: ci, call, attempts, last });
+          parked.put(d.task_id, { ...p, channel: ci, call, attempts, last, trail });
           timers.set(d.task_id, ctx.wallClockTimeMs() + ms);
         };
         for (let call = ci === p.channel ? p.call : 1; ; call++) {
@@ -150,7 +176,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
           const paused = entry.gate.pausedUntil - config.clock.now();
           if (paused > config.inlineBackoffMaxMs) {
             if (hasNext) {
-              emit({ status: 'THROTTLED', vendor, reason: 'rate_limited', code: 'VENDOR_PAUSED', attempts, discriminator: `${ci}:${vendor}:paused` });
+              emitChannel({ channel: ci, status: 'THROTTLED', vendor, reason: 'rate_limited', code: 'VENDOR_PAUSED', attempts, discriminator: `${ci}:${vendor}:paused` });
               last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
               break;
             }
@@ -169,7 +195,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             return true;
           };
           if (outcome.kind === 'accepted') {
-            const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId: outcome.vendorMessageId, failCode: null, attempts } as const;
+            const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId: outcome.vendorMessageId, failCode: null, attempts, trail } as const;
             ledger.record(task, result);
             finish(d.task_id, result);
             return emit({ status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId: outcome.vendorMessageId, attempts, discriminator: ACCEPTED_DISCRIMINATOR });
@@ -184,7 +210,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             const hint = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : undefined;
             const perToken = outcome.kind === 'rate-limited' && outcome.perToken === true;
             if (!quota && !perToken) entry.gate.pause(now + (hint ?? config.defaultThrottleMs));
-            emit({ status: 'THROTTLED', vendor, reason: quota ? 'quota' : 'rate_limited', code: outcome.code, attempts, discriminator: `${ci}:${vendor}:throttled:${call}` });
+            emitChannel({ channel: ci, status: 'THROTTLED', vendor, reason: quota ? 'quota' : 'rate_limited', code: outcome.code, attempts, discriminator: `${ci}:${vendor}:throttled:${call}` });
             last = { vendor, code: outcome.code, quotaOnly: quota && last.quotaOnly, throttled: !quota };
             if (quota || hasNext || call >= config.maxThrottledAttempts) break;
             if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
@@ -203,7 +229,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         }
       }
       // Every channel failed: the task is final (3). Quota on every channel is a drop, never retried.
-      const result = { status: TASK_STATUS.failed, vendor: last.vendor, vendorMessageId: null, failCode: last.code, attempts } as const;
+      const result = { status: TASK_STATUS.failed, vendor: last.vendor, vendorMessageId: null, failCode: last.code, attempts, trail } as const;
       ledger.record(task, result);
       finish(d.task_id, result);
       if (last.quotaOnly) emit({ status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });

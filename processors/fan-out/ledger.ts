@@ -21,6 +21,21 @@ export interface TaskRow {
   readonly collapseId: string;
 }
 
+/**
+ * The answer of one of a task's earlier channels (dead token, failure, throttle), recorded with its
+ * final result so that a task re-dispatched after a crash re-emits every answer, not only the last.
+ */
+export interface ChannelAnswer {
+  /** Index of the channel in the dispatch. */
+  readonly channel: number;
+  readonly status: 'FAILED' | 'DEAD_TOKEN' | 'THROTTLED';
+  readonly vendor: string;
+  readonly reason: string;
+  readonly code: string;
+  readonly attempts: number;
+  readonly discriminator: string;
+}
+
 /** How a submission ended, recorded on the task row. */
 export interface TaskResult {
   readonly status: typeof TASK_STATUS.submitted | typeof TASK_STATUS.failed;
@@ -31,6 +46,8 @@ export interface TaskResult {
   readonly failCode: string | null;
   /** Vendor calls made for this task. */
   readonly attempts: number;
+  /** Answers of the channels tried before the final one, in order. */
+  readonly trail: readonly ChannelAnswer[];
 }
 
 /** A task row as stored when the fan-out claims it. */
@@ -41,6 +58,8 @@ export interface StoredTask {
   readonly vendorMessageId: string | null;
   readonly failCode: string | null;
   readonly attempts: number;
+  /** Answers of earlier channels recorded with the result (empty while pending). */
+  readonly trail: readonly ChannelAnswer[];
 }
 
 export interface PushTaskLedger {

@@ -1,7 +1,7 @@
 import type { Pool } from 'mysql2/promise';
 import { errorCode, PushError } from '../../common/errors.ts';
 import { backoffDelay, sleep } from '../../common/retry.ts';
-import { TASK_STATUS, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow, type TaskStatus } from '../../processors/fan-out/ledger.ts';
+import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow, type TaskStatus } from '../../processors/fan-out/ledger.ts';
 
 export interface MysqlPushTaskLedgerOptions {
   readonly pool: Pool;
@@ -27,7 +27,19 @@ interface StoredRow {
   vendor: string;
   vendor_message_id: string | null;
   fail_code: string | null;
+  channel_trail: string | null;
   attempts: number;
+}
+
+/** The stored trail of earlier channels' answers; a value that does not parse counts as none. */
+function parseTrail(text: string | null): ChannelAnswer[] {
+  if (!text) return [];
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) ? (parsed as ChannelAnswer[]) : [];
+  } catch {
+    return [];
+  }
 }
 
 interface PendingClaim {
@@ -77,13 +89,13 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       const chunk = batch.slice(i, i + size);
       try {
         await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
-        const [rows] = await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]);
+        const [rows] = await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]);
         const stored = new Map((rows as StoredRow[]).map((r) => [r.task_id, r]));
         for (const c of chunk) {
           const r = stored.get(c.task.taskId);
           c.resolve(r === undefined
-            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0 }
-            : { status: r.status as TaskStatus, vendor: r.vendor || null, vendorMessageId: r.vendor_message_id, failCode: r.fail_code, attempts: r.attempts });
+            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [] }
+            : { status: r.status as TaskStatus, vendor: r.vendor || null, vendorMessageId: r.vendor_message_id, failCode: r.fail_code, attempts: r.attempts, trail: parseTrail(r.channel_trail) });
         }
       } catch (error) {
         for (const c of chunk) c.reject(error);
@@ -112,16 +124,18 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     try {
       for (let i = 0; i < batch.length; i += size) {
         const rows = batch.slice(i, i + size).map(({ task, result }) => [
-          ...rowValues(task), result.status, result.vendor, result.vendorMessageId, result.failCode, result.attempts,
+          ...rowValues(task), result.status, result.vendor, result.vendorMessageId, result.failCode,
+          result.trail.length > 0 ? JSON.stringify(result.trail) : null, result.attempts,
           result.status === TASK_STATUS.submitted ? new Date() : null,
         ]);
         // Assignments run left to right and see earlier ones, so `status` is updated last.
         const advance = '(status = 0 OR (status = 3 AND VALUES(status) = 1))';
         await this.run(
-          `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, attempts, submitted_at) VALUES ? ` +
+          `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
             `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
             `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
             `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
+            `channel_trail = IF(${advance}, VALUES(channel_trail), channel_trail), ` +
             `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
             `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +
             `status = IF(${advance}, VALUES(status), status)`,

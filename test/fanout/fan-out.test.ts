@@ -83,6 +83,24 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.vendor, 'fcm');
   });
 
+  test('a crash before the outcomes were committed: the restarted instance re-emits every channel answer and the dead token invalidation from the task row, calling no vendor', async () => {
+    const apnsToken = em.token('apns', 'dead-before-crash');
+    em.apns.deadTokens.add(apnsToken);
+    const d = dispatch({ uid: 'u-crash', device: 'd-crash', channels: [{ vendor: 'apns', token: apnsToken }, { vendor: 'fcm', token: em.token('fcm', 'alive-after-crash') }] });
+    await fo.send(d);
+    const before = fo.outcomes();
+    // The instance dies after the ledger recorded the task but before its outcomes reached Kafka:
+    // a fresh instance gets the same dispatch again.
+    await fo.close();
+    fo = fanOutDriver(db.pool, db.table, options());
+    await fo.send(d);
+    const replayed = fo.outcomes();
+    assert.equal(em.apns.received.length, 1, 'the dead token is not called again');
+    assert.equal(em.fcm.received.length, 1, 'the accepted push is not sent again');
+    assert.deepEqual(replayed.map((o) => [o.status, o.vendor, o.event_id]), before.map((o) => [o.status, o.vendor, o.event_id]));
+    assert.deepEqual(fo.tokens().map((r) => [r.vendor, r.token, r.state, r.reason]), [['apns', apnsToken, 'INVALID', 'dead_token']]);
+  });
+
   test('429 with Retry-After: the device moves to its next channel and nothing reaches that vendor before Retry-After', async () => {
     const first = dispatch({ uid: 'u-429a', device: 'd1', channels: [{ vendor: 'fcm', token: em.token('fcm', 'a') }, { vendor: 'hms', token: em.token('hms', 'a') }] });
     em.fcm.script({ kind: 'rate-limit', retryAfterS: 1 }, { times: 1 });

@@ -20,8 +20,12 @@ export async function taskTable(): Promise<{ pool: mysql.Pool; table: string; cl
   await admin.end();
   const pool = mysql.createPool({ ...connection, database, connectionLimit: 4 });
   const table = uniqueName('im_push_task').replace(/-/g, '_');
-  const ddl = readFileSync(new URL('../../migrations/mysql/001_im_push_task.sql', import.meta.url), 'utf8').replace(/CREATE TABLE IF NOT EXISTS im_push_task\b/, `CREATE TABLE \`${table}\``);
-  await pool.query(ddl);
+  for (const file of ['001_im_push_task.sql', '004_im_push_task_trail.sql']) {
+    const ddl = readFileSync(new URL(`../../migrations/mysql/${file}`, import.meta.url), 'utf8')
+      .replace(/CREATE TABLE IF NOT EXISTS im_push_task\b/, `CREATE TABLE \`${table}\``)
+      .replace(/ALTER TABLE im_push_task\b/, `ALTER TABLE \`${table}\``);
+    await pool.query(ddl);
+  }
   return {
     pool,
     table,

@@ -98,7 +98,7 @@ describe('push-outcome token_hash', () => {
     assert.equal(accepted.token_hash, tokenHash('tok-fcm'));
     const dead = fanOutOutcome(dispatch, { status: 'DEAD_TOKEN', vendor: 'hms', reason: 'dead_token', code: '80300007', attempts: 1, discriminator: '0:hms:DEAD_TOKEN' }, 1);
     assert.equal(dead.token_hash, tokenHash('tok-hms'));
-    const replayed = fanOutOutcome(dispatch, replayedAnswer({ status: 1, vendor: 'hms', vendorMessageId: 'vm', failCode: null, attempts: 1 }), 1);
+    const replayed = fanOutOutcome(dispatch, replayedAnswer({ status: 1, vendor: 'hms', vendorMessageId: 'vm', failCode: null, attempts: 1, trail: [] }), 1);
     assert.equal(replayed.token_hash, tokenHash('tok-hms'));
     const dropped = fanOutOutcome({ ...dispatch, channels: [] }, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' }, 1);
     assert.equal(dropped.token_hash, null);
