@@ -124,6 +124,9 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   if (!best) notes.push(`latency measured at half the lowest step's rate (${options.rates[0]}/s) since no step kept up`);
   const halfRate = Math.max(1, Math.round(maxRate / 2));
   say(`[bench] latency phase: ${halfRate} msgs/s (half of ${maxRate}) for ${options.latencySeconds} s ...`);
+  // A step that did not keep up may leave a backlog (its drain wait is bounded): the latency phase
+  // starts on a drained pipeline, or its figures would measure that backlog.
+  if ((await waitDrained(put, 600_000)) === null) notes.push('the pipeline had not drained 10 min after the load steps; the latency phase started on a backlog');
   // Let the steps' merge windows close first, so the phase's first messages are leading pushes.
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   const latencyLoad = load(loadPopulation, halfRate, options.latencySeconds, { counters, stormShare: options.stormShare ?? 0.0015 });
