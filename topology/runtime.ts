@@ -215,7 +215,7 @@ export class StreamsApp {
     ready.catch((error) => this.requestRestart(error));
     for (const h of created) {
       h.ready = ready.then(() => void (h.isReady = true));
-      h.ready.catch(() => undefined); // failures go through requestRestart above
+      h.ready.catch(() => void (h.failed = true)); // and through requestRestart above
     }
   }
 
@@ -238,7 +238,7 @@ export class StreamsApp {
       this.options.processingGuarantee === 'exactly_once'
         ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
-    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false };
+    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, failed: false, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false };
     this.handles.set(id, handle);
     return handle;
   }
@@ -336,6 +336,13 @@ export class StreamsApp {
     if (this.closing || this.restarting || this.fatal) return;
     const now = Date.now();
     for (const handle of this.handles.values()) {
+      if ((handle.commitFailed || handle.failed) && !handle.closed) {
+        // Its failure asked for a restart, but one already under way may have taken that request
+        // and not closed this task: a task that can never become ready or commit again must not
+        // keep its partition.
+        this.requestRestart(new PushError('TASK_BROKEN', `task ${handle.id} failed to ${handle.failed ? 'initialise' : 'commit'}`, { retriable: true }));
+        return;
+      }
       if (!handle.isReady || handle.closed || handle.tickQueued) continue;
       const wallDue = (handle.task.nextWallClockMs() ?? Infinity) <= now;
       if (!wallDue && !this.commitDue(handle)) continue;

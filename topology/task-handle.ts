@@ -15,6 +15,8 @@ export interface TaskHandle {
   readonly nextOffsets: Map<string, bigint>;
   ready: Promise<void>;
   isReady: boolean;
+  /** Initialisation (fence, offsets, restore) failed: the task never becomes ready. */
+  failed: boolean;
   closed: boolean;
   lastCommitMs: number;
   tickQueued: boolean;
