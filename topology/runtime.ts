@@ -160,22 +160,37 @@ export class StreamsApp {
     return [...this.handles.keys()].sort();
   }
 
+  /**
+   * A fresh consumer for the group. Only the current one may drive tasks: kafkajs restarts a
+   * crashed consumer on a timer of its own, and a restart of ours that disconnects it while that
+   * crash is being handled would otherwise leave it to rejoin as a second member of this process,
+   * holding partitions that no task of this instance processes. So a replaced consumer never
+   * restarts itself (restartOnFailure), and one that rejoins anyway is ignored and disconnected.
+   */
   private async startConsumer(): Promise<void> {
     const { topology, applicationId } = this.options;
-    const consumer = this.kafka.consumer({
+    const current = () => this.consumer === consumer && !this.closing;
+    const consumer: Consumer = this.kafka.consumer({
       groupId: applicationId,
       partitionAssigners: [taskAssigner(topology, (s) => this.partitionsBySubtopology.get(s)!, () => this.assignedTasks())],
       sessionTimeout: this.options.sessionTimeoutMs,
       heartbeatInterval: Math.min(1000, Math.floor(this.options.sessionTimeoutMs / 4)),
       maxWaitTimeInMs: 100,
       readUncommitted: false,
-      retry: { initialRetryTime: 100, retries: 10 },
+      retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => current() && !this.restarting },
     });
     this.consumer = consumer;
-    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.onAssignment(payload.memberId, payload.memberAssignment));
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      if (!current()) {
+        this.log.warn('a replaced consumer rejoined; disconnecting it', { memberId: payload.memberId });
+        void consumer.disconnect().catch(() => undefined);
+        return;
+      }
+      this.onAssignment(payload.memberId, payload.memberAssignment);
+    });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       this.log.warn('consumer crashed', { error: payload.error, restart: payload.restart });
-      if (!payload.restart) this.requestRestart(payload.error);
+      if (!payload.restart && current()) this.requestRestart(payload.error);
     });
     await consumer.connect();
     await consumer.subscribe({ topics: topology.sourceTopics, fromBeginning: this.options.autoOffsetReset === 'earliest' });
@@ -183,7 +198,9 @@ export class StreamsApp {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
-      eachBatch: (payload) => this.onBatch(payload),
+      eachBatch: async (payload) => {
+        if (current()) await this.onBatch(payload);
+      },
     });
   }
 
