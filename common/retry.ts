@@ -57,3 +57,13 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, options: Ret
     }
   }
 }
+
+/** Rejects with `onTimeout()` when `work` has not settled within `ms`. */
+export function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+    timer.unref();
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,7 +1,7 @@
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
 import { ConfigError, PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
 import { createLogger, type Logger } from '../common/log.ts';
-import { sleep } from '../common/retry.ts';
+import { sleep, withTimeout } from '../common/retry.ts';
 import { checkRange } from '../common/config.ts';
 import { TOPICS } from '../pipeline/topics.ts';
 import type { Topology } from './builder.ts';
@@ -491,14 +491,4 @@ interface PreparedCommit {
   readonly batch: CommitBatch;
   readonly startedMs: number;
   readonly inputRecords: number;
-}
-
-/** Rejects with `onTimeout()` when `work` has not settled within `ms`. */
-function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-    timer.unref();
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
