@@ -79,6 +79,7 @@ export class StreamsApp {
   private restarting?: Promise<void>;
   private fatal?: unknown;
   private memberId?: string;
+  private readonly retired = new WeakSet<Consumer>();
 
   constructor(options: StreamsAppOptions) {
     const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
@@ -161,15 +162,16 @@ export class StreamsApp {
   }
 
   /**
-   * A fresh consumer for the group. Only the current one may drive tasks: kafkajs restarts a
-   * crashed consumer on a timer of its own, and a restart of ours that disconnects it while that
-   * crash is being handled would otherwise leave it to rejoin as a second member of this process,
-   * holding partitions that no task of this instance processes. So a replaced consumer never
-   * restarts itself (restartOnFailure), and one that rejoins anyway is ignored and disconnected.
+   * A fresh consumer for the group. Only the current one drives tasks, and restarts are ours alone:
+   * kafkajs restarts a crashed consumer on a timer that a disconnect during the crash does not
+   * cancel, which left an old consumer rejoining as a second member of this process, holding
+   * partitions that no task processed. So kafkajs never restarts a consumer (restartOnFailure), a
+   * crash retires the consumer and asks for a restart, and a retired consumer that joins or
+   * fetches anyway is disconnected again (see retire).
    */
   private async startConsumer(): Promise<void> {
     const { topology, applicationId } = this.options;
-    const current = () => this.consumer === consumer && !this.closing;
+    const retired = () => this.consumer !== consumer || this.retired.has(consumer);
     const consumer: Consumer = this.kafka.consumer({
       groupId: applicationId,
       partitionAssigners: [taskAssigner(topology, (s) => this.partitionsBySubtopology.get(s)!, () => this.assignedTasks())],
@@ -177,20 +179,25 @@ export class StreamsApp {
       heartbeatInterval: Math.min(1000, Math.floor(this.options.sessionTimeoutMs / 4)),
       maxWaitTimeInMs: 100,
       readUncommitted: false,
-      retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => current() && !this.restarting },
+      retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => false },
     });
     this.consumer = consumer;
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-      if (!current()) {
-        this.log.warn('a replaced consumer rejoined; disconnecting it', { memberId: payload.memberId });
-        void consumer.disconnect().catch(() => undefined);
+      if (retired()) {
+        this.log.warn('a retired consumer rejoined; disconnecting it', { memberId: payload.memberId });
+        // kafkajs' stop() does nothing until the join returns (the runner counts as running only
+        // after it), so disconnect once the join has returned.
+        setTimeout(() => void this.retire(consumer), 0);
         return;
       }
+      if (this.closing) return;
       this.onAssignment(payload.memberId, payload.memberAssignment);
     });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
-      this.log.warn('consumer crashed', { error: payload.error, restart: payload.restart });
-      if (!payload.restart && current()) this.requestRestart(payload.error);
+      if (retired() || this.closing) return;
+      this.log.warn('consumer crashed', { error: payload.error });
+      this.retired.add(consumer); // kafkajs has disconnected it
+      this.requestRestart(payload.error);
     });
     await consumer.connect();
     await consumer.subscribe({ topics: topology.sourceTopics, fromBeginning: this.options.autoOffsetReset === 'earliest' });
@@ -199,7 +206,8 @@ export class StreamsApp {
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
       eachBatch: async (payload) => {
-        if (current()) await this.onBatch(payload);
+        if (retired()) void this.retire(consumer); // it is fetching: still a member holding partitions
+        else if (!this.closing) await this.onBatch(payload);
       },
     });
   }
@@ -453,17 +461,29 @@ export class StreamsApp {
       this.log.warn('restarting consumer', { code: errorCode(reason), error: errorMessage(reason) });
       for (let attempt = 1; !this.closing; attempt++) {
         try {
-          await this.consumer?.disconnect().catch(() => undefined);
+          if (this.consumer) await this.retire(this.consumer);
           while (this.inFlightBatches > 0) await sleep(5);
           await this.closeAllTasks();
           await this.startConsumer();
-          return;
+          // A crash while joining happens inside startConsumer, while this restart still holds the flag.
+          if (!this.retired.has(this.consumer!)) return;
+          throw new PushError('CONSUMER_CRASHED', 'the consumer crashed while joining the group', { retriable: true });
         } catch (error) {
           this.log.warn('consumer restart failed', { attempt, error: errorMessage(error) });
           await sleep(Math.min(5000, 200 * attempt));
         }
       }
     })().finally(() => (this.restarting = undefined));
+  }
+
+  /**
+   * Takes a consumer out of the group for good: from now on it drives no task, never restarts
+   * itself, and is disconnected again whenever it shows up as a member (a join or a fetch), so its
+   * partitions move to a live member instead of staying with one that processes nothing.
+   */
+  private async retire(consumer: Consumer): Promise<void> {
+    this.retired.add(consumer);
+    await consumer.disconnect().catch(() => undefined);
   }
 
   private async failFatally(error: unknown): Promise<void> {
