@@ -11,7 +11,8 @@ import type { Fault } from '../test/emulators/index.ts';
 import type { Vendor } from '../sinks/vendors/types.ts';
 import { startRun, type PipelineRun, type RunVerdict } from './harness.ts';
 import { sleep } from './drain.ts';
-import { malformedProducer, restartBroker, stopWorker, type MalformedKind } from './faults.ts';
+import { malformedProducer, stopWorker, type MalformedKind } from './faults.ts';
+import { restartKafka } from '../stack/kafka.ts';
 import { checkStorms, type StormCheck, type StormWindow } from './retries.ts';
 import { recordings } from './verify.ts';
 import { inputKey, pushKey } from './scenario.ts';
@@ -188,7 +189,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       actions.push((async () => {
         await at(0.8);
         note('broker-down', 'SIGTERM to the stack broker');
-        const { downMs } = await restartBroker('SIGTERM');
+        const { downMs } = await restartKafka();
         note('broker-up', `back after ${(downMs / 1000).toFixed(1)} s`);
       })());
     }

@@ -1,7 +1,7 @@
 /**
  * The faults the chaos run injects from outside the pipeline: killing and restarting worker
- * processes, cutting a store off through a TCP forwarder the run controls (MySQL, ClickHouse),
- * restarting the stack's Kafka broker, and producing malformed inputs.
+ * processes, cutting a store off through a TCP forwarder the run controls (MySQL, ClickHouse), and
+ * producing malformed inputs. The broker restart is stack/kafka.ts' restartKafka.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -10,10 +10,7 @@ import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
 import { registryValueSerdes } from '../pipeline/decisions.ts';
 import { topicName } from '../pipeline/topics.ts';
-import { kafkaService } from '../stack/kafka.ts';
-import { isAlive, readPid } from '../stack/process.ts';
 import type { Environment } from '../demo/environment.ts';
-import { sleep } from './drain.ts';
 
 /** Stops a worker with `signal` and waits until its process has exited. */
 export async function stopWorker(env: Environment, index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
@@ -75,23 +72,6 @@ export async function startStoreForwarder(port: number, target: { host: string; 
       if (!server) await listen();
     },
   };
-}
-
-/**
- * Restarts the stack's Kafka broker: SIGTERM to the PID `stack up` recorded (SIGKILL after 30 s),
- * then `kafkaService().up()`. Refuses when the broker is not this stack's (no PID file).
- */
-export async function restartBroker(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<{ downMs: number }> {
-  const pid = readPid('kafka');
-  if (pid === undefined) throw new Error('the Kafka broker was not started by this stack (.stack/run/kafka.pid); not restarting it');
-  const started = Date.now();
-  process.kill(pid, signal);
-  const deadline = Date.now() + 30_000;
-  while (isAlive(pid) && Date.now() < deadline) await sleep(200);
-  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-  while (isAlive(pid)) await sleep(100);
-  await kafkaService().up();
-  return { downMs: Date.now() - started };
 }
 
 export type MalformedKind = 'garbage' | 'unknown-schema-id' | 'wrong-record' | 'truncated' | 'bad-values';

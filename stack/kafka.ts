@@ -3,18 +3,30 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { ROOT, ensureDir, stackPath } from './paths.ts';
-import { logFile, portOpen, readPid, runLogged, startDetached, stopByPidFile, waitFor } from './process.ts';
+import { delay, isAlive, logFile, portOpen, readPid, runLogged, startDetached, stopByPidFile, waitFor } from './process.ts';
 import { stackPort, type ServiceStatus, type StackService } from './service.ts';
 
 /**
  * A real single-node KRaft broker (combined broker + controller) assembled from Maven Central jars
- * (stack/kafka/pom.xml). Storage is formatted once under .stack/kafka/data and kept across restarts.
+ * (stack/kafka/pom.xml). Storage is formatted once under .stack/<name>/data and kept across restarts.
  */
 const KAFKA_VERSION = '3.9.1';
 const NAME = 'kafka';
 
+/** One broker: its name (PID file, log, and state under .stack/<name>) and its ports. */
+export interface KafkaInstance {
+  readonly name: string;
+  readonly port: number;
+  readonly controllerPort: number;
+}
+
+/** The stack's broker. Tests that must restart a broker start another instance beside it. */
+export function stackKafka(): KafkaInstance {
+  return { name: NAME, port: stackPort('kafka', 'KAFKA'), controllerPort: stackPort('kafkaController', 'KAFKA_CONTROLLER') };
+}
+
 const libDir = () => stackPath('kafka', 'lib');
-const dataDir = () => stackPath('kafka', 'data');
+const dataDir = (name: string) => stackPath(name, 'data');
 
 function ensureJars(): void {
   const marker = join(libDir(), `.resolved-${KAFKA_VERSION}`);
@@ -25,8 +37,8 @@ function ensureJars(): void {
   writeFileSync(marker, new Date().toISOString());
 }
 
-function writeConfig(port: number, controllerPort: number): { server: string; log4j: string } {
-  const dir = ensureDir(stackPath('kafka', 'config'));
+function writeConfig({ name, port, controllerPort }: KafkaInstance): { server: string; log4j: string } {
+  const dir = ensureDir(stackPath(name, 'config'));
   const server = join(dir, 'server.properties');
   writeFileSync(
     server,
@@ -39,7 +51,7 @@ function writeConfig(port: number, controllerPort: number): { server: string; lo
       'controller.listener.names=CONTROLLER',
       'inter.broker.listener.name=PLAINTEXT',
       'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
-      `log.dirs=${dataDir()}`,
+      `log.dirs=${dataDir(name)}`,
       'num.partitions=1',
       'default.replication.factor=1',
       'min.insync.replicas=1',
@@ -74,8 +86,8 @@ function writeConfig(port: number, controllerPort: number): { server: string; lo
   return { server, log4j };
 }
 
-function clusterId(): string {
-  const file = stackPath('kafka', 'cluster-id');
+function clusterId(name: string): string {
+  const file = stackPath(name, 'cluster-id');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   let id: string;
   do id = randomBytes(16).toString('base64url');
@@ -96,39 +108,55 @@ export async function kafkaVersionAt(port: number): Promise<string | undefined> 
   }
 }
 
-export function kafkaService(): StackService {
-  const port = stackPort('kafka', 'KAFKA');
-  const controllerPort = stackPort('kafkaController', 'KAFKA_CONTROLLER');
+export function kafkaService(instance: KafkaInstance = stackKafka()): StackService {
+  const { name, port } = instance;
   return {
-    name: NAME,
+    name,
     port,
     async up() {
       if (await portOpen(port)) {
-        await waitFor(NAME, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 60_000 });
+        await waitFor(name, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 60_000 });
         return 'reused';
       }
       ensureJars();
-      const { server, log4j } = writeConfig(port, controllerPort);
+      const { server, log4j } = writeConfig(instance);
       const classpath = join(libDir(), '*');
       const log4jFlag = `-Dlog4j.configuration=file:${log4j}`;
-      if (!existsSync(join(dataDir(), 'meta.properties'))) {
-        console.log('[stack] formatting Kafka storage ...');
-        ensureDir(dataDir());
-        runLogged(NAME, 'java', ['-cp', classpath, log4jFlag, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', server]);
+      if (!existsSync(join(dataDir(name), 'meta.properties'))) {
+        console.log(`[stack] formatting ${name} storage ...`);
+        ensureDir(dataDir(name));
+        runLogged(name, 'java', ['-cp', classpath, log4jFlag, 'kafka.tools.StorageTool', 'format', '-t', clusterId(name), '-c', server]);
       }
       const heap = process.env.PUSH_STACK_KAFKA_HEAP || '1g';
-      const pid = startDetached(NAME, 'java', [
+      const pid = startDetached(name, 'java', [
         `-Xms256m`, `-Xmx${heap}`, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true',
         log4jFlag, `-Dkafka.logs.dir=${ensureDir(stackPath('logs'))}`, '-cp', classpath, 'kafka.Kafka', server,
       ]);
-      console.log(`[stack] kafka starting (pid ${pid}, port ${port}, log ${logFile(NAME)})`);
-      await waitFor(NAME, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 120_000, pid });
+      console.log(`[stack] ${name} starting (pid ${pid}, port ${port}, log ${logFile(name)})`);
+      await waitFor(name, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 120_000, pid });
       return 'started';
     },
-    down: () => stopByPidFile(NAME, 30_000),
+    down: () => stopByPidFile(name, 30_000),
     async status(): Promise<ServiceStatus> {
       const version = await kafkaVersionAt(port).catch(() => undefined);
-      return { name: NAME, port, healthy: version !== undefined, version, pid: readPid(NAME), detail: `data ${dataDir()}` };
+      return { name, port, healthy: version !== undefined, version, pid: readPid(name), detail: `data ${dataDir(name)}` };
     },
   };
+}
+
+/**
+ * Restarts a broker this stack started: the signal to the PID `up` recorded (SIGKILL after 30 s),
+ * then `up()` again. Refuses a broker it did not start (no PID file).
+ */
+export async function restartKafka(instance: KafkaInstance = stackKafka(), signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<{ downMs: number }> {
+  const pid = readPid(instance.name);
+  if (pid === undefined) throw new Error(`the Kafka broker was not started by this stack (.stack/run/${instance.name}.pid); not restarting it`);
+  const started = Date.now();
+  process.kill(pid, signal);
+  const deadline = Date.now() + 30_000;
+  while (isAlive(pid) && Date.now() < deadline) await delay(200);
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  while (isAlive(pid)) await delay(100);
+  await kafkaService(instance).up();
+  return { downMs: Date.now() - started };
 }

@@ -116,6 +116,12 @@ export class TransactionalCommitter implements TaskCommitter {
   async init(): Promise<void> {
     try {
       await this.producer.connect();
+      // kafkajs' connect() asks for a producer id without the transactional id, which fences
+      // nothing; the transactional InitProducerId is sent by the first transaction(). Start and
+      // abort an empty one now (no partition is added, so nothing reaches the log), so the previous
+      // owner is fenced and its open transaction finished before offsets are read and stores
+      // restored. Without this the previous owner could still commit after both.
+      await (await this.producer.transaction()).abort();
       this.machine.to('ready');
     } catch (error) {
       if (isFenced(error)) this.machine.to('fenced');

@@ -26,9 +26,13 @@ export function wordStream(count: number, words: number, seed = 1): Array<{ key:
 
 const wordSerde = avroSerde<WordEvent>(wordSchema);
 
-/** Produces word events (raw Avro, as the counting topology reads them), in batches. */
-export async function produceWords(topic: string, records: Array<{ key: string; value: WordEvent }>, batch = 2000): Promise<void> {
-  const producer = kafka.producer();
+/**
+ * Produces word events (raw Avro, as the counting topology reads them), in batches. Idempotent, so
+ * a retried request (a partition without a leader yet, after a broker restart) cannot duplicate input.
+ */
+export async function produceWords(topic: string, records: Array<{ key: string; value: WordEvent }>, client = kafka): Promise<void> {
+  const batch = 2000;
+  const producer = client.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {
     for (let i = 0; i < records.length; i += batch) {
@@ -51,8 +55,8 @@ export interface ReadRecord {
  * Reads a topic with read_committed from the beginning until `until` says enough or `timeoutMs`
  * passes (then it returns what it has); keeps reading `settleMs` more to catch duplicates.
  */
-export async function readTopic(topic: string, until: (records: ReadRecord[]) => boolean, timeoutMs: number, settleMs = 1500): Promise<ReadRecord[]> {
-  const consumer = kafka.consumer({ groupId: uniqueName('reader'), maxWaitTimeInMs: 100, readUncommitted: false });
+export async function readTopic(topic: string, until: (records: ReadRecord[]) => boolean, timeoutMs: number, settleMs = 1500, client = kafka): Promise<ReadRecord[]> {
+  const consumer = client.consumer({ groupId: uniqueName('reader'), maxWaitTimeInMs: 100, readUncommitted: false });
   const records: ReadRecord[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
