@@ -7,7 +7,8 @@ import { TOPICS } from '../pipeline/topics.ts';
 import type { Topology } from './builder.ts';
 import { StreamTask, type ProcessingErrorPolicy } from './task.ts';
 import { changelogTopicName, ensureTopics, restoreChangelogs, type RestoreTarget } from './changelog.ts';
-import { AtLeastOnceCommitter, TransactionalCommitter, type CommitBatch, type TaskCommitter } from './eos.ts';
+import { AtLeastOnceCommitter, TransactionalCommitter, type TaskCommitter } from './eos.ts';
+import { TaskCommits } from './task-commits.ts';
 import { taskAssigner, taskId, type TaskId } from './assignor.ts';
 import { safeMetrics, type MetricsListener } from './metrics.ts';
 import { SerialExecutor } from './serial-executor.ts';
@@ -79,6 +80,7 @@ export class StreamsApp {
   private restarting?: Promise<void>;
   private fatal?: unknown;
   private memberId?: string;
+  private readonly commits: TaskCommits;
   private readonly retired = new WeakSet<Consumer>();
 
   constructor(options: StreamsAppOptions) {
@@ -98,6 +100,7 @@ export class StreamsApp {
     if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
     this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
     this.metrics = safeMetrics(options.metricsListener, this.log);
+    this.commits = new TaskCommits(options.applicationId, this.options.commitIntervalMs, this.metrics, (handle, error) => this.onTaskError(handle, error));
     cacheCoordinatorLookups();
     this.kafka = new Kafka({
       clientId: options.clientId ?? options.applicationId,
@@ -147,7 +150,7 @@ export class StreamsApp {
     await this.restarting?.catch(() => undefined);
     while (this.inFlightBatches > 0) await sleep(5);
     for (const handle of this.handles.values()) {
-      await handle.exec.run(() => this.commitTask(handle)).catch((error) => this.log.warn('final commit failed', { task: handle.id, error }));
+      await handle.exec.run(() => this.commits.commitNow(handle)).catch((error) => this.log.warn('final commit failed', { task: handle.id, error }));
     }
     await this.consumer?.disconnect().catch(() => undefined);
     await this.closeAllTasks();
@@ -304,7 +307,7 @@ export class StreamsApp {
     await handle.exec.run(async () => {
       if (handle.closed) return;
       if (commit && handle.isReady && this.options.processingGuarantee === 'exactly_once') {
-        await this.commitTask(handle).catch((error) => this.log.info('commit on revocation skipped', { task: handle.id, code: errorCode(error) }));
+        await this.commits.commitNow(handle).catch((error) => this.log.info('commit on revocation skipped', { task: handle.id, code: errorCode(error) }));
       }
       await this.closeHandle(handle);
     });
@@ -345,7 +348,7 @@ export class StreamsApp {
           }
           resolveOffset(message.offset);
         }
-        if (this.commitDue(handle)) await this.startCommit(handle);
+        if (this.commits.due(handle)) await this.commits.start(handle);
       });
       await heartbeat();
     } catch (error) {
@@ -370,74 +373,17 @@ export class StreamsApp {
       }
       if (!handle.isReady || handle.closed || handle.tickQueued) continue;
       const wallDue = (handle.task.nextWallClockMs() ?? Infinity) <= now;
-      if (!wallDue && !this.commitDue(handle)) continue;
+      if (!wallDue && !this.commits.due(handle)) continue;
       handle.tickQueued = true;
       handle.exec
         .run(async () => {
           handle.tickQueued = false;
           if (handle.closed || this.restarting) return;
           if (wallDue) await handle.task.punctuateWallClock(Date.now());
-          if (this.commitDue(handle)) await this.startCommit(handle);
+          if (this.commits.due(handle)) await this.commits.start(handle);
         })
         .catch((error) => this.onTaskError(handle, error));
     }
-  }
-
-  private commitDue(handle: TaskHandle): boolean {
-    return !handle.commitInFlight && !handle.commitFailed && handle.task.hasUncommittedWork() && Date.now() - handle.lastCommitMs >= this.options.commitIntervalMs;
-  }
-
-  /**
-   * Starts a commit without waiting for the broker. Flush and drain run now, inside the task's
-   * executor, so the commit is a consistent cut of outputs, changelog records and input offsets;
-   * the transaction is then written in the background while the task goes on processing into the
-   * next one (kafkajs fetches for all partitions in one loop, so a commit awaited here would hold up
-   * every partition). One commit in flight per task. A failed commit marks the task: no later
-   * commit of it is sent, and the app restarts from the last commit that succeeded.
-   */
-  private async startCommit(handle: TaskHandle): Promise<void> {
-    const prepared = await this.prepareCommit(handle);
-    if (!prepared) return;
-    const inFlight: Promise<void> = handle.committer
-      .commit(prepared.batch)
-      .then(
-        () => this.onCommitted(handle, prepared),
-        (error: unknown) => {
-          handle.commitFailed = true;
-          this.onTaskError(handle, error);
-        },
-      )
-      .finally(() => {
-        if (handle.commitInFlight === inFlight) handle.commitInFlight = undefined;
-      });
-    handle.commitInFlight = inFlight;
-  }
-
-  /** Commits and waits for the broker (revocation, shutdown): after the commit in flight, if any. */
-  private async commitTask(handle: TaskHandle): Promise<void> {
-    await handle.commitInFlight;
-    if (handle.commitFailed) throw new PushError('COMMIT_FAILED', `an earlier commit of task ${handle.id} failed`, { retriable: true });
-    const prepared = await this.prepareCommit(handle);
-    if (!prepared) return;
-    await handle.committer.commit(prepared.batch);
-    this.onCommitted(handle, prepared);
-  }
-
-  /** Flush, then drain: outputs, changelog records and input offsets, written in one transaction under EOS. */
-  private async prepareCommit(handle: TaskHandle): Promise<PreparedCommit | undefined> {
-    if (handle.closed || !handle.isReady) return undefined;
-    const startedMs = Date.now();
-    await handle.task.flush();
-    const { records, changelog, offsets, inputRecords } = handle.task.drainOutputs();
-    const offsetList = [...offsets].map(([topic, offset]) => ({ topic, partition: handle.task.partition, offset: (BigInt(offset) + 1n).toString() }));
-    handle.lastCommitMs = Date.now();
-    return { batch: { records, changelog, offsets: offsetList }, startedMs, inputRecords };
-  }
-
-  private onCommitted(handle: TaskHandle, { batch, startedMs, inputRecords }: PreparedCommit): void {
-    const { applicationId } = this.options;
-    this.metrics.onCommit({ applicationId, taskId: handle.id, latencyMs: Date.now() - startedMs, outputRecords: batch.records.length, changelogRecords: batch.changelog.length, inputRecords });
-    for (const c of handle.task.drainNodeCounts()) this.metrics.onNodeRecords({ applicationId, taskId: handle.id, ...c });
   }
 
   private onTaskError(handle: TaskHandle, error: unknown): void {
@@ -504,11 +450,4 @@ export class StreamsApp {
     this.handles.clear();
     await Promise.all(handles.map((h) => h.ready.catch(() => undefined).then(() => h.exec.run(() => this.closeHandle(h))).catch(() => undefined)));
   }
-}
-
-/** A drained commit on its way to the broker. */
-interface PreparedCommit {
-  readonly batch: CommitBatch;
-  readonly startedMs: number;
-  readonly inputRecords: number;
 }

@@ -1,0 +1,82 @@
+import { PushError } from '../common/errors.ts';
+import type { CommitBatch } from './eos.ts';
+import type { safeMetrics } from './metrics.ts';
+import type { TaskHandle } from './task-handle.ts';
+
+/** A drained commit on its way to the broker. */
+interface PreparedCommit {
+  readonly batch: CommitBatch;
+  readonly startedMs: number;
+  readonly inputRecords: number;
+}
+
+/**
+ * The commit path of the runtime's tasks. Every method runs inside the task's executor, so flush
+ * and drain see no record half-processed and each commit is a consistent cut of outputs, changelog
+ * records and input offsets.
+ */
+export class TaskCommits {
+  constructor(
+    private readonly applicationId: string,
+    private readonly intervalMs: number,
+    private readonly metrics: ReturnType<typeof safeMetrics>,
+    /** A background commit failed (the task is marked; the runtime restarts from the last commit). */
+    private readonly onFailed: (handle: TaskHandle, error: unknown) => void,
+  ) {}
+
+  /** The task has work, the interval has passed, and nothing stops a commit (one in flight, an earlier failure). */
+  due(handle: TaskHandle): boolean {
+    return !handle.commitInFlight && !handle.commitFailed && handle.task.hasUncommittedWork() && Date.now() - handle.lastCommitMs >= this.intervalMs;
+  }
+
+  /**
+   * Starts a commit without waiting for the broker: the transaction is written in the background
+   * while the task goes on processing into the next one (kafkajs fetches for all partitions in one
+   * loop, so a commit awaited here would hold up every partition). One commit in flight per task.
+   * A failed commit marks the task: no later commit of it is sent.
+   */
+  async start(handle: TaskHandle): Promise<void> {
+    const prepared = await this.prepare(handle);
+    if (!prepared) return;
+    const inFlight: Promise<void> = handle.committer
+      .commit(prepared.batch)
+      .then(
+        () => this.committed(handle, prepared),
+        (error: unknown) => {
+          handle.commitFailed = true;
+          this.onFailed(handle, error);
+        },
+      )
+      .finally(() => {
+        if (handle.commitInFlight === inFlight) handle.commitInFlight = undefined;
+      });
+    handle.commitInFlight = inFlight;
+  }
+
+  /** Commits and waits for the broker (revocation, shutdown): after the commit in flight, if any. */
+  async commitNow(handle: TaskHandle): Promise<void> {
+    await handle.commitInFlight;
+    if (handle.commitFailed) throw new PushError('COMMIT_FAILED', `an earlier commit of task ${handle.id} failed`, { retriable: true });
+    const prepared = await this.prepare(handle);
+    if (!prepared) return;
+    await handle.committer.commit(prepared.batch);
+    this.committed(handle, prepared);
+  }
+
+  /** Flush, then drain: outputs, changelog records and input offsets, written in one transaction under EOS. */
+  private async prepare(handle: TaskHandle): Promise<PreparedCommit | undefined> {
+    if (handle.closed || !handle.isReady) return undefined;
+    const startedMs = Date.now();
+    await handle.task.flush();
+    const { records, changelog, offsets, inputRecords } = handle.task.drainOutputs();
+    const offsetList = [...offsets].map(([topic, offset]) => ({ topic, partition: handle.task.partition, offset: (BigInt(offset) + 1n).toString() }));
+    handle.lastCommitMs = Date.now();
+    return { batch: { records, changelog, offsets: offsetList }, startedMs, inputRecords };
+  }
+
+  private committed(handle: TaskHandle, { batch, startedMs, inputRecords }: PreparedCommit): void {
+    const { applicationId } = this;
+    this.metrics.onCommit({ applicationId, taskId: handle.id, latencyMs: Date.now() - startedMs, outputRecords: batch.records.length, changelogRecords: batch.changelog.length, inputRecords });
+    for (const c of handle.task.drainNodeCounts()) this.metrics.onNodeRecords({ applicationId, taskId: handle.id, ...c });
+  }
+}
