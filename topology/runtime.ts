@@ -410,6 +410,7 @@ export class StreamsApp {
           if (this.consumer) await this.retire(this.consumer);
           while (this.inFlightBatches > 0) await sleep(5);
           await this.closeAllTasks();
+          this.memberId = undefined; // the next join starts without tasks: nothing to drop then
           await this.startConsumer();
           // A crash while joining happens inside startConsumer, while this restart still holds the flag.
           if (!this.retired.has(this.consumer!)) return;
