@@ -82,6 +82,12 @@ export class StreamsApp {
   private memberId?: string;
   private readonly commits: TaskCommits;
   private readonly retired = new WeakSet<Consumer>();
+  /** Counts the consumers created; each task records the one whose assignment created it. */
+  private generation = 0;
+  /** While a restart runs: the newest generation whose tasks it closes. */
+  private restartCloses = -1;
+  /** A restart asked for by a task the running restart does not close: runs after it. */
+  private restartAgain?: { reason: unknown };
 
   constructor(options: StreamsAppOptions) {
     const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
@@ -185,6 +191,7 @@ export class StreamsApp {
       retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => false },
     });
     this.consumer = consumer;
+    this.generation++;
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       if (retired()) {
         this.log.warn('a retired consumer rejoined; disconnecting it', { memberId: payload.memberId });
@@ -240,10 +247,10 @@ export class StreamsApp {
     this.log.info('assignment', { tasks: this.assignedTasks(), created: created.map((h) => h.id) });
     if (created.length === 0) return;
     const ready = withTimeout(this.initTasks(created), this.options.taskInitTimeoutMs, () => new PushError('TASK_INIT_TIMEOUT', `tasks ${created.map((h) => h.id).join(',')} not ready after ${this.options.taskInitTimeoutMs} ms`, { retriable: true }));
-    ready.catch((error) => this.requestRestart(error));
+    ready.catch((error) => this.requestRestart(error, created));
     for (const h of created) {
       h.ready = ready.then(() => void (h.isReady = true));
-      h.ready.catch(() => void (h.failed = true)); // and through requestRestart above
+      h.ready.catch(() => undefined); // handled through requestRestart above
     }
   }
 
@@ -266,7 +273,7 @@ export class StreamsApp {
       this.options.processingGuarantee === 'exactly_once'
         ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
-    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, failed: false, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false };
+    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, generation: this.generation, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false };
     this.handles.set(id, handle);
     return handle;
   }
@@ -364,13 +371,6 @@ export class StreamsApp {
     if (this.closing || this.restarting || this.fatal) return;
     const now = Date.now();
     for (const handle of this.handles.values()) {
-      if ((handle.commitFailed || handle.failed) && !handle.closed) {
-        // Its failure asked for a restart, but one already under way may have taken that request
-        // and not closed this task: a task that can never become ready or commit again must not
-        // keep its partition.
-        this.requestRestart(new PushError('TASK_BROKEN', `task ${handle.id} failed to ${handle.failed ? 'initialise' : 'commit'}`, { retriable: true }));
-        return;
-      }
       if (!handle.isReady || handle.closed || handle.tickQueued) continue;
       const wallDue = (handle.task.nextWallClockMs() ?? Infinity) <= now;
       if (!wallDue && !this.commits.due(handle)) continue;
@@ -394,18 +394,28 @@ export class StreamsApp {
       return;
     }
     this.log.warn('task failed; restarting from the last commit', { task: handle.id, code: errorCode(error), error: errorMessage(error) });
-    this.requestRestart(error);
+    this.requestRestart(error, [handle]);
   }
 
   /**
    * Drops every task (their uncommitted work is discarded: state and positions go back to the last
-   * commit) and rejoins the group with a fresh consumer.
+   * commit) and rejoins the group with a fresh consumer. A request while a restart runs is covered
+   * by it when it comes from the consumer or from tasks that restart closes; one from a task its
+   * new consumer created (initialisation or commit failed meanwhile) restarts again afterwards, so
+   * a task that can never become ready or commit does not keep its partition.
    */
-  private requestRestart(reason: unknown): void {
-    if (this.restarting || this.closing || this.fatal) return;
+  private requestRestart(reason: unknown, from: readonly TaskHandle[] = []): void {
+    if (this.closing || this.fatal) return;
+    if (this.restarting) {
+      if (from.some((h) => h.generation > this.restartCloses)) this.restartAgain = { reason };
+      return;
+    }
     this.restarting = (async () => {
       this.log.warn('restarting consumer', { code: errorCode(reason), error: errorMessage(reason) });
       for (let attempt = 1; !this.closing; attempt++) {
+        // This attempt closes every task there is now; what earlier attempts' consumers created too.
+        this.restartCloses = this.generation;
+        this.restartAgain = undefined;
         try {
           if (this.consumer) await this.retire(this.consumer);
           while (this.inFlightBatches > 0) await sleep(5);
@@ -420,7 +430,12 @@ export class StreamsApp {
           await sleep(Math.min(5000, 200 * attempt));
         }
       }
-    })().finally(() => (this.restarting = undefined));
+    })().finally(() => {
+      this.restarting = undefined;
+      const again = this.restartAgain;
+      this.restartAgain = undefined;
+      if (again) this.requestRestart(again.reason);
+    });
   }
 
   /**

@@ -15,8 +15,8 @@ export interface TaskHandle {
   readonly nextOffsets: Map<string, bigint>;
   ready: Promise<void>;
   isReady: boolean;
-  /** Initialisation (fence, offsets, restore) failed: the task never becomes ready. */
-  failed: boolean;
+  /** Generation of the consumer whose assignment created the task (see StreamsApp.requestRestart). */
+  readonly generation: number;
   closed: boolean;
   lastCommitMs: number;
   tickQueued: boolean;
