@@ -25,6 +25,12 @@ export interface RecordMetadata {
   readonly offset: string;
 }
 
+/**
+ * The child nodes a processor forwards one kind of output to. A list lets the wiring add a child
+ * (a tap: a sink to an observable topic) beside the processor that consumes the output in-process.
+ */
+export type ChildNames = string | readonly string[];
+
 export type PunctuationType = 'stream-time' | 'wall-clock';
 
 export interface Cancellable {
@@ -39,8 +45,8 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   readonly partition: number;
   /** Metadata of the record being processed; undefined inside a punctuator. */
   recordMetadata(): RecordMetadata | undefined;
-  /** Sends a record to all children, or to the named child only. */
-  forward<K extends KOut, V extends VOut>(record: StreamRecord<K, V>, childName?: string): void;
+  /** Sends a record to all children, or to the named children only (a name or a list of names). */
+  forward<K extends KOut, V extends VOut>(record: StreamRecord<K, V>, childName?: ChildNames): void;
   /**
    * Schedules a punctuator. Stream-time punctuators fire as record timestamps advance the task's
    * stream time; wall-clock punctuators fire by system time. Missed intervals are skipped and the

@@ -299,10 +299,10 @@ export class StreamTask {
       partition: this.partition,
       recordMetadata: () => task.metadata,
       forward(record, childName) {
-        if (childName !== undefined && !node.children.includes(childName)) {
-          throw new PushError('UNKNOWN_CHILD', `${node.name} has no child named ${childName}`);
+        const targets = childName === undefined ? node.children : typeof childName === 'string' ? [childName] : childName;
+        for (const child of targets) {
+          if (childName !== undefined && !node.children.includes(child)) throw new PushError('UNKNOWN_CHILD', `${node.name} has no child named ${child}`);
         }
-        const targets = childName === undefined ? node.children : [childName];
         for (const child of targets) task.invoke(child, record);
         task.count(task.recordsOut, node.name, targets.length);
       },

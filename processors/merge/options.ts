@@ -1,3 +1,4 @@
+import type { ChildNames } from '../../topology/api.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { checkRange, readEnum, readInt, type Env } from '../../common/config.ts';
 import { keyValueStore, scheduleStore, type StoreDefinition } from '../../topology/stores.ts';
@@ -25,7 +26,7 @@ export interface MergeOptions {
   /** Wall-clock interval at which due windows close. Default 100. */
   punctuateIntervalMs?: number;
   /** Child node names. Defaults `merged` and `outcomes`. */
-  outputs?: { merged?: string; outcomes?: string };
+  outputs?: { merged?: ChildNames; outcomes?: ChildNames };
   stores?: Partial<MergeStoreNames>;
 }
 
@@ -49,7 +50,7 @@ export interface MergeConfig {
   readonly mode: MergeMode;
   readonly retentionMs: number;
   readonly punctuateIntervalMs: number;
-  readonly outputs: { readonly merged: string; readonly outcomes: string };
+  readonly outputs: { readonly merged: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<MergeStoreNames>;
 }
 

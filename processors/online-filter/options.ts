@@ -1,3 +1,4 @@
+import type { ChildNames } from '../../topology/api.ts';
 import { checkRange, readInt, type Env } from '../../common/config.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 
@@ -16,7 +17,7 @@ export interface OnlineFilterOptions {
   /** Wall-clock interval at which due hold windows are released. Default 100. */
   punctuateIntervalMs?: number;
   /** Names of the child nodes the stage forwards to. Defaults `candidates` and `outcomes`. */
-  outputs?: { candidates?: string; outcomes?: string };
+  outputs?: { candidates?: ChildNames; outcomes?: ChildNames };
   /** Store names; defaults are ONLINE_FILTER_STORE_NAMES. */
   stores?: Partial<OnlineFilterStoreNames>;
 }
@@ -44,7 +45,7 @@ export interface OnlineFilterConfig {
   readonly heartbeatTimeoutMs: number;
   readonly backgroundCooldownMs: number;
   readonly punctuateIntervalMs: number;
-  readonly outputs: { readonly candidates: string; readonly outcomes: string };
+  readonly outputs: { readonly candidates: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<OnlineFilterStoreNames>;
 }
 

@@ -1,3 +1,4 @@
+import type { ChildNames } from '../../topology/api.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { checkRange, readBool, readEnum, readInt, readString, type Env } from '../../common/config.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
@@ -38,7 +39,7 @@ export interface PolicyOptions {
   /** Wall-clock interval at which due deferred releases are sent, ms. Default 1 000. */
   releaseCheckIntervalMs?: number;
   /** Child node names. Defaults `dispatch` and `outcomes`. */
-  outputs?: { dispatch?: string; outcomes?: string };
+  outputs?: { dispatch?: ChildNames; outcomes?: ChildNames };
   stores?: Partial<PolicyStoreNames>;
 }
 
@@ -74,7 +75,7 @@ export interface PolicyConfig {
   readonly quotaTimeZone: string;
   readonly deferredRelease: boolean;
   readonly releaseCheckIntervalMs: number;
-  readonly outputs: { readonly dispatch: string; readonly outcomes: string };
+  readonly outputs: { readonly dispatch: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<PolicyStoreNames>;
 }
 
