@@ -1,14 +1,19 @@
 /**
- * Wiring of the decision stages (DESIGN §2, §2.1–2.3) into one topology:
+ * Wiring of the decision stages (DESIGN §2, §2.1–2.3) into one topology with ONE sub-topology:
  *
- *   sub-topology 0: im.message.persisted, im.presence, push.tokens ─► online-filter ─► push.candidates
- *                   push.merged, push.settings, push.tokens, im.presence ─► policy ─► push.dispatch
- *                   (online-filter and policy) ─► push.outcomes
- *   sub-topology 1: push.candidates ─► merge ─► push.merged, push.outcomes
+ *   im.message.persisted ─┐
+ *   im.presence ──────────┼─► online-filter ─► merge ─► policy ─► push.dispatch
+ *   push.tokens ──────────┤         │            │        ▲   └──► push.outcomes (every stage)
+ *   push.settings ────────┴─────────┼────────────┼────────┘
+ *                                   ▼ (tap)      ▼ (tap)
+ *                            push.candidates  push.merged      (only with `taps`)
  *
- * push.tokens has one source feeding both stages that keep tokens, so the two stages share a
- * sub-topology; every topic is keyed by uid, so all of it is co-partitioned. Node and store names are
- * stable: they name the changelog topics.
+ * Every input is keyed by uid and so is every output; the merge keys its windows by (uid, conv_id)
+ * inside the uid's task, which needs no repartition. So, as in Kafka Streams, the three processors
+ * run fused in one task per partition and forward in-process: one exactly-once transaction between
+ * the persisted message and its dispatch instead of three topic hops. push.candidates and push.merged
+ * stay Avro topics as optional taps (`taps`, PUSH_DECISION_TAPS) for audit and debugging; nothing
+ * reads them. Node and store names are stable: store names name the changelog topics.
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { TopologyBuilder, type Topology } from '../topology/builder.ts';
@@ -20,7 +25,7 @@ import { merge } from '../processors/merge/merge.ts';
 import { mergeOptionsFromEnv, mergeStores, MERGE_STORE_NAMES, type MergeOptions } from '../processors/merge/options.ts';
 import { policy } from '../processors/policy/policy.ts';
 import { policyOptionsFromEnv, policyStores, POLICY_STORE_NAMES, type PolicyOptions } from '../processors/policy/options.ts';
-import type { Env } from '../common/config.ts';
+import { readBool, type Env } from '../common/config.ts';
 import { avroType, topicValueSchema, valueSubject } from './schemas.ts';
 import { TOPICS, topicName, type TopicKey } from './topics.ts';
 
@@ -35,12 +40,18 @@ export interface DecisionsTopologyOptions {
   onlineFilter?: Omit<OnlineFilterOptions, 'outputs' | 'stores'>;
   merge?: Omit<MergeOptions, 'outputs' | 'stores'>;
   policy?: Omit<PolicyOptions, 'outputs' | 'stores'>;
+  /**
+   * Also write the in-process hand-overs to push.candidates (online-filter → merge) and push.merged
+   * (merge → policy), for audit and debugging. Env PUSH_DECISION_TAPS; default false. Costs two
+   * records per pushed device in every transaction.
+   */
+  taps?: boolean;
 }
 
-/** The topics the decision stages read (sources) and write (sinks). */
+/** The topics the decision stages read (sources) and write (sinks; candidates and merged only as taps). */
 export const DECISION_TOPICS = {
-  reads: ['persisted', 'presence', 'tokens', 'settings', 'candidates', 'merged'],
-  writes: ['candidates', 'merged', 'dispatch', 'outcomes'],
+  reads: ['persisted', 'presence', 'tokens', 'settings'],
+  writes: ['dispatch', 'outcomes', 'candidates', 'merged'],
 } as const satisfies { reads: readonly TopicKey[]; writes: readonly TopicKey[] };
 
 /** Builds the decisions topology. Processor options are validated here (ConfigError naming the PUSH_* key). */
@@ -48,21 +59,18 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
   const t = (key: TopicKey) => topicName(key, options.topicPrefix);
   const source = (key: TopicKey) => ({ topics: [t(key)], keySerde: stringSerde, valueSerde: options.valueSerdes(key) });
   const sink = (key: TopicKey) => ({ topic: t(key), keySerde: stringSerde, valueSerde: options.valueSerdes(key) });
+  const tapped = (child: string, tap: string): string[] => (options.taps ? [child, tap] : [child]);
   const b = new TopologyBuilder()
     .addSource('persisted-source', source('persisted'))
     .addSource('presence-source', source('presence'))
     .addSource('tokens-source', source('tokens'))
     .addSource('settings-source', source('settings'))
-    .addSource('merged-source', source('merged'))
-    .addProcessor('online-filter', onlineFilter({ ...options.onlineFilter, outputs: { candidates: 'candidates-sink', outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
-    .addProcessor('policy', policy({ ...options.policy, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merged-source', 'settings-source', 'tokens-source', 'presence-source')
-    .addSink('candidates-sink', sink('candidates'), 'online-filter')
+    .addProcessor('online-filter', onlineFilter({ ...options.onlineFilter, outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
+    .addProcessor('merge', merge({ ...options.merge, outputs: { merged: tapped('policy', 'merged-tap'), outcomes: 'outcomes-sink' } }), 'online-filter')
+    .addProcessor('policy', policy({ ...options.policy, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merge', 'settings-source', 'tokens-source', 'presence-source')
     .addSink('dispatch-sink', sink('dispatch'), 'policy')
-    .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'policy')
-    .addSource('candidates-source', source('candidates'))
-    .addProcessor('merge', merge({ ...options.merge, outputs: { merged: 'merged-sink', outcomes: 'merge-outcomes-sink' } }), 'candidates-source')
-    .addSink('merged-sink', sink('merged'), 'merge')
-    .addSink('merge-outcomes-sink', sink('outcomes'), 'merge');
+    .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
+  if (options.taps) b.addSink('candidates-tap', sink('candidates'), 'online-filter').addSink('merged-tap', sink('merged'), 'merge');
   for (const store of onlineFilterStores(ONLINE_FILTER_STORE_NAMES)) b.addStateStore(store, 'online-filter');
   for (const store of mergeStores(MERGE_STORE_NAMES)) b.addStateStore(store, 'merge');
   for (const store of policyStores(POLICY_STORE_NAMES)) b.addStateStore(store, 'policy');
@@ -73,10 +81,10 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
  * The stages' options from PUSH_* environment keys (PUSH_HOLD_WINDOW_MS, PUSH_HEARTBEAT_TIMEOUT_MS,
  * PUSH_BACKGROUND_COOLDOWN_MS, PUSH_MERGE_WINDOW_MS, PUSH_MERGE_MODE, PUSH_MERGE_RETENTION_MS,
  * PUSH_MENTION_RULE, PUSH_MENTION_ALL, PUSH_GENERIC_TITLE, PUSH_GENERIC_TEXT, PUSH_VENDOR_QUOTAS,
- * PUSH_PARTITIONS, PUSH_QUOTA_TIME_ZONE). A bad value throws a ConfigError naming its key.
+ * PUSH_PARTITIONS, PUSH_QUOTA_TIME_ZONE, PUSH_DECISION_TAPS). A bad value throws a ConfigError naming its key.
  */
-export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy'> {
-  return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env) };
+export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
+  return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env), taps: readBool(env, 'PUSH_DECISION_TAPS', false) };
 }
 
 /** Raw Avro (no registry framing) with the schemas/ files: for the TopologyTestDriver. */

@@ -2,6 +2,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildDecisionsTopology, rawAvroValueSerdes } from '../../pipeline/decisions.ts';
+import { TOPICS } from '../../pipeline/topics.ts';
+import { DecisionsHarness, brief } from '../processors/harness.ts';
 
 const EXPECTED = `Topologies:
   Sub-topology: 0
@@ -13,35 +15,36 @@ const EXPECTED = `Topologies:
       --> online-filter, policy
     Source: settings-source (topics: [t.push.settings])
       --> policy
-    Source: merged-source (topics: [t.push.merged])
-      --> policy
     Processor: online-filter (stores: [online-filter-devices, online-filter-presence, online-filter-holds, online-filter-hold-timers])
-      --> candidates-sink, outcomes-sink
+      --> merge, outcomes-sink
       <-- persisted-source, presence-source, tokens-source
+    Processor: merge (stores: [merge-windows, merge-window-timers])
+      --> policy, outcomes-sink
+      <-- online-filter
     Processor: policy (stores: [policy-tokens, policy-settings, policy-quota-ledger, policy-deferred, policy-deferred-timers])
       --> dispatch-sink, outcomes-sink
-      <-- merged-source, settings-source, tokens-source, presence-source
-    Sink: candidates-sink (topic: t.push.candidates)
-      <-- online-filter
+      <-- merge, settings-source, tokens-source, presence-source
     Sink: dispatch-sink (topic: t.push.dispatch)
       <-- policy
     Sink: outcomes-sink (topic: t.push.outcomes)
-      <-- online-filter, policy
-  Sub-topology: 1
-    Source: candidates-source (topics: [t.push.candidates])
-      --> merge
-    Processor: merge (stores: [merge-windows, merge-window-timers])
-      --> merged-sink, merge-outcomes-sink
-      <-- candidates-source
-    Sink: merged-sink (topic: t.push.merged)
-      <-- merge
-    Sink: merge-outcomes-sink (topic: t.push.outcomes)
+      <-- online-filter, merge, policy
+`;
+
+/** With taps on, the same graph plus two sinks: the in-process hand-overs stay observable. */
+const TAPS = `    Sink: candidates-tap (topic: t.push.candidates)
+      <-- online-filter
+    Sink: merged-tap (topic: t.push.merged)
       <-- merge
 `;
 
 describe('decisions topology', () => {
-  test('describe() matches the reviewed wiring', () => {
+  test('describe() matches the reviewed wiring: one fused sub-topology', () => {
     assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.' }).describe(), EXPECTED);
+  });
+
+  test('taps add push.candidates and push.merged sinks beside the in-process hand-overs', () => {
+    const tapped = EXPECTED.replace('--> merge, outcomes-sink', '--> merge, outcomes-sink, candidates-tap').replace('--> policy, outcomes-sink', '--> policy, outcomes-sink, merged-tap');
+    assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', taps: true }).describe(), tapped + TAPS);
   });
 
   test('invalid stage options fail while building, naming the key', () => {
@@ -63,5 +66,35 @@ describe('decisions options from the environment', () => {
     assert.equal(options.policy?.partitionCount, 8);
     assert.throws(() => decisionsOptionsFromEnv({ PUSH_MERGE_WINDOW_MS: '10001' }), /PUSH_MERGE_WINDOW_MS/);
     assert.throws(() => decisionsOptionsFromEnv({ PUSH_HOLD_WINDOW_MS: '1000' }), /PUSH_HOLD_WINDOW_MS/);
+  });
+});
+
+describe('decision taps', () => {
+  /** One offline device, two messages of a chat within a merge window: a leading push, then one merged. */
+  async function run(taps: boolean) {
+    const h = DecisionsHarness.create({ taps });
+    await h.token('u1', 'd1', 'fcm');
+    await h.message('u1', 'c1');
+    await h.advanceTo(1_000);
+    await h.message('u1', 'c1');
+    await h.advanceTo(10_000);
+    const read = (key: 'candidates' | 'merged') => h.driver.readAllOutputs<string, { seq: number; device_id: string }>(TOPICS[key].name).map((r) => `${r.value.device_id}#${r.value.seq}`);
+    const result = { dispatches: h.dispatches().map(brief), candidates: read('candidates'), merged: read('merged') };
+    await h.close();
+    return result;
+  }
+
+  test('off (default): decisions hand over in-process and write neither tap topic', async () => {
+    const { dispatches, candidates, merged } = await run(false);
+    assert.deepEqual(dispatches, ['d1:c1#1 LEADING badge=1', 'd1:c1#2 TRAILING silent badge=2']);
+    assert.deepEqual(candidates, []);
+    assert.deepEqual(merged, []);
+  });
+
+  test('on: the same dispatches, and every hand-over is also on push.candidates and push.merged', async () => {
+    const { dispatches, candidates, merged } = await run(true);
+    assert.deepEqual(dispatches, ['d1:c1#1 LEADING badge=1', 'd1:c1#2 TRAILING silent badge=2']);
+    assert.deepEqual(candidates, ['d1#1', 'd1#2']);
+    assert.deepEqual(merged, ['d1#1', 'd1#2']);
   });
 });
