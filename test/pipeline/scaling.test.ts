@@ -59,8 +59,8 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
 
   // Membership: 1 → 3 members, the work spread over all three, then back to one holding everything.
   const persisted = `${run.env.topicPrefix}im.message.persisted`;
-  // The decisions group runs two sub-topologies (persisted+presence+... and candidates), so tasks,
-  // not one topic's partitions, are what spread: every member must hold some.
+  // The decisions group runs one sub-topology over four co-partitioned topics: a member holds a
+  // task's partition of every one of them, and every member must hold some.
   const partitionsOf = (s: GroupStatus, topic?: string) =>
     s.members.map((m) => Object.entries(m.assignment).reduce((n, [tp, ps]) => n + (topic === undefined || tp === topic ? ps.length : 0), 0));
   const spread = samples.find((s) => s.members.length === 3 && partitionsOf(s).every((n) => n > 0));
