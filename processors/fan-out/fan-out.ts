@@ -51,9 +51,11 @@ export const REPLAY_HEADER = 'push-replay';
 /** Retryable codes of calls the vendor never processed; a push that ends on one was not submitted. */
 const UNREACHED_CODES = new Set(['CONNECTION_LOST']);
 
-const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'permanent' | 'auth-failed', FanOutReason>> = {
+const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' | 'permanent' | 'unknown-code' | 'auth-failed', FanOutReason>> = {
   'payload-too-large': 'payload_too_large',
+  'payload-rejected': 'payload_rejected',
   permanent: 'permanent',
+  'unknown-code': 'unknown_code',
   'auth-failed': 'auth_failed',
 };
 

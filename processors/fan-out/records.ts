@@ -10,6 +10,8 @@ export type FanOutReason =
   | 'quota' // the vendor's daily quota is used up; never retried
   | 'dead_token'
   | 'payload_too_large'
+  | 'payload_rejected' // the vendor refused a field of the payload; never counts against the token
+  | 'unknown_code' // a vendor code missing from its code table (the code is in `code`); never counts against the token
   | 'auth_failed' // the vendor credential still failed after one refresh
   | 'permanent' // the vendor refused the request for good
   | 'retries_exhausted' // 5xx / network answers beyond the retry budget

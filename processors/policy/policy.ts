@@ -8,6 +8,7 @@
  */
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { firstGraphemes } from '../../sinks/vendors/text.ts';
 import { taskId } from '../shared/ids.ts';
 import { classifyInput } from '../shared/inputs.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
@@ -27,10 +28,9 @@ export function policy(options: PolicyOptions = {}): () => Processor<string, unk
   return () => new PolicyProcessor(config);
 }
 
-/** Cuts a summary to `max` characters (code points, so no surrogate pair is split). */
+/** Cuts a summary to `max` characters, counted as grapheme clusters, so no emoji, flag or accented letter is split. */
 export function cutSummary(summary: string, max: number): string {
-  const chars = Array.from(summary);
-  return chars.length <= max ? summary : chars.slice(0, max).join('');
+  return firstGraphemes(summary, max);
 }
 
 class PolicyProcessor implements Processor<string, unknown, string, Out> {

@@ -10,8 +10,8 @@ export type CodeRule = OutcomeKind | 'auth-refresh';
 /** A vendor's code table: its own code (as a string) → rule. Unknown codes fall to the adapter's default. */
 export type CodeTable = Readonly<Record<string, CodeRule>>;
 
-/** Looks a code up in a table; unknown codes get `fallback` (permanent unless said otherwise). */
-export function ruleFor(table: CodeTable, code: string, fallback: CodeRule = 'permanent'): CodeRule {
+/** Looks a code up in a table; codes it does not hold get `fallback` (`unknown-code` unless said otherwise). */
+export function ruleFor(table: CodeTable, code: string, fallback: CodeRule = 'unknown-code'): CodeRule {
   return Object.hasOwn(table, code) ? table[code]! : fallback;
 }
 
@@ -30,7 +30,9 @@ export function outcomeOf(rule: CodeRule, code: string, extra: { retryAfterMs?: 
     case 'dead-token':
     case 'quota-exhausted':
     case 'payload-too-large':
+    case 'payload-rejected':
     case 'permanent':
+    case 'unknown-code':
       return { kind: rule, code };
   }
 }

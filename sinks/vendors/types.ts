@@ -46,7 +46,18 @@ export type SubmitOutcome =
   | { readonly kind: 'quota-exhausted'; readonly code: string }
   | { readonly kind: 'retryable'; readonly code: string; readonly retryAfterMs?: number }
   | { readonly kind: 'payload-too-large'; readonly code: string }
-  | { readonly kind: 'permanent'; readonly code: string };
+  /**
+   * The vendor refused a field of the payload (a bad or missing value, sensitive content): a fault
+   * of this message, never of the device token. Added for issue 13; compatible with earlier callers.
+   */
+  | { readonly kind: 'payload-rejected'; readonly code: string }
+  /** The request, the app's configuration or its permissions were refused for good. */
+  | { readonly kind: 'permanent'; readonly code: string }
+  /**
+   * A code missing from the vendor's code table: reported with the vendor's code, not retried on
+   * that channel, and never evidence against the token (nothing is known about it).
+   */
+  | { readonly kind: 'unknown-code'; readonly code: string };
 
 export type OutcomeKind = SubmitOutcome['kind'];
 

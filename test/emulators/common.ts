@@ -235,6 +235,27 @@ export async function postCallback(url: string, headers: Record<string, string>,
 
 export const randomId = (prefix = '') => `${prefix}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
 
+/**
+ * How the Chinese vendors count the characters of a title or body (docs/vendors.md, "Payload
+ * limits"). Written from the vendors' documents, apart from the adapters' builders, so that a
+ * builder that counts wrong is refused here.
+ */
+export const vendorCharCount = {
+  /**
+   * Xiaomi, OPPO: "a Chinese or English character counts one" (OPPO adds "and emoji"), unit not
+   * documented: the stricter of UTF-16 units and UTF-8 bytes / 3.
+   */
+  oneEach(text: string): number {
+    return Math.max(text.length, Math.ceil(Buffer.byteLength(text, 'utf8') / 3));
+  },
+  /** vivo: "one Chinese character equals two English characters"; anything not ASCII counts as Chinese, per UTF-16 unit. */
+  chineseTwo(text: string): number {
+    let n = 0;
+    for (const unit of text.split('')) n += unit.charCodeAt(0) <= 0x7f ? 1 : 2;
+    return n;
+  },
+};
+
 /** Parsed vendor JSON, read field by field the way each vendor documents it. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type VendorJson = Record<string, any>;

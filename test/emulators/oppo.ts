@@ -1,9 +1,23 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
+
+/** Longest `content` per notification style (1 standard, 2 long text, 3 big picture). */
+const CONTENT_MAX_BY_STYLE: Readonly<Record<number, number>> = { 1: 50, 2: 128, 3: 50 };
+
+/** The documented text limits of a notification; the code OPPO answers (41 invalid arguments) or undefined. */
+function textError(n: VendorJson): number | undefined {
+  const count = vendorCharCount.oneEach;
+  const style = n.style ?? 1;
+  if (!(style in CONTENT_MAX_BY_STYLE)) return 41;
+  if (count(String(n.title)) > 50 || count(String(n.content)) > CONTENT_MAX_BY_STYLE[style]!) return 41;
+  if (n.sub_title !== undefined && count(String(n.sub_title)) > 10) return 41;
+  if (typeof n.action_parameters === 'string' && count(n.action_parameters) > 4000) return 41;
+  return undefined;
+}
 
 /** OPPO's communication & service class (UNCONFIRMED enum); anything else is content & marketing. */
 const COMMUNICATION_CATEGORIES = new Set(['IM', 'ACCOUNT', 'DEVICE_REMINDER', 'ORDER', 'TODO', 'SUBSCRIPTION']);
@@ -99,9 +113,7 @@ export class OppoEmulator extends EmulatorCore {
         : !n.title || !n.content ? 40
         : n.notify_level !== undefined && !n.category ? 67
         : !n.channel_id || !app.channelIds.includes(n.channel_id) ? 41
-        : typeof n.action_parameters === 'string' && n.action_parameters.length > 4000 ? 41
-        : this.deadTokens.has(m.target_value) || fault?.kind === 'dead-token' ? 10000
-        : 0;
+        : textError(n) ?? (this.deadTokens.has(m.target_value) || fault?.kind === 'dead-token' ? 10000 : 0);
       const capped = error === 0 && !COMMUNICATION_CATEGORIES.has(n.category) && this.overLimitedClassCap(String(m.target_value));
       record(m, error !== 0 ? String(error) : capped ? 'class-capped' : 'accepted');
       const messageId = `${app.appId}-1-1-${randomId()}`;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -75,10 +75,11 @@ export class VivoEmulator extends EmulatorCore {
   }
 
   private validate(m: VendorJson): number | undefined {
-    if (typeof m.title !== 'string' || m.title.length === 0 || m.title.length > 40) return 10055;
-    if (typeof m.content !== 'string' || m.content.length === 0 || m.content.length > 100) return 10055;
+    // Documented: title ≤ 20 Chinese / 40 English characters, content ≤ 50 / 100 (one Chinese counts two).
+    if (typeof m.title !== 'string' || m.title.length === 0 || vendorCharCount.chineseTwo(m.title) > 40) return 10055;
+    if (typeof m.content !== 'string' || m.content.length === 0 || vendorCharCount.chineseTwo(m.content) > 100) return 10055;
     if (typeof m.timeToLive === 'number' && (m.timeToLive < 60 || m.timeToLive > 86_400)) return 10055;
-    if (m.clientCustomMap && JSON.stringify(m.clientCustomMap).length > 1024) return 10055;
+    if (m.clientCustomMap && vendorCharCount.chineseTwo(JSON.stringify(m.clientCustomMap)) > 1024) return 10055;
     if (m.category !== undefined) {
       if (typeof m.category !== 'string' || m.category !== m.category.toUpperCase()) return 10096;
       if ((m.classification === 1) !== SYSTEM_CATEGORIES.has(m.category)) return 10097;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
 import type { TestTls } from './tls.ts';
 
 export interface XiaomiAppRegistration {
@@ -68,7 +68,14 @@ export class XiaomiEmulator extends EmulatorCore {
     };
     if (regIds.length === 0) return refuse(10016, 'registration_id is required');
     if (form.get('restricted_package_name') !== app.packageName) return refuse(22022, 'illegal package name');
-    if (form.get('pass_through') !== '1' && (!form.get('title') || !form.get('description'))) return refuse(10017, 'title and description are required');
+    if (form.get('pass_through') !== '1') {
+      // Documented: not all whitespace; title shorter than 50, description shorter than 128 characters.
+      const title = form.get('title') ?? '';
+      const description = form.get('description') ?? '';
+      if (title.trim() === '' || description.trim() === '') return refuse(10017, 'title and description are required and not blank');
+      if (vendorCharCount.oneEach(title) >= 50) return refuse(65009, 'title too long');
+      if (vendorCharCount.oneEach(description) >= 128) return refuse(65009, 'description too long');
+    }
     const channel = form.get('extra.channel_id');
     if (!channel || !app.channelIds.includes(channel)) return refuse(27001, 'channel info mismatch');
     const size = Buffer.byteLength(form.get('title') ?? '') + Buffer.byteLength(form.get('description') ?? '') + Buffer.byteLength(form.get('payload') ?? '');

@@ -11,10 +11,10 @@ import { message } from './support.ts';
 
 /** Apple's reasons and the outcome each must produce (research/vendor-protocols.md §1.5). */
 const EXPECTED: Record<string, OutcomeKind> = {
-  BadCollapseId: 'permanent', BadDeviceToken: 'dead-token', BadExpirationDate: 'permanent', BadMessageId: 'permanent',
-  BadPriority: 'permanent', BadTopic: 'permanent', DeviceTokenNotForTopic: 'dead-token', DuplicateHeaders: 'permanent',
+  BadCollapseId: 'payload-rejected', BadDeviceToken: 'dead-token', BadExpirationDate: 'payload-rejected', BadMessageId: 'payload-rejected',
+  BadPriority: 'payload-rejected', BadTopic: 'permanent', DeviceTokenNotForTopic: 'dead-token', DuplicateHeaders: 'payload-rejected',
   IdleTimeout: 'retryable', InvalidPushType: 'permanent', MissingDeviceToken: 'permanent', MissingTopic: 'permanent',
-  PayloadEmpty: 'permanent', TopicDisallowed: 'dead-token', BadCertificate: 'permanent', BadCertificateEnvironment: 'permanent',
+  PayloadEmpty: 'payload-rejected', TopicDisallowed: 'dead-token', BadCertificate: 'permanent', BadCertificateEnvironment: 'permanent',
   Forbidden: 'permanent', InvalidProviderToken: 'auth-failed', MissingProviderToken: 'auth-failed',
   UnrelatedKeyIdInToken: 'auth-failed', BadEnvironmentKeyIdInToken: 'auth-failed', BadPath: 'permanent',
   MethodNotAllowed: 'permanent', Unregistered: 'dead-token', ExpiredToken: 'dead-token', PayloadTooLarge: 'payload-too-large',
@@ -138,16 +138,23 @@ describe('APNs adapter against the APNs emulator', () => {
     assert.deepEqual(accepted, batch.map((m) => m.token).sort());
   });
 
-  test('payloads over 4096 bytes are refused before sending; VoIP allows 5120', async () => {
-    const big = message(em, 'apns', 'big', { body: 'x'.repeat(4200) });
+  test('a long body is cut to fit 4096 bytes, VoIP keeps it within 5120; data that leaves no room is refused before sending', async () => {
     const adapter = registry.adapter('apns', 'app-1')!;
+    const big = message(em, 'apns', 'big', { data: { blob: 'x'.repeat(4100) } });
     assert.ok(adapter.payloadBytes(big) > adapter.maxPayloadBytes);
     assert.deepEqual(await adapter.submit([big]), [{ kind: 'payload-too-large', code: 'PayloadTooLarge' }]);
     assert.equal(em.apns.received.length, 0);
+    const long = message(em, 'apns', 'long', { body: 'x'.repeat(4200) });
+    assert.equal((await adapter.submit([long]))[0]!.kind, 'accepted');
+    const cut = em.apns.accepted()[0]!;
+    assert.ok(cut.body!.endsWith('…') && cut.body!.length < 4096, 'the body is cut with an ellipsis');
+    assert.ok(adapter.payloadBytes(long) <= 4096);
     const voip = new ApnsAdapter({ ...config(), pushType: 'voip' }, { providerToken: new ProviderToken({ ...config(), now: () => em.clock.now() }), ca: em.ca });
     assert.equal(voip.maxPayloadBytes, 5120);
-    assert.equal((await voip.submit([big]))[0]!.kind, 'accepted');
-    assert.equal((em.apns.accepted()[0]!.request as Record<string, string>)['apns-topic'], 'com.example.app-1.voip');
+    assert.equal((await voip.submit([long]))[0]!.kind, 'accepted');
+    const whole = em.apns.accepted()[1]!;
+    assert.equal(whole.body, long.body, 'within 5120 bytes the body is sent whole');
+    assert.equal((whole.request as Record<string, string>)['apns-topic'], 'com.example.app-1.voip');
     await voip.close();
   });
 

@@ -13,7 +13,7 @@ const CASES: Array<[string, Fault, SubmitOutcome]> = [
   ['UNREGISTERED', { kind: 'code', code: 'UNREGISTERED' }, { kind: 'dead-token', code: 'UNREGISTERED' }],
   ['SENDER_ID_MISMATCH', { kind: 'code', code: 'SENDER_ID_MISMATCH' }, { kind: 'dead-token', code: 'SENDER_ID_MISMATCH' }],
   ['INVALID_ARGUMENT on the token', { kind: 'code', code: 'INVALID_ARGUMENT', variant: 'token' }, { kind: 'dead-token', code: 'INVALID_ARGUMENT' }],
-  ['INVALID_ARGUMENT elsewhere', { kind: 'code', code: 'INVALID_ARGUMENT' }, { kind: 'permanent', code: 'INVALID_ARGUMENT' }],
+  ['INVALID_ARGUMENT elsewhere', { kind: 'code', code: 'INVALID_ARGUMENT' }, { kind: 'payload-rejected', code: 'INVALID_ARGUMENT' }],
   ['QUOTA_EXCEEDED with Retry-After', { kind: 'rate-limit', retryAfterS: 30 }, { kind: 'rate-limited', code: 'QUOTA_EXCEEDED', retryAfterMs: 30_000 }],
   ['429 without an FcmError detail', { kind: 'code', code: 'RESOURCE_EXHAUSTED', variant: 'no-detail' }, { kind: 'rate-limited', code: 'RESOURCE_EXHAUSTED' }],
   ['UNAVAILABLE with Retry-After', { kind: 'server-error', retryAfterS: 2 }, { kind: 'retryable', code: 'UNAVAILABLE', retryAfterMs: 2000 }],

@@ -9,7 +9,7 @@ import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** Huawei business codes (research/vendor-protocols.md §3.4) and their outcomes; auth codes are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
-  '80100001': 'permanent', '80100003': 'permanent', '80100004': 'permanent', '80100013': 'permanent', '80100016': 'permanent',
+  '80100001': 'payload-rejected', '80100003': 'payload-rejected', '80100004': 'payload-rejected', '80100013': 'payload-rejected', '80100016': 'payload-rejected',
   '80100017': 'rate-limited', '80100018': 'permanent', '80200001': 'auth-failed', '80200003': 'auth-failed', '80200005': 'auth-failed',
   '80300002': 'permanent', '80300007': 'dead-token', '80300008': 'payload-too-large', '80300010': 'permanent',
   '80300011': 'permanent', '80300013': 'permanent', '80600003': 'permanent', '81000001': 'retryable',

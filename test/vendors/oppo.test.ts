@@ -11,8 +11,8 @@ const EXPECTED: Record<string, OutcomeKind> = {
   '-2': 'rate-limited', '-1': 'retryable', '11': 'auth-failed', '12': 'permanent', '13': 'rate-limited',
   ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [String(14 + i), 'permanent' as const])),
   '26': 'permanent', '27': 'permanent', '28': 'permanent', '29': 'auth-failed', '30': 'permanent', '31': 'permanent',
-  '32': 'permanent', '33': 'quota-exhausted', '34': 'quota-exhausted', '40': 'permanent', '41': 'permanent', '51': 'permanent',
-  '55': 'rate-limited', '59': 'permanent', '67': 'permanent', '10000': 'dead-token', '10001': 'dead-token',
+  '32': 'permanent', '33': 'quota-exhausted', '34': 'quota-exhausted', '40': 'payload-rejected', '41': 'payload-rejected', '51': 'payload-rejected',
+  '55': 'rate-limited', '59': 'permanent', '67': 'payload-rejected', '10000': 'dead-token', '10001': 'dead-token',
   '10002': 'dead-token', '10003': 'dead-token',
 };
 

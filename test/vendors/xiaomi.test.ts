@@ -9,11 +9,11 @@ import { message, useVendorEmulators, type Receiver } from './support.ts';
 /** MiPush codes (research/vendor-protocols.md §4.3) and their outcomes. */
 const EXPECTED: Record<string, OutcomeKind> = {
   '-1': 'retryable', '1': 'retryable', '10001': 'retryable', '10002': 'retryable', '10003': 'retryable', '26003': 'retryable',
-  '65029': 'retryable', '20301': 'retryable', '10008': 'permanent', '10016': 'permanent', '10017': 'permanent', '21305': 'permanent',
-  '65011': 'permanent', '10027': 'rate-limited', '21303': 'rate-limited', '26004': 'rate-limited', '10034': 'quota-exhausted',
+  '65029': 'retryable', '20301': 'retryable', '10008': 'payload-rejected', '10016': 'payload-rejected', '10017': 'payload-rejected', '21305': 'payload-rejected',
+  '65011': 'payload-rejected', '10027': 'rate-limited', '21303': 'rate-limited', '26004': 'rate-limited', '10034': 'quota-exhausted',
   '10031': 'permanent', '21301': 'auth-failed', '21302': 'auth-failed', '22000': 'auth-failed', '22006': 'auth-failed',
-  '22007': 'auth-failed', '22022': 'permanent', '27001': 'permanent', '65009': 'payload-too-large', '65036': 'permanent',
-  '65037': 'permanent', '65038': 'permanent',
+  '22007': 'auth-failed', '22022': 'permanent', '27001': 'permanent', '65009': 'payload-too-large', '65036': 'payload-rejected',
+  '65037': 'payload-rejected', '65038': 'payload-rejected',
 };
 
 describe('Xiaomi adapter against the MiPush emulator', () => {

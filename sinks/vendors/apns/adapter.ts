@@ -4,6 +4,7 @@ import { outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
+import { apnsMaxPayloadBytes, apnsPayload } from './payload.ts';
 import type { ProviderToken } from './provider-token.ts';
 
 export const APNS_HOSTS = {
@@ -36,7 +37,7 @@ export class ApnsAdapter implements VendorAdapter {
   private readonly now: () => number;
 
   constructor(private readonly config: ApnsAppConfig, private readonly deps: ApnsAdapterDeps) {
-    this.maxPayloadBytes = config.pushType === 'voip' ? 5120 : 4096;
+    this.maxPayloadBytes = apnsMaxPayloadBytes(config.pushType);
     this.now = deps.now ?? Date.now;
     this.pool = new ApnsConnectionPool({
       origin: config.baseUrl ?? APNS_HOSTS[config.environment],
@@ -51,15 +52,8 @@ export class ApnsAdapter implements VendorAdapter {
     return this.pool.connectionsOpened;
   }
 
-  private payload(m: PushMessage): string {
-    const aps: Record<string, unknown> = { alert: { title: m.title, body: m.body }, badge: m.badge, 'thread-id': m.collapseId };
-    if (!m.silent) aps.sound = 'default';
-    const custom = Object.fromEntries(Object.entries(m.data).filter(([k]) => k !== 'aps'));
-    return JSON.stringify({ aps, ...custom });
-  }
-
   payloadBytes(m: PushMessage): number {
-    return Buffer.byteLength(this.payload(m));
+    return Buffer.byteLength(apnsPayload(m, this.maxPayloadBytes));
   }
 
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
@@ -67,7 +61,7 @@ export class ApnsAdapter implements VendorAdapter {
   }
 
   private async submitOne(m: PushMessage): Promise<SubmitOutcome> {
-    const body = this.payload(m);
+    const body = apnsPayload(m, this.maxPayloadBytes);
     if (Buffer.byteLength(body) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'PayloadTooLarge' };
     const headers = {
       ':path': `/3/device/${m.token}`,

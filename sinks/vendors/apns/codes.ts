@@ -4,21 +4,22 @@ import type { CodeTable } from '../outcomes.ts';
  * APNs `reason` → outcome (vendor-protocols.md §1.4–1.5; Apple's "Handling notification responses
  * from APNs"). 400 BadDeviceToken is dead only when the environment is right, which the app's
  * configuration asserts; DeviceTokenNotForTopic / TopicDisallowed are permanent token rejections.
+ * Refusals of a header or body field are `payload-rejected`: the message's fault, not the token's.
  */
 export const APNS_REASONS: CodeTable = {
-  BadCollapseId: 'permanent',
+  BadCollapseId: 'payload-rejected',
   BadDeviceToken: 'dead-token',
-  BadExpirationDate: 'permanent',
-  BadMessageId: 'permanent',
-  BadPriority: 'permanent',
+  BadExpirationDate: 'payload-rejected',
+  BadMessageId: 'payload-rejected',
+  BadPriority: 'payload-rejected',
   BadTopic: 'permanent',
   DeviceTokenNotForTopic: 'dead-token',
-  DuplicateHeaders: 'permanent',
+  DuplicateHeaders: 'payload-rejected',
   IdleTimeout: 'retryable',
   InvalidPushType: 'permanent',
   MissingDeviceToken: 'permanent',
   MissingTopic: 'permanent',
-  PayloadEmpty: 'permanent',
+  PayloadEmpty: 'payload-rejected',
   TopicDisallowed: 'dead-token',
   BadCertificate: 'permanent',
   BadCertificateEnvironment: 'permanent',

@@ -5,6 +5,7 @@ import { signRs256 } from '../jwt.ts';
 import { outcomeOf, parseRetryAfter, ruleFor, type CodeRule } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { FCM_ERRORS, FCM_STATUS_FALLBACK } from './codes.ts';
+import { fcmCountedPayload, fcmNotification, FCM_PAYLOAD_LIMITS } from './payload.ts';
 
 export const FCM_BASE_URL = 'https://fcm.googleapis.com';
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
@@ -29,7 +30,7 @@ export class FcmAdapter implements VendorAdapter {
   readonly vendor = 'fcm' as const;
   readonly maxBatchSize = 1;
   /** Google documents 4096 bytes; 4000 keeps clear of the localized "4000 bytes" rule. */
-  readonly maxPayloadBytes = 4000;
+  readonly maxPayloadBytes = FCM_PAYLOAD_LIMITS.maxBytes;
   private readonly http: VendorHttp;
   private readonly bearer: CachedCredential;
   private readonly now: () => number;
@@ -54,9 +55,10 @@ export class FcmAdapter implements VendorAdapter {
   }
 
   private message(m: PushMessage, withToken: boolean): Record<string, unknown> {
+    const text = fcmNotification(m);
     return {
       ...(withToken ? { token: m.token } : {}),
-      notification: { title: m.title, body: m.body },
+      notification: { title: text.title, body: text.body },
       data: m.data,
       android: {
         collapse_key: m.collapseId,
@@ -68,7 +70,7 @@ export class FcmAdapter implements VendorAdapter {
   }
 
   payloadBytes(m: PushMessage): number {
-    return Buffer.byteLength(JSON.stringify({ notification: { title: m.title, body: m.body }, data: m.data }));
+    return Buffer.byteLength(fcmCountedPayload(m, fcmNotification(m)));
   }
 
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {

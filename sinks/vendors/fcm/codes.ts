@@ -3,14 +3,15 @@ import type { CodeTable } from '../outcomes.ts';
 /**
  * FCM HTTP v1 error → outcome, keyed by the FcmError `errorCode` detail, else the google.rpc
  * `status` (vendor-protocols.md §2.5). INVALID_ARGUMENT is refined by the adapter: dead token when
- * it concerns the registration token, payload-too-large when the message is too big.
+ * it concerns the registration token, payload-too-large when the message is too big, else a
+ * refused field of the payload.
  */
 export const FCM_ERRORS: CodeTable = {
   UNREGISTERED: 'dead-token',
   UNREGISTERED_FID: 'dead-token',
   NOT_FOUND: 'dead-token',
   SENDER_ID_MISMATCH: 'dead-token',
-  INVALID_ARGUMENT: 'permanent',
+  INVALID_ARGUMENT: 'payload-rejected',
   QUOTA_EXCEEDED: 'rate-limited',
   RESOURCE_EXHAUSTED: 'rate-limited',
   UNAVAILABLE: 'retryable',

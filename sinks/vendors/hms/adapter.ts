@@ -2,9 +2,10 @@ import type { HmsAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
+import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
 
 export const HMS_BASE_URL = 'https://push-api.cloud.huawei.com';
 export const HMS_AUTH_URL = 'https://oauth-login.cloud.huawei.com/oauth2/v3/token';
@@ -23,7 +24,7 @@ export class HmsAdapter implements VendorAdapter {
   readonly vendor = 'hms' as const;
   readonly maxBatchSize = 1000;
   /** Message body excluding tokens (80300008 above it). */
-  readonly maxPayloadBytes = 4096;
+  readonly maxPayloadBytes = HMS_PAYLOAD_LIMITS.maxBytes;
   private readonly http: VendorHttp;
   private readonly bearer: CachedCredential;
   private readonly now: () => number;
@@ -47,29 +48,11 @@ export class HmsAdapter implements VendorAdapter {
   }
 
   private message(m: PushMessage): Record<string, unknown> {
-    return {
-      data: JSON.stringify(m.data),
-      android: {
-        category: m.classification?.category ?? this.config.category,
-        urgency: 'HIGH',
-        ttl: `${Math.max(1, m.ttlSeconds)}s`,
-        ...(this.config.receiptId ? { receipt_id: this.config.receiptId } : {}),
-        notification: {
-          title: m.title,
-          body: m.body,
-          click_action: { type: 3 },
-          tag: m.collapseId,
-          notify_id: notifyIdOf(m.collapseId),
-          importance: m.silent ? 'LOW' : 'NORMAL',
-          default_sound: !m.silent,
-          badge: { set_num: Math.min(99, Math.max(0, m.badge)), ...(this.config.badgeClass ? { class: this.config.badgeClass } : {}) },
-        },
-      },
-    };
+    return hmsMessage(m, this.config);
   }
 
   payloadBytes(m: PushMessage): number {
-    return Buffer.byteLength(JSON.stringify({ validate_only: false, message: this.message(m) }));
+    return Buffer.byteLength(hmsCountedBody(this.message(m)));
   }
 
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {

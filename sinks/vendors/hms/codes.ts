@@ -3,15 +3,16 @@ import type { CodeTable } from '../outcomes.ts';
 /**
  * HMS Push Kit business codes (a string in the body whatever the HTTP status) → outcome
  * (vendor-protocols.md §3.4). 80100000 is partial success: `msg` lists `illegal_tokens`.
+ * Parameter, structure, TTL, collapse-key and content refusals are `payload-rejected`.
  */
 export const HMS_CODES: CodeTable = {
   '80000000': 'accepted',
   '80100000': 'accepted',
-  '80100001': 'permanent',
-  '80100003': 'permanent',
-  '80100004': 'permanent',
-  '80100013': 'permanent',
-  '80100016': 'permanent',
+  '80100001': 'payload-rejected',
+  '80100003': 'payload-rejected',
+  '80100004': 'payload-rejected',
+  '80100013': 'payload-rejected',
+  '80100016': 'payload-rejected',
   '80100017': 'rate-limited',
   '80100018': 'permanent',
   '80200001': 'auth-refresh',

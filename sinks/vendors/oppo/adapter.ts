@@ -5,6 +5,7 @@ import { joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../h
 import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
+import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
 
 export const OPPO_BASE_URL = 'https://api.push.oppomobile.com';
 
@@ -27,8 +28,8 @@ interface OppoBody {
 export class OppoAdapter implements VendorAdapter {
   readonly vendor = 'oppo' as const;
   readonly maxBatchSize = 1000;
-  /** `action_parameters` (the custom data) ≤ 4000 characters. */
-  readonly maxPayloadBytes = 4000;
+  /** `action_parameters` (the custom data) ≤ 4000 characters, counted here in UTF-8 bytes (stricter). */
+  readonly maxPayloadBytes = OPPO_PAYLOAD_LIMITS.actionParametersMax;
   private readonly http: VendorHttp;
   private readonly authToken: CachedCredential;
   private readonly now: () => number;
@@ -52,16 +53,17 @@ export class OppoAdapter implements VendorAdapter {
   }
 
   private message(m: PushMessage): Record<string, unknown> {
+    const text = oppoText(m);
     return {
       target_type: 2,
       target_value: m.token,
       notification: {
         app_message_id: m.taskId,
-        style: 1,
-        title: m.title,
-        content: m.body,
+        style: OPPO_STYLE,
+        title: text.title,
+        content: text.content,
         click_action_type: 0,
-        action_parameters: JSON.stringify(m.data),
+        action_parameters: oppoActionParameters(m),
         off_line: true,
         off_line_ttl: Math.min(864_000, Math.max(1, m.ttlSeconds)),
         channel_id: this.config.channelId,
@@ -74,7 +76,7 @@ export class OppoAdapter implements VendorAdapter {
   }
 
   payloadBytes(m: PushMessage): number {
-    return Buffer.byteLength(JSON.stringify(m.data));
+    return Buffer.byteLength(oppoActionParameters(m));
   }
 
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
@@ -120,7 +122,7 @@ export class OppoAdapter implements VendorAdapter {
     const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
     const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
     if (typeof body?.code !== 'number') {
-      return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'permanent', `HTTP_${answer.status}`, extra);
+      return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'unknown-code', `HTTP_${answer.status}`, extra);
     }
     return body.code === 0 ? undefined : outcomeOf(ruleFor(OPPO_CODES, String(body.code)), String(body.code), extra);
   }

@@ -1,6 +1,10 @@
 import type { CodeTable } from '../outcomes.ts';
 
-/** OPPO PUSH return codes (int `code`, also per-item `errorCode` in batches) → outcome (vendor-protocols.md §5.4). */
+/**
+ * OPPO PUSH return codes (int `code`, also per-item `errorCode` in batches) → outcome
+ * (vendor-protocols.md §5.4). Missing or invalid arguments, pictures and category fields are
+ * `payload-rejected`.
+ */
 export const OPPO_CODES: CodeTable = {
   '-2': 'rate-limited',
   '-1': 'retryable',
@@ -18,12 +22,12 @@ export const OPPO_CODES: CodeTable = {
   '32': 'permanent',
   '33': 'quota-exhausted',
   '34': 'quota-exhausted',
-  '40': 'permanent',
-  '41': 'permanent',
-  '51': 'permanent',
+  '40': 'payload-rejected',
+  '41': 'payload-rejected',
+  '51': 'payload-rejected',
   '55': 'rate-limited',
   '59': 'permanent',
-  '67': 'permanent',
+  '67': 'payload-rejected',
   '10000': 'dead-token',
   '10001': 'dead-token',
   '10002': 'dead-token',

@@ -6,6 +6,7 @@ import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
 import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
+import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
 
 export const VIVO_BASE_URL = 'https://api-push.vivo.com.cn';
 
@@ -34,8 +35,8 @@ const requestIdOf = (id: string) => (id.length <= 64 ? id : createHash('sha256')
 export class VivoAdapter implements VendorAdapter {
   readonly vendor = 'vivo' as const;
   readonly maxBatchSize = 1000;
-  /** clientCustomMap ≤ 1024 characters. */
-  readonly maxPayloadBytes = 1024;
+  /** clientCustomMap ≤ 1024 characters (counted in UTF-8 bytes of its JSON, stricter). */
+  readonly maxPayloadBytes = VIVO_PAYLOAD_LIMITS.clientCustomMapMax;
   private readonly http: VendorHttp;
   private readonly authToken: CachedCredential;
   private readonly now: () => number;
@@ -59,11 +60,12 @@ export class VivoAdapter implements VendorAdapter {
   }
 
   private content(m: PushMessage): Record<string, unknown> {
+    const text = vivoText(m);
     return {
       appId: /^\d+$/.test(this.config.appId) ? Number(this.config.appId) : this.config.appId,
       notifyType: m.silent ? 1 : 4,
-      title: [...m.title].slice(0, 40).join(''),
-      content: [...m.body].slice(0, 100).join(''),
+      title: text.title,
+      content: text.content,
       timeToLive: Math.min(86_400, Math.max(60, m.ttlSeconds)),
       skipType: 1,
       networkType: -1,
@@ -77,7 +79,7 @@ export class VivoAdapter implements VendorAdapter {
   }
 
   payloadBytes(m: PushMessage): number {
-    return Buffer.byteLength(JSON.stringify(m.data));
+    return vivoCustomMapBytes(m);
   }
 
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
@@ -110,7 +112,7 @@ export class VivoAdapter implements VendorAdapter {
       const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
       const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
       if (answer.status !== 200 || typeof parsed?.result !== 'number') {
-        return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'permanent', `HTTP_${answer.status}`, extra);
+        return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'unknown-code', `HTTP_${answer.status}`, extra);
       }
       const code = String(parsed.result);
       const rule = ruleFor(VIVO_RESULTS, code);

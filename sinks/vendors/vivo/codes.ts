@@ -4,7 +4,8 @@ import type { CodeTable } from '../outcomes.ts';
  * vivo push `result` → outcome (vendor-protocols.md §6.3). Only 0, 10096 and 10097 are confirmed
  * by the sources; the auth (10000), regId (10302), frequency (10073) and daily-total (10070/10071)
  * codes are the best-known values, UNCONFIRMED, kept here in one table to correct in one place.
- * Unknown non-zero results are permanent.
+ * 10096 / 10097 (category fields) are `payload-rejected`; results missing here are `unknown-code`
+ * (reported by code, never held against the token).
  */
 export const VIVO_RESULTS: CodeTable = {
   '0': 'accepted',
@@ -12,8 +13,8 @@ export const VIVO_RESULTS: CodeTable = {
   '10070': 'quota-exhausted',
   '10071': 'quota-exhausted',
   '10073': 'rate-limited',
-  '10096': 'permanent',
-  '10097': 'permanent',
+  '10096': 'payload-rejected',
+  '10097': 'payload-rejected',
   '10302': 'dead-token',
 };
 

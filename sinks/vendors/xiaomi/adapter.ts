@@ -4,6 +4,7 @@ import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
 import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
+import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
 
 export const XIAOMI_BASE_URL = 'https://api.xmpush.xiaomi.com';
 
@@ -22,7 +23,7 @@ export class XiaomiAdapter implements VendorAdapter {
   /** UNCONFIRMED vendor cap; 1000 is the common figure. */
   readonly maxBatchSize = 1000;
   /** UNCONFIRMED (65009 "content too long"); 4 KB over title + description + payload. */
-  readonly maxPayloadBytes = 4096;
+  readonly maxPayloadBytes = XIAOMI_PAYLOAD_LIMITS.maxBytes;
   private readonly http: VendorHttp;
   private readonly now: () => number;
 
@@ -32,12 +33,13 @@ export class XiaomiAdapter implements VendorAdapter {
   }
 
   private form(m: PushMessage): Record<string, string> {
+    const text = xiaomiText(m);
     const form: Record<string, string> = {
       restricted_package_name: this.config.packageName,
       pass_through: '0',
-      title: [...m.title].slice(0, 49).join(''),
-      description: [...m.body].slice(0, 127).join(''),
-      payload: JSON.stringify(m.data),
+      title: text.title,
+      description: text.description,
+      payload: text.payload,
       notify_type: m.silent ? '4' : '-1',
       time_to_live: String(Math.max(0, m.ttlSeconds) * 1000),
       notify_id: String(notifyIdOf(m.collapseId)),
@@ -52,7 +54,7 @@ export class XiaomiAdapter implements VendorAdapter {
   }
 
   payloadBytes(m: PushMessage): number {
-    return Buffer.byteLength(m.title) + Buffer.byteLength(m.body) + Buffer.byteLength(JSON.stringify(m.data));
+    return xiaomiPayloadBytes(m);
   }
 
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
@@ -80,7 +82,7 @@ export class XiaomiAdapter implements VendorAdapter {
     const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
     const body = jsonOf(answer.text) as { result?: string; code?: number; data?: { id?: string } } | undefined;
     if (answer.status !== 200 || typeof body?.code !== 'number') {
-      const rule = answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'permanent';
+      const rule = answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'unknown-code';
       return outcomeOf(rule, `HTTP_${answer.status}`, extra);
     }
     const code = String(body.code);

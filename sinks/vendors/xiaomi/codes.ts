@@ -3,7 +3,8 @@ import type { CodeTable } from '../outcomes.ts';
 /**
  * MiPush `code` (an int in `{"result":"error","code":…}`) → outcome (vendor-protocols.md §4.3).
  * The static AppSecret cannot be refreshed, so auth codes end as `auth-failed`. Dead regIds are
- * reported only asynchronously (receipt type 16).
+ * reported only asynchronously (receipt type 16). Parameter and callback-field refusals are
+ * `payload-rejected`.
  */
 export const XIAOMI_CODES: CodeTable = {
   '0': 'accepted',
@@ -15,11 +16,11 @@ export const XIAOMI_CODES: CodeTable = {
   '26003': 'retryable',
   '65029': 'retryable',
   '20301': 'retryable',
-  '10008': 'permanent',
-  '10016': 'permanent',
-  '10017': 'permanent',
-  '21305': 'permanent',
-  '65011': 'permanent',
+  '10008': 'payload-rejected',
+  '10016': 'payload-rejected',
+  '10017': 'payload-rejected',
+  '21305': 'payload-rejected',
+  '65011': 'payload-rejected',
   '10027': 'rate-limited',
   '21303': 'rate-limited',
   '26004': 'rate-limited',
@@ -33,9 +34,9 @@ export const XIAOMI_CODES: CodeTable = {
   '22022': 'permanent',
   '27001': 'permanent',
   '65009': 'payload-too-large',
-  '65036': 'permanent',
-  '65037': 'permanent',
-  '65038': 'permanent',
+  '65036': 'payload-rejected',
+  '65037': 'payload-rejected',
+  '65038': 'payload-rejected',
 };
 
 /** Receipt type bits: 1 delivered, 2 clicked, 16 invalid device, 32 disabled, 64 filtered, 128 daily limit, 1024 expired. */
