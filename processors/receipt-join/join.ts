@@ -1,18 +1,25 @@
 import { createHash } from 'node:crypto';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, type TimerStore } from '../../topology/stores.ts';
+import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
 import { TASK_STATUS, type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
 
 /** Header carrying the task's persisted_at (epoch ms) on matched receipts, for latency figures. */
 export const PERSISTED_AT_HEADER = 'push-persisted-at';
 
+/**
+ * `messages` holds each entry with its own due time (changelogged); `due` indexes those due times
+ * for the expiry punctuator and is not changelogged: it is rebuilt from `messages` after a restore.
+ * The store `receipt-join-expiry` of earlier versions (a changelogged timer store) is no longer
+ * read: its due times are derived from the entries they belonged to (entry.ts, `dueOf`).
+ */
 export const RECEIPT_JOIN_STORES = {
   messages: 'receipt-join-messages',
-  expiry: 'receipt-join-expiry',
+  due: 'receipt-join-due',
 } as const;
 
 export function receiptJoinStores(): StoreDefinition[] {
-  return [keyValueStore<MessageEntry>(RECEIPT_JOIN_STORES.messages), timerStore(RECEIPT_JOIN_STORES.expiry)];
+  return [keyValueStore<MessageEntry>(RECEIPT_JOIN_STORES.messages), { ...timerStore(RECEIPT_JOIN_STORES.due), changelog: false }];
 }
 
 export interface ReceiptJoinOptions {
@@ -27,18 +34,6 @@ export interface ReceiptJoinOptions {
   readonly listener?: ReceiptJoinListener;
 }
 
-/** State of one (vendor, vendor message id). */
-interface MessageEntry {
-  /** Submissions the vendor accepted under this id (more than one only for batch sends). */
-  subs: SubmissionRef[];
-  /** Receipt token hash (or `*` without a token) → index in `subs`. */
-  assigned: Record<string, number>;
-  /** `${index}|${status}` already emitted: duplicate receipts are not emitted again. */
-  emitted: string[];
-  /** Receipts that arrived before their submission. */
-  pending: MessageReceipt[];
-}
-
 /**
  * `receipt-join`: matches receipts to submissions by (vendor, vendor message id) and emits one
  * push-receipt record per (submission, status): keyed by uid when matched, by the vendor message
@@ -47,156 +42,147 @@ interface MessageEntry {
  * deterministic as well, so replays dedupe in ClickHouse. Sets im_push_task.status through the
  * injected writer, whose flush the runtime awaits before committing.
  *
- * Stores: `receipt-join-messages` (kv) and `receipt-join-expiry` (timer): retention is bounded.
+ * An entry is written only when it changes (a duplicate receipt or a replayed submission writes
+ * nothing), and it carries its own expiry, so a key costs one changelog record per commit at most.
+ * Retention is bounded: an entry is deleted at its due time.
  */
 export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupplier<string, ByMessageRecord, string, PushReceipt> {
-  const retentionMs = options.retentionMs ?? 3 * 24 * 3_600_000;
-  const pendingMs = options.pendingMs ?? 10 * 60_000;
-  const listener = options.listener ?? {};
-  return () => {
-    let ctx: ProcessorContext<string, PushReceipt>;
-    let messages: KeyValueStore<MessageEntry>;
-    let expiry: TimerStore;
+  return () => new ReceiptJoinProcessor(options);
+}
 
-    const emit = (entry: MessageEntry, index: number, r: MessageReceipt, timestamp: number) => {
-      const sub = entry.subs[index]!;
-      const mark = `${index}|${r.status}`;
-      if (entry.emitted.includes(mark)) {
-        listener.duplicate?.(r.vendor);
-        return;
-      }
-      entry.emitted.push(mark);
-      ctx.forward({
-        key: sub.uid,
+class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string, PushReceipt> {
+  private ctx!: ProcessorContext<string, PushReceipt>;
+  private messages!: KeyValueStore<MessageEntry>;
+  private due!: TimerStore;
+  private readonly retentionMs: number;
+  private readonly pendingMs: number;
+  private readonly listener: ReceiptJoinListener;
+
+  constructor(private readonly options: ReceiptJoinOptions) {
+    this.retentionMs = options.retentionMs ?? 3 * 24 * 3_600_000;
+    this.pendingMs = options.pendingMs ?? 10 * 60_000;
+    this.listener = options.listener ?? {};
+  }
+
+  init(ctx: ProcessorContext<string, PushReceipt>): void {
+    this.ctx = ctx;
+    this.messages = ctx.getStateStore(RECEIPT_JOIN_STORES.messages);
+    this.due = ctx.getStateStore(RECEIPT_JOIN_STORES.due);
+    if (this.due.size === 0) for (const [key, entry] of this.messages.entries()) this.due.set(key, dueOf(entry, this.retentionMs, this.pendingMs));
+    ctx.schedule(this.options.expiryIntervalMs ?? 60_000, 'wall-clock', (now) => this.expire(now));
+  }
+
+  process(record: StreamRecord<string, ByMessageRecord>): void {
+    // A new entry holds receipts for `pendingMs`; a submission extends it to the retention.
+    const entry = this.messages.get(record.key) ?? { ...emptyEntry(), due: this.ctx.wallClockTimeMs() + this.pendingMs };
+    entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
+    const value = record.value;
+    const changed = value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
+    if (!changed) return;
+    this.messages.put(record.key, entry);
+    this.due.set(record.key, dueOf(entry, this.retentionMs, this.pendingMs));
+  }
+
+  flush(): Promise<void> {
+    return this.options.taskStatus.flush();
+  }
+
+  /** A new submission: the receipts waiting for it are matched, and the entry waits the full retention. */
+  private onSubmission(entry: MessageEntry, sub: SubmissionRef, timestamp: number): boolean {
+    if (!addSubmission(entry, sub)) return false;
+    const waiting = entry.pending;
+    entry.pending = [];
+    for (const r of waiting) this.onReceipt(entry, r, timestamp);
+    entry.due = this.ctx.wallClockTimeMs() + this.retentionMs;
+    return true;
+  }
+
+  /** Returns whether the entry changed. */
+  private onReceipt(entry: MessageEntry, r: MessageReceipt, timestamp: number): boolean {
+    if (entry.subs.length === 0) return this.keepPending(entry, r);
+    const target = assignReceipt(entry, r);
+    if (target.kind === 'pending') return this.keepPending(entry, r);
+    if (target.kind === 'unmatched') {
+      this.emitUnmatched([r], timestamp);
+      return false;
+    }
+    const emitted = this.emitMatched(entry, target.index, r, timestamp);
+    return emitted || target.assigned;
+  }
+
+  private keepPending(entry: MessageEntry, r: MessageReceipt): boolean {
+    if (addPending(entry, r)) return true;
+    this.listener.duplicate?.(r.vendor);
+    return false;
+  }
+
+  /** Emits the receipt for submission `index` unless that (submission, status) was emitted before. */
+  private emitMatched(entry: MessageEntry, index: number, r: MessageReceipt, timestamp: number): boolean {
+    if (!markEmitted(entry, index, r.status)) {
+      this.listener.duplicate?.(r.vendor);
+      return false;
+    }
+    const sub = entry.subs[index]!;
+    this.ctx.forward({
+      key: sub.uid,
+      value: {
+        ...receiptFields(r),
+        event_id: receiptEventId(r.vendor, r.vendor_message_id, sub.task_id, sub.device_id, r.status),
+        matched: true,
+        task_id: sub.task_id,
+        uid: sub.uid,
+        device_id: sub.device_id,
+        app_id: sub.app_id,
+        platform: sub.platform,
+        conv_id: sub.conv_id,
+        seq: sub.seq,
+      },
+      timestamp,
+      headers: { [PERSISTED_AT_HEADER]: String(sub.persisted_at) },
+    });
+    const status = r.status === 'DELIVERED' ? TASK_STATUS.delivered : TASK_STATUS.failed;
+    this.options.taskStatus.update({ taskId: sub.task_id, deviceId: sub.device_id, status, at: r.at });
+    return true;
+  }
+
+  private emitUnmatched(receipts: readonly MessageReceipt[], timestamp: number): void {
+    for (const r of receipts) {
+      this.listener.unmatched?.(r.vendor, 1);
+      this.ctx.forward({
+        key: r.vendor_message_id,
         value: {
-          event_id: receiptEventId(r.vendor, r.vendor_message_id, sub.task_id, sub.device_id, r.status),
-          vendor: r.vendor,
-          vendor_message_id: r.vendor_message_id,
-          status: r.status,
-          code: r.code,
-          at: r.at,
-          received_at: r.received_at,
-          matched: true,
-          task_id: sub.task_id,
-          uid: sub.uid,
-          device_id: sub.device_id,
-          app_id: sub.app_id,
-          platform: sub.platform,
-          conv_id: sub.conv_id,
-          seq: sub.seq,
+          ...receiptFields(r),
+          event_id: receiptEventId(r.vendor, r.vendor_message_id, '', r.token_hash ?? '', r.status),
+          matched: false,
+          task_id: null,
+          uid: null,
+          device_id: null,
+          app_id: r.app_id,
+          platform: null,
+          conv_id: null,
+          seq: null,
         },
         timestamp,
-        headers: { [PERSISTED_AT_HEADER]: String(sub.persisted_at) },
       });
-      options.taskStatus.update({ taskId: sub.task_id, deviceId: sub.device_id, status: r.status === 'DELIVERED' ? TASK_STATUS.delivered : TASK_STATUS.failed, at: r.at });
-    };
+    }
+  }
 
-    /**
-     * Finds the receipt's submission: by token hash when the receipt and a submission both carry
-     * one; otherwise the first submission not yet claimed by another token (arrival order, for
-     * receipts or outcomes without a hash). A hashed receipt is never given to a submission whose
-     * hash differs: until its own submission arrives (the outcomes of one batch come from several
-     * uid partitions) it waits with the pending receipts.
-     */
-    const match = (entry: MessageEntry, r: MessageReceipt, timestamp: number) => {
-      const slot = r.token_hash ?? '*';
-      let index = entry.assigned[slot];
-      if (index === undefined) {
-        const own = r.token_hash === null ? -1 : entry.subs.findIndex((s) => s.token_hash === r.token_hash);
-        if (own >= 0) index = own;
-        else {
-          // Arrival order: a lone submission takes every receipt, else the first one not yet claimed.
-          const taken = new Set(Object.values(entry.assigned));
-          const mayTake = (s: SubmissionRef) => r.token_hash === null || !hashed(s);
-          index = entry.subs.length === 1 && mayTake(entry.subs[0]!) ? 0 : entry.subs.findIndex((s, i) => !taken.has(i) && mayTake(s));
-        }
-        if (index < 0) {
-          if (r.token_hash !== null && entry.subs.some(hashed)) keepPending(entry, r);
-          else emitUnmatched([r], timestamp);
-          return;
-        }
-        entry.assigned[slot] = index;
-      }
-      emit(entry, index, r, timestamp);
-    };
+  /** Forgets every entry due by `now`; receipts still waiting for a submission go out unmatched. */
+  private expire(now: number): void {
+    for (const { key } of this.due.popDue(now)) {
+      const entry = this.messages.get(key);
+      if (!entry) continue;
+      if (entry.pending.length > 0) this.emitUnmatched(entry.pending, now);
+      this.messages.delete(key);
+    }
+  }
+}
 
-    const hashed = (s: SubmissionRef) => typeof s.token_hash === 'string';
-
-    const keepPending = (entry: MessageEntry, r: MessageReceipt) => {
-      if (entry.pending.some((p) => p.token_hash === r.token_hash && p.status === r.status)) listener.duplicate?.(r.vendor);
-      else entry.pending.push(r);
-    };
-
-    const emitUnmatched = (receipts: MessageReceipt[], timestamp: number) => {
-      for (const r of receipts) {
-        listener.unmatched?.(r.vendor, 1);
-        ctx.forward({
-          key: r.vendor_message_id,
-          value: {
-            event_id: receiptEventId(r.vendor, r.vendor_message_id, '', r.token_hash ?? '', r.status),
-            vendor: r.vendor,
-            vendor_message_id: r.vendor_message_id,
-            status: r.status,
-            code: r.code,
-            at: r.at,
-            received_at: r.received_at,
-            matched: false,
-            task_id: null,
-            uid: null,
-            device_id: null,
-            app_id: r.app_id,
-            platform: null,
-            conv_id: null,
-            seq: null,
-          },
-          timestamp,
-        });
-      }
-    };
-
-    const processor: Processor<string, ByMessageRecord, string, PushReceipt> = {
-      init(context) {
-        ctx = context;
-        messages = context.getStateStore<KeyValueStore<MessageEntry>>(RECEIPT_JOIN_STORES.messages);
-        expiry = context.getStateStore<TimerStore>(RECEIPT_JOIN_STORES.expiry);
-        context.schedule(options.expiryIntervalMs ?? 60_000, 'wall-clock', (now) => {
-          for (const { key } of expiry.popDue(now)) {
-            const entry = messages.get(key);
-            if (!entry) continue;
-            if (entry.pending.length > 0) emitUnmatched(entry.pending, now);
-            messages.delete(key);
-          }
-        });
-      },
-
-      process(record: StreamRecord<string, ByMessageRecord>) {
-        const key = record.key;
-        const now = ctx.wallClockTimeMs();
-        const entry: MessageEntry = messages.get(key) ?? { subs: [], assigned: {}, emitted: [], pending: [] };
-        const value = record.value;
-        if (value.type === 'submission') {
-          if (!entry.subs.some((s) => s.task_id === value.submission.task_id && s.device_id === value.submission.device_id)) entry.subs.push(value.submission);
-          const waiting = entry.pending;
-          entry.pending = [];
-          for (const r of waiting) match(entry, r, record.timestamp);
-          expiry.set(key, now + retentionMs);
-        } else if (entry.subs.length > 0) {
-          match(entry, value.receipt, record.timestamp);
-        } else {
-          keepPending(entry, value.receipt);
-          if (expiry.dueTime(key) === undefined) expiry.set(key, now + pendingMs);
-        }
-        messages.put(key, entry);
-      },
-
-      flush: () => options.taskStatus.flush(),
-    };
-    return processor;
-  };
+function receiptFields(r: MessageReceipt): Pick<PushReceipt, 'vendor' | 'vendor_message_id' | 'status' | 'code' | 'at' | 'received_at'> {
+  return { vendor: r.vendor, vendor_message_id: r.vendor_message_id, status: r.status, code: r.code, at: r.at, received_at: r.received_at };
 }
 
 /** Deterministic id of one receipt status of one submission: duplicates and replays share it. */
 export function receiptEventId(vendor: string, vendorMessageId: string, taskId: string, deviceId: string, status: string): string {
   return createHash('sha256').update(['receipt', vendor, vendorMessageId, taskId, deviceId, status].join('\u001f')).digest('hex').slice(0, 32);
 }
-

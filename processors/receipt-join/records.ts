@@ -85,6 +85,13 @@ export type ReceiptBodyParser = (body: Buffer, contentType: string | undefined) 
 /** The adapters' parsers by vendor; undefined for a vendor without receipts or adapter. */
 export type ReceiptParsers = (vendor: Vendor) => ReceiptBodyParser | undefined;
 
+/**
+ * Vendors that send delivery receipts (the `parseReceipt` of each adapter.ts under sinks/vendors).
+ * APNs and FCM HTTP v1 have none (docs in the adapters): for them a vendor acceptance is the last
+ * word, so the join keeps no state and token health counts the acceptance as the success signal.
+ */
+export const RECEIPT_VENDORS: readonly Vendor[] = ['hms', 'xiaomi', 'oppo', 'vivo'];
+
 /** im_push_task status codes (DESIGN §3). */
 export const TASK_STATUS = { delivered: 2, failed: 3 } as const;
 

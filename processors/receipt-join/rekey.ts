@@ -3,7 +3,7 @@ import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } fro
 import { VENDORS, type ParsedReceipt, type Vendor } from '../../sinks/vendors/types.ts';
 import { compositeKey } from '../shared/keys.ts';
 import type { PushOutcome } from '../shared/records.ts';
-import { tokenHash, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus } from './records.ts';
+import { RECEIPT_VENDORS, tokenHash, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus, type SubmissionRef } from './records.ts';
 
 const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { delivered: 'DELIVERED', failed: 'FAILED', 'dead-token': 'DEAD_TOKEN' };
 
@@ -58,40 +58,46 @@ export function receiptParseProcessor(parsers: ReceiptParsers, listener: Receipt
 
 /**
  * `submission-index`: vendor-accepted outcomes (push.outcomes, keyed by uid) → the submission the
- * join needs to match receipts, keyed by (vendor, vendor message id). Other outcomes are dropped.
+ * join needs to match receipts, keyed by (vendor, vendor message id). Other outcomes, and
+ * acceptances by vendors that send no receipts (`receiptVendors`), are dropped: nothing would
+ * ever match them, and each would cost a record here and join state until its retention.
  */
-export function submissionIndexProcessor(): ProcessorSupplier<string, PushOutcome, string, ByMessageRecord> {
-  return () => {
-    let ctx: ProcessorContext<string, ByMessageRecord>;
-    return {
-      init(context) {
-        ctx = context;
-      },
-      process(record: StreamRecord<string, PushOutcome>) {
-        const o = record.value;
-        if (o.status !== 'ACCEPTED' || !o.vendor || !o.vendor_message_id || !o.device_id) return;
-        ctx.forward({
-          key: messageKey(o.vendor, o.vendor_message_id),
-          value: {
-            type: 'submission',
-            vendor: o.vendor,
-            vendor_message_id: o.vendor_message_id,
-            submission: {
-              task_id: o.task_id,
-              uid: o.uid,
-              device_id: o.device_id,
-              app_id: o.app_id,
-              platform: o.platform,
-              conv_id: o.conv_id,
-              seq: o.seq,
-              persisted_at: o.persisted_at,
-              accepted_at: o.at,
-              token_hash: o.token_hash ?? null,
-            },
-          },
-          timestamp: record.timestamp,
-        });
-      },
-    };
+export function submissionIndexProcessor(receiptVendors: readonly string[] = RECEIPT_VENDORS): ProcessorSupplier<string, PushOutcome, string, ByMessageRecord> {
+  const vendors = new Set(receiptVendors);
+  return () => new SubmissionIndexProcessor(vendors);
+}
+
+class SubmissionIndexProcessor implements Processor<string, PushOutcome, string, ByMessageRecord> {
+  private ctx!: ProcessorContext<string, ByMessageRecord>;
+
+  constructor(private readonly receiptVendors: ReadonlySet<string>) {}
+
+  init(ctx: ProcessorContext<string, ByMessageRecord>): void {
+    this.ctx = ctx;
+  }
+
+  process(record: StreamRecord<string, PushOutcome>): void {
+    const o = record.value;
+    if (o.status !== 'ACCEPTED' || !o.vendor || !o.vendor_message_id || !o.device_id || !this.receiptVendors.has(o.vendor)) return;
+    this.ctx.forward({
+      key: messageKey(o.vendor, o.vendor_message_id),
+      value: { type: 'submission', vendor: o.vendor, vendor_message_id: o.vendor_message_id, submission: submissionOf(o, o.device_id) },
+      timestamp: record.timestamp,
+    });
+  }
+}
+
+function submissionOf(o: PushOutcome, deviceId: string): SubmissionRef {
+  return {
+    task_id: o.task_id,
+    uid: o.uid,
+    device_id: deviceId,
+    app_id: o.app_id,
+    platform: o.platform,
+    conv_id: o.conv_id,
+    seq: o.seq,
+    persisted_at: o.persisted_at,
+    accepted_at: o.at,
+    token_hash: o.token_hash ?? null,
   };
 }

@@ -3,7 +3,7 @@ import type { Serde } from '../../topology/serdes.ts';
 import type { PushOutcome, TokenReport } from '../shared/records.ts';
 import { tokenLifecycleProcessor, tokenLifecycleStores, type TokenLifecycleOptions } from '../token-lifecycle/lifecycle.ts';
 import { receiptJoinProcessor, receiptJoinStores, type ReceiptJoinOptions } from './join.ts';
-import type { ByMessageRecord, PushReceipt, ReceiptJoinListener, ReceiptParsers, ReceiptRaw } from './records.ts';
+import { RECEIPT_VENDORS, type ByMessageRecord, type PushReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw } from './records.ts';
 import { receiptParseProcessor, submissionIndexProcessor } from './rekey.ts';
 
 /** Topic names the receipts application reads and writes (the caller applies any prefix). */
@@ -37,6 +37,11 @@ export interface ReceiptTopologyOptions {
   readonly join: ReceiptJoinOptions;
   readonly tokens: TokenLifecycleOptions;
   readonly listener?: ReceiptJoinListener;
+  /**
+   * Vendors that send delivery receipts. Only their acceptances are indexed for the join, and for
+   * them token health waits for receipts. Default `RECEIPT_VENDORS` (hms, xiaomi, oppo, vivo).
+   */
+  readonly receiptVendors?: readonly string[];
 }
 
 /**
@@ -45,11 +50,17 @@ export interface ReceiptTopologyOptions {
  * 2. `uid-keyed` (push.outcomes, push.tokens, push.receipts; co-partitioned by uid) →
  *    `submission-index` → by-message topic, and → `token-lifecycle` → push.tokens (INVALID reports);
  * 3. `by-message` → `receipt-join` → push.receipts.
+ * Kafka records per message: an acceptance by a receipt vendor costs one by-message record, one
+ * join changelog record and, when it expires, one tombstone; an acceptance by APNs or FCM costs
+ * none. A receipt costs one by-message record, one push.receipts record and one join changelog
+ * record (none but the by-message record when it is a duplicate), plus a token-lifecycle changelog
+ * record only when it changes the token's failure count or state.
  * The ClickHouse sink is a separate application (sinks/clickhouse/topology.ts), so a ClickHouse
  * outage stalls only the accounting, not task status and token health.
  */
 export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
   const { topics, serdes } = o;
+  const receiptVendors = o.receiptVendors ?? RECEIPT_VENDORS;
   const uidKeyed = new Map<string, Serde<unknown>>([
     [topics.outcomes, serdes.outcome as Serde<unknown>],
     [topics.tokens, serdes.token as Serde<unknown>],
@@ -64,9 +75,9 @@ export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
     .addProcessor('receipt-parse', receiptParseProcessor(o.parsers, o.listener), 'receipts-raw')
     .addSink('receipt-parse-out', { topic: topics.byMessage, keySerde: serdes.key, valueSerde: serdes.byMessage }, 'receipt-parse')
     .addSource('uid-keyed', { topics: [topics.outcomes, topics.tokens, topics.receipts], keySerde: serdes.key, valueSerde: byTopic })
-    .addProcessor('submission-index', submissionIndexProcessor(), 'uid-keyed')
+    .addProcessor('submission-index', submissionIndexProcessor(receiptVendors), 'uid-keyed')
     .addSink('submission-index-out', { topic: topics.byMessage, keySerde: serdes.key, valueSerde: serdes.byMessage }, 'submission-index')
-    .addProcessor('token-lifecycle', tokenLifecycleProcessor(o.tokens), 'uid-keyed')
+    .addProcessor('token-lifecycle', tokenLifecycleProcessor({ receiptVendors, ...o.tokens }), 'uid-keyed')
     .addSink('token-invalidations', { topic: topics.tokens, keySerde: serdes.key, valueSerde: serdes.token }, 'token-lifecycle')
     .addSource('by-message', { topics: [topics.byMessage], keySerde: serdes.key, valueSerde: serdes.byMessage })
     .addProcessor('receipt-join', receiptJoinProcessor({ ...o.join, listener: o.join.listener ?? o.listener }), 'by-message')

@@ -2,7 +2,7 @@ import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } fro
 import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, type TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../shared/keys.ts';
 import type { PushOutcome, TokenReport, TokenSource } from '../shared/records.ts';
-import type { PushReceipt } from '../receipt-join/records.ts';
+import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
 
 /**
  * Token health per (device_id, vendor) (DESIGN §2.5), keyed by uid like every input it reads:
@@ -18,7 +18,9 @@ import type { PushReceipt } from '../receipt-join/records.ts';
  *   about a replaced token never invalidates its successor.
  * Every change of a token's stored fields goes to MySQL (`TokenRecordWriter`, upsert on
  * device_id + vendor) and, for invalidations, to push.tokens as an INVALID report so the policy
- * stage stops choosing it. Unchanged reports write nothing.
+ * stage stops choosing it. Unchanged reports write nothing. The store (and its changelog) is
+ * written only when a token's health really changes: a success with no failures to reset, a
+ * replayed report or evidence about an invalid token writes nothing.
  */
 export interface TokenRow {
   readonly uid: string;
@@ -59,7 +61,7 @@ export interface TokenLifecycleOptions {
   readonly sweepIntervalMs?: number;
   /**
    * Vendors that send delivery receipts: for them only receipts count as success or failure.
-   * For the others (APNs, FCM) a vendor acceptance is the success signal. Default hms, xiaomi, oppo, vivo.
+   * For the others (APNs, FCM) a vendor acceptance is the success signal. Default `RECEIPT_VENDORS` (hms, xiaomi, oppo, vivo).
    */
   readonly receiptVendors?: readonly string[];
   /** Which FAILED outcomes count against the token (not auth, quota or throttling). Default: reason `permanent`. */
@@ -67,10 +69,16 @@ export interface TokenLifecycleOptions {
   readonly listener?: TokenLifecycleListener;
 }
 
-export const TOKEN_LIFECYCLE_STORES = { tokens: 'token-lifecycle-tokens', stale: 'token-lifecycle-stale' } as const;
+/**
+ * `tokens` holds each token's health (changelogged); `stale` indexes when each valid token goes
+ * stale (reported_at + staleAfterMs) for the sweep. `stale` is not changelogged: its due times
+ * follow from `tokens`, and it is rebuilt from them after a restore. The store
+ * `token-lifecycle-stale` of earlier versions (a changelogged timer store) is no longer read.
+ */
+export const TOKEN_LIFECYCLE_STORES = { tokens: 'token-lifecycle-tokens', stale: 'token-lifecycle-stale-due' } as const;
 
 export function tokenLifecycleStores(): StoreDefinition[] {
-  return [keyValueStore<TokenHealth>(TOKEN_LIFECYCLE_STORES.tokens), timerStore(TOKEN_LIFECYCLE_STORES.stale)];
+  return [keyValueStore<TokenHealth>(TOKEN_LIFECYCLE_STORES.tokens), { ...timerStore(TOKEN_LIFECYCLE_STORES.stale), changelog: false }];
 }
 
 /** What the processor keeps per (device_id, vendor). */
@@ -81,134 +89,149 @@ export interface TokenHealth extends TokenRow {
 
 export type TokenLifecycleInput = TokenReport | PushReceipt | PushOutcome;
 
+type Signal = 'success' | 'failure' | 'dead';
+
 const isReport = (v: TokenLifecycleInput): v is TokenReport => 'token' in v && 'reported_at' in v;
 const isReceipt = (v: TokenLifecycleInput): v is PushReceipt => 'matched' in v && !('stage' in v);
 
 export function tokenLifecycleProcessor(options: TokenLifecycleOptions): ProcessorSupplier<string, TokenLifecycleInput, string, TokenReport> {
-  const maxFailures = options.maxConsecutiveFailures ?? 3;
-  const staleAfterMs = options.staleAfterMs ?? 30 * 24 * 3_600_000;
-  const receiptVendors = new Set(options.receiptVendors ?? ['hms', 'xiaomi', 'oppo', 'vivo']);
-  const isTokenFailure = options.isTokenFailure ?? ((o: PushOutcome) => o.reason === 'permanent');
-  const listener = options.listener ?? {};
+  return () => new TokenLifecycleProcessor(options);
+}
 
-  return () => {
-    let ctx: ProcessorContext<string, TokenReport>;
-    let tokens: KeyValueStore<TokenHealth>;
-    let stale: TimerStore;
+class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput, string, TokenReport> {
+  private ctx!: ProcessorContext<string, TokenReport>;
+  private tokens!: KeyValueStore<TokenHealth>;
+  private stale!: TimerStore;
+  private readonly maxFailures: number;
+  private readonly staleAfterMs: number;
+  private readonly receiptVendors: ReadonlySet<string>;
+  private readonly isTokenFailure: (outcome: PushOutcome) => boolean;
+  private readonly listener: TokenLifecycleListener;
 
-    const store = (key: string, health: TokenHealth, changed: boolean) => {
-      tokens.put(key, health);
-      if (changed) options.tokens.upsert(rowOf(health));
+  constructor(private readonly options: TokenLifecycleOptions) {
+    this.maxFailures = options.maxConsecutiveFailures ?? 3;
+    this.staleAfterMs = options.staleAfterMs ?? 30 * 24 * 3_600_000;
+    this.receiptVendors = new Set(options.receiptVendors ?? RECEIPT_VENDORS);
+    this.isTokenFailure = options.isTokenFailure ?? ((o: PushOutcome) => o.reason === 'permanent');
+    this.listener = options.listener ?? {};
+  }
+
+  init(ctx: ProcessorContext<string, TokenReport>): void {
+    this.ctx = ctx;
+    this.tokens = ctx.getStateStore(TOKEN_LIFECYCLE_STORES.tokens);
+    this.stale = ctx.getStateStore(TOKEN_LIFECYCLE_STORES.stale);
+    if (this.stale.size === 0) for (const [key, health] of this.tokens.entries()) if (health.state === 'VALID') this.stale.set(key, health.reported_at + this.staleAfterMs);
+    ctx.schedule(this.options.sweepIntervalMs ?? 3_600_000, 'wall-clock', (now) => this.sweep(now));
+  }
+
+  process(record: StreamRecord<string, TokenLifecycleInput>): void {
+    const v = record.value;
+    if (isReport(v)) return this.onReport(v);
+    if (isReceipt(v)) return this.onReceipt(v);
+    this.onOutcome(v);
+  }
+
+  flush(): Promise<void> {
+    return this.options.tokens.flush();
+  }
+
+  private onReport(r: TokenReport): void {
+    const key = compositeKey(r.device_id, r.vendor);
+    const current = this.tokens.get(key);
+    if (r.state === 'INVALID') {
+      // An invalidation fed back (fan-out dead token, our own records): applies to the token it names only.
+      if (current && current.state === 'VALID' && current.token === r.token) this.invalidate(key, current, r.reason ?? 'reported_invalid', r.source, r.reported_at);
+      return;
+    }
+    if (current && r.reported_at < current.reported_at) return;
+    const revived = current?.state === 'INVALID';
+    const changed =
+      !current || revived || current.token !== r.token || current.app_id !== r.app_id || current.platform !== r.platform || current.manufacturer !== (r.manufacturer ?? null) || current.uid !== r.uid;
+    const next: TokenHealth = {
+      uid: r.uid,
+      device_id: r.device_id,
+      vendor: r.vendor,
+      platform: r.platform,
+      app_id: r.app_id,
+      token: r.token,
+      manufacturer: r.manufacturer ?? null,
+      state: 'VALID',
+      reason: null,
+      reported_at: r.reported_at,
+      changed_at: changed ? r.reported_at : current!.changed_at,
+      failures: current && !revived && current.token === r.token ? current.failures : 0,
     };
+    this.store(key, current, next, changed);
+    this.stale.set(key, r.reported_at + this.staleAfterMs);
+    if (revived) this.listener.revived?.(r.vendor);
+  }
 
-    const invalidate = (key: string, health: TokenHealth, reason: string, source: TokenSource, at: number) => {
-      if (health.state === 'INVALID') return;
-      const next: TokenHealth = { ...health, state: 'INVALID', reason, changed_at: at };
-      store(key, next, true);
-      stale.cancel(key);
-      listener.invalidated?.(health.vendor, reason);
-      ctx.forward({
-        key: health.uid,
-        value: {
-          uid: health.uid,
-          device_id: health.device_id,
-          platform: health.platform,
-          vendor: health.vendor,
-          app_id: health.app_id,
-          token: health.token,
-          reported_at: at,
-          state: 'INVALID',
-          source,
-          reason,
-          manufacturer: health.manufacturer,
-        },
-        timestamp: at,
-      });
-    };
+  private onReceipt(v: PushReceipt): void {
+    if (!v.matched || !v.device_id) return;
+    const signal: Signal = v.status === 'DELIVERED' ? 'success' : v.status === 'DEAD_TOKEN' ? 'dead' : 'failure';
+    this.onSignal(v.device_id, v.vendor, v.at, signal, 'RECEIPT');
+  }
 
-    const onReport = (r: TokenReport) => {
-      const key = compositeKey(r.device_id, r.vendor);
-      const current = tokens.get(key);
-      if (r.state === 'INVALID') {
-        // An invalidation fed back (fan-out dead token, our own records): applies to the token it names only.
-        if (current && current.state === 'VALID' && current.token === r.token) invalidate(key, current, r.reason ?? 'reported_invalid', r.source, r.reported_at);
-        return;
-      }
-      if (current && r.reported_at < current.reported_at) return;
-      const revived = current?.state === 'INVALID';
-      const changed =
-        !current || revived || current.token !== r.token || current.app_id !== r.app_id || current.platform !== r.platform || current.manufacturer !== (r.manufacturer ?? null) || current.uid !== r.uid;
-      const next: TokenHealth = {
-        uid: r.uid,
-        device_id: r.device_id,
-        vendor: r.vendor,
-        platform: r.platform,
-        app_id: r.app_id,
-        token: r.token,
-        manufacturer: r.manufacturer ?? null,
-        state: 'VALID',
-        reason: null,
-        reported_at: r.reported_at,
-        changed_at: changed ? r.reported_at : current!.changed_at,
-        failures: current && !revived && current.token === r.token ? current.failures : 0,
-      };
-      store(key, next, changed);
-      stale.set(key, r.reported_at + staleAfterMs);
-      if (revived) listener.revived?.(r.vendor);
-    };
+  private onOutcome(o: PushOutcome): void {
+    if (!o.device_id || !o.vendor) return;
+    if (o.status === 'DEAD_TOKEN') return this.onSignal(o.device_id, o.vendor, o.at, 'dead', 'FAN_OUT');
+    const tokenFailure = o.status === 'FAILED' && this.isTokenFailure(o);
+    // Receipt vendors: acceptance is not delivery; only a synchronous token failure counts.
+    if (o.status === 'ACCEPTED' && !this.receiptVendors.has(o.vendor)) this.onSignal(o.device_id, o.vendor, o.at, 'success', 'FAN_OUT');
+    else if (tokenFailure) this.onSignal(o.device_id, o.vendor, o.at, 'failure', 'FAN_OUT');
+  }
 
-    /** Applies one success or failure signal about (device, vendor) at time `at`. */
-    const onSignal = (deviceId: string, vendor: string, at: number, signal: 'success' | 'failure' | 'dead', source: TokenSource) => {
-      const key = compositeKey(deviceId, vendor);
-      const health = tokens.get(key);
-      if (!health || health.state === 'INVALID' || at < health.reported_at) return;
-      if (signal === 'dead') return invalidate(key, health, 'dead_token', source, at);
-      if (signal === 'success') {
-        if (health.failures !== 0) tokens.put(key, { ...health, failures: 0 });
-        return;
-      }
-      const failures = health.failures + 1;
-      if (failures >= maxFailures) return invalidate(key, { ...health, failures }, 'consecutive_failures', source, at);
-      tokens.put(key, { ...health, failures });
-    };
+  /** Applies one success or failure signal about (device, vendor) at time `at`. */
+  private onSignal(deviceId: string, vendor: string, at: number, signal: Signal, source: TokenSource): void {
+    const key = compositeKey(deviceId, vendor);
+    const health = this.tokens.get(key);
+    if (!health || health.state === 'INVALID' || at < health.reported_at) return;
+    if (signal === 'dead') return this.invalidate(key, health, 'dead_token', source, at);
+    const failures = signal === 'success' ? 0 : health.failures + 1;
+    if (failures >= this.maxFailures) return this.invalidate(key, { ...health, failures }, 'consecutive_failures', source, at);
+    this.store(key, health, { ...health, failures }, false);
+  }
 
-    const processor: Processor<string, TokenLifecycleInput, string, TokenReport> = {
-      init(context) {
-        ctx = context;
-        tokens = context.getStateStore<KeyValueStore<TokenHealth>>(TOKEN_LIFECYCLE_STORES.tokens);
-        stale = context.getStateStore<TimerStore>(TOKEN_LIFECYCLE_STORES.stale);
-        context.schedule(options.sweepIntervalMs ?? 3_600_000, 'wall-clock', (now) => {
-          for (const { key } of stale.popDue(now)) {
-            const health = tokens.get(key);
-            if (health && health.state === 'VALID' && health.reported_at + staleAfterMs <= now) invalidate(key, health, 'stale', 'SWEEP', now);
-          }
-        });
+  private invalidate(key: string, health: TokenHealth, reason: string, source: TokenSource, at: number): void {
+    if (health.state === 'INVALID') return;
+    this.store(key, health, { ...health, state: 'INVALID', reason, changed_at: at }, true);
+    this.stale.cancel(key);
+    this.listener.invalidated?.(health.vendor, reason);
+    this.ctx.forward({
+      key: health.uid,
+      value: {
+        uid: health.uid,
+        device_id: health.device_id,
+        platform: health.platform,
+        vendor: health.vendor,
+        app_id: health.app_id,
+        token: health.token,
+        reported_at: at,
+        state: 'INVALID',
+        source,
+        reason,
+        manufacturer: health.manufacturer,
       },
+      timestamp: at,
+    });
+  }
 
-      process(record: StreamRecord<string, TokenLifecycleInput>) {
-        const v = record.value;
-        if (isReport(v)) return onReport(v);
-        if (isReceipt(v)) {
-          if (!v.matched || !v.device_id) return;
-          const signal = v.status === 'DELIVERED' ? 'success' : v.status === 'DEAD_TOKEN' ? 'dead' : 'failure';
-          return onSignal(v.device_id, v.vendor, v.at, signal, 'RECEIPT');
-        }
-        const o = v;
-        if (!o.device_id || !o.vendor) return;
-        if (o.status === 'DEAD_TOKEN') return onSignal(o.device_id, o.vendor, o.at, 'dead', 'FAN_OUT');
-        if (receiptVendors.has(o.vendor)) {
-          // Receipt vendors: acceptance is not delivery; only a synchronous token failure counts.
-          if (o.status === 'FAILED' && isTokenFailure(o)) onSignal(o.device_id, o.vendor, o.at, 'failure', 'FAN_OUT');
-          return;
-        }
-        if (o.status === 'ACCEPTED') onSignal(o.device_id, o.vendor, o.at, 'success', 'FAN_OUT');
-        else if (o.status === 'FAILED' && isTokenFailure(o)) onSignal(o.device_id, o.vendor, o.at, 'failure', 'FAN_OUT');
-      },
+  /** Writes the health only when it differs from what is stored; `rowChanged` also upserts the MySQL row. */
+  private store(key: string, current: TokenHealth | undefined, next: TokenHealth, rowChanged: boolean): void {
+    if (!current || !sameHealth(current, next)) this.tokens.put(key, next);
+    if (rowChanged) this.options.tokens.upsert(rowOf(next));
+  }
 
-      flush: () => options.tokens.flush(),
-    };
-    return processor;
-  };
+  private sweep(now: number): void {
+    for (const { key } of this.stale.popDue(now)) {
+      const health = this.tokens.get(key);
+      if (health && health.state === 'VALID' && health.reported_at + this.staleAfterMs <= now) this.invalidate(key, health, 'stale', 'SWEEP', now);
+    }
+  }
+}
+
+function sameHealth(a: TokenHealth, b: TokenHealth): boolean {
+  return (Object.keys(b) as Array<keyof TokenHealth>).every((k) => a[k] === b[k]) && Object.keys(a).length === Object.keys(b).length;
 }
 
 function rowOf(h: TokenHealth): TokenRow {

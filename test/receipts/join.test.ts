@@ -64,7 +64,7 @@ describe('receipt-join', () => {
   test('state is bounded: a submission is forgotten after the retention', async () => {
     await h.outcome('d6', 'task-6', 'ACCEPTED', { vendorMessageId: 'req-6' });
     const messages = h.driver.getStateStore<KeyValueStore<unknown>>(RECEIPT_JOIN_STORES.messages);
-    const expiry = h.driver.getStateStore<TimerStore>(RECEIPT_JOIN_STORES.expiry);
+    const expiry = h.driver.getStateStore<TimerStore>(RECEIPT_JOIN_STORES.due);
     const before = messages.size;
     assert.ok(before >= 1 && expiry.size >= 1);
     await h.advance(7 * DAY + 120_000);

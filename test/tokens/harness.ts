@@ -10,6 +10,7 @@ import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
 import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
 import { avroSerde, jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
+import type { Topology } from '../../topology/builder.ts';
 import { parsingRegistry, receiptBodies, TEST_APP } from '../receipts/support.ts';
 import { after, afterEach, before, beforeEach } from 'node:test';
 import { createTestMysql, type TestMysql } from './mysql.ts';
@@ -30,10 +31,14 @@ export interface TokenRowView {
 /** The receipts application on the TopologyTestDriver, writing to a real MariaDB database. */
 export class ReceiptsHarness {
   readonly driver: TopologyTestDriver;
+  /** The receipts topology the driver runs (for tests that run its tasks themselves). */
+  readonly topology: Topology;
   private readonly registry = parsingRegistry();
+  private readonly storeNames: string[];
+  private readonly counted = new Map<string, number>();
 
   constructor(readonly mysql: TestMysql, tokenOptions: Partial<TokenLifecycleOptions> = {}) {
-    const topology = buildReceiptTopology({
+    this.topology = buildReceiptTopology({
       topics: TOPICS,
       serdes: {
         key: stringSerde,
@@ -47,7 +52,28 @@ export class ReceiptsHarness {
       join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }), retentionMs: 7 * DAY, pendingMs: 10 * 60_000 },
       tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }), sweepIntervalMs: 3_600_000, ...tokenOptions },
     });
-    this.driver = new TopologyTestDriver(topology, { startWallClockMs: T0 });
+    this.driver = new TopologyTestDriver(this.topology, { startWallClockMs: T0 });
+    this.storeNames = [...this.topology.stores.keys()];
+  }
+
+  /**
+   * Kafka records the application produced since the previous call, by topic (output topics, the
+   * internal by-message topic, and each store's changelog), as an operator would count them from
+   * the topics' end offsets. Reads (and so empties) the output queues.
+   */
+  produced(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const topic of [TOPICS.byMessage, TOPICS.receipts, TOPICS.tokens]) {
+      const n = this.driver.readAllOutputs(topic).length;
+      if (n > 0) out[topic] = n;
+    }
+    for (const store of this.storeNames) {
+      const total = this.driver.changelog(store).length;
+      const n = total - (this.counted.get(store) ?? 0);
+      this.counted.set(store, total);
+      if (n > 0) out[`${store}-changelog`] = n;
+    }
+    return out;
   }
 
   now(): number {
