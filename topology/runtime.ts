@@ -13,10 +13,14 @@ import { taskAssigner, taskId, type TaskId } from './assignor.ts';
 import { safeMetrics, type MetricsListener } from './metrics.ts';
 import { SerialExecutor } from './serial-executor.ts';
 import { toInput, type TaskHandle } from './task-handle.ts';
+import { TaskInputQueue } from './task-input.ts';
 import { isRebalancing } from './kafka-errors.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 
 export type ProcessingGuarantee = 'at_least_once' | 'exactly_once';
+
+/** Records a task processes in one turn of its executor before punctuators and commits get a turn. */
+const RECORDS_PER_TURN = 500;
 
 /** Options of a streams application instance. Instances with the same applicationId share the work. */
 export interface StreamsAppOptions {
@@ -46,6 +50,11 @@ export interface StreamsAppOptions {
   taskInitTimeoutMs?: number;
   /** Input partitions processed at once (each in its own task). Default 4. */
   partitionsConsumedConcurrently?: number;
+  /**
+   * Fetched records that may wait in one task's input queue before the fetch loop waits for that
+   * task (Kafka Streams' buffered.records.per.partition). Default 1000.
+   */
+  maxBufferedRecords?: number;
   /** kafkajs client id. Default `<applicationId>`. */
   clientId?: string;
   metricsListener?: MetricsListener;
@@ -99,6 +108,7 @@ export class StreamsApp {
       sessionTimeoutMs: 10_000,
       taskInitTimeoutMs: 120_000,
       partitionsConsumedConcurrently: 4,
+      maxBufferedRecords: 1000,
       ...options,
       commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
     };
@@ -273,7 +283,7 @@ export class StreamsApp {
       this.options.processingGuarantee === 'exactly_once'
         ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
-    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, generation: this.generation, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false };
+    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, generation: this.generation, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false, input: new TaskInputQueue(this.options.maxBufferedRecords), processingQueued: false };
     this.handles.set(id, handle);
     return handle;
   }
@@ -323,12 +333,18 @@ export class StreamsApp {
   private async closeHandle(handle: TaskHandle): Promise<void> {
     if (handle.closed) return;
     handle.closed = true;
+    handle.input.clear();
     await handle.commitInFlight?.catch(() => undefined);
     await handle.task.close();
     await handle.committer.close();
   }
 
-  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  /**
+   * The fetch loop's part: hand the batch to its task's input queue and return, so the next fetch
+   * does not wait for processing or commits (see TaskInputQueue). Waits only while the task's
+   * queue is full.
+   */
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning }: EachBatchPayload): Promise<void> {
     if (this.closing || this.restarting || this.fatal) return;
     const sub = this.options.topology.subtopologyOfTopic(batch.topic);
     const handle = sub && this.handles.get(taskId(sub.id, batch.partition));
@@ -342,21 +358,15 @@ export class StreamsApp {
         await Promise.race([handle.ready.catch(() => undefined), sleep(1000)]);
         if (!handle.isReady) await heartbeat();
       }
-      await handle.exec.run(async () => {
-        if (handle.closed) return;
-        for (const message of batch.messages) {
-          if (!isRunning() || isStale() || this.closing || this.restarting || handle.closed) break;
-          const offset = BigInt(message.offset);
-          const next = handle.nextOffsets.get(batch.topic);
-          if (next === undefined || offset >= next) {
-            const outcome = await handle.task.process(toInput(batch.topic, batch.partition, message));
-            handle.nextOffsets.set(batch.topic, offset + 1n);
-            if (outcome.kind === 'dead-lettered') this.metrics.onDeadLetter({ applicationId: this.options.applicationId, topic: batch.topic, partition: batch.partition, code: outcome.code });
-          }
-          resolveOffset(message.offset);
-        }
-        if (this.commits.due(handle)) await this.commits.start(handle);
-      });
+      if (handle.closed || batch.messages.length === 0) return;
+      for (const message of batch.messages) handle.input.push(toInput(batch.topic, batch.partition, message));
+      // Handed over: kafkajs fetches on from here. Nothing is committed until the task processed it.
+      resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
+      this.schedule(handle);
+      while (handle.input.full && !handle.closed && isRunning() && !this.closing && !this.restarting) {
+        await Promise.race([handle.input.belowHalf(), sleep(1000)]);
+        await heartbeat();
+      }
       await heartbeat();
     } catch (error) {
       // kafkajs rejoins the group by itself on these; tasks kept across it skip what they did.
@@ -365,6 +375,49 @@ export class StreamsApp {
     } finally {
       this.inFlightBatches--;
     }
+  }
+
+  /** Queues a turn of the task's input processing in its executor, unless one is queued already. */
+  private schedule(handle: TaskHandle): void {
+    if (handle.processingQueued) return;
+    handle.processingQueued = true;
+    handle.exec
+      .run(() => {
+        handle.processingQueued = false;
+        return this.processInput(handle);
+      })
+      .then(
+        () => {
+          if (handle.input.size > 0 && this.owns(handle)) this.schedule(handle);
+        },
+        (error: unknown) => this.onTaskError(handle, error),
+      );
+  }
+
+  /**
+   * One turn: up to RECORDS_PER_TURN queued records through the task, then a commit if one is due.
+   * Turns are bounded so punctuators and commits (onTick) interleave with a long backlog.
+   * Records below the task's next offset were processed already (kafkajs fetches again from the
+   * committed offset after a rejoin) and are skipped.
+   */
+  private async processInput(handle: TaskHandle): Promise<void> {
+    const { applicationId } = this.options;
+    for (let n = 0; n < RECORDS_PER_TURN && this.owns(handle); n++) {
+      const input = handle.input.shift();
+      if (input === undefined) break;
+      const offset = BigInt(input.offset);
+      const next = handle.nextOffsets.get(input.topic);
+      if (next !== undefined && offset < next) continue;
+      const outcome = await handle.task.process(input);
+      handle.nextOffsets.set(input.topic, offset + 1n);
+      if (outcome.kind === 'dead-lettered') this.metrics.onDeadLetter({ applicationId, topic: input.topic, partition: input.partition, code: outcome.code });
+    }
+    if (this.owns(handle) && this.commits.due(handle)) await this.commits.start(handle);
+  }
+
+  /** The task is still this instance's to drive: open, ready, assigned, and no restart or shutdown under way. */
+  private owns(handle: TaskHandle): boolean {
+    return handle.isReady && !handle.closed && !this.closing && !this.restarting && !this.fatal && this.handles.get(handle.id) === handle;
   }
 
   private onTick(): void {

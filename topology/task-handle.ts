@@ -1,6 +1,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import type { TaskId } from './assignor.ts';
 import type { TaskCommitter } from './eos.ts';
+import type { TaskInputQueue } from './task-input.ts';
 import type { SerialExecutor } from './serial-executor.ts';
 import type { InputRecord, StreamTask } from './task.ts';
 
@@ -24,6 +25,10 @@ export interface TaskHandle {
   commitInFlight?: Promise<void> | undefined;
   /** A commit of this task failed: no later one may be sent (it would cover the lost one's offsets). */
   commitFailed: boolean;
+  /** Fetched records waiting to be processed. */
+  readonly input: TaskInputQueue;
+  /** A turn of input processing is queued in `exec`. */
+  processingQueued: boolean;
 }
 
 /** A fetched Kafka message as a task input; header values decoded to UTF-8 (first value of a repeated header). */
