@@ -49,8 +49,8 @@ interface PendingClaim {
 }
 
 /**
- * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0)
- * plus one `SELECT` of the stored statuses; results become one `INSERT … ON DUPLICATE KEY UPDATE`
+ * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0),
+ * plus one `SELECT` of the stored statuses only when some row existed already; results become one `INSERT … ON DUPLICATE KEY UPDATE`
  * per batch that never moves a row backwards (1 over 0 and 3; 3 only over 0). Idempotent: a replay
  * writes the same values. MySQL outages are waited out with backoff.
  */
@@ -88,9 +88,12 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     for (let i = 0; i < batch.length; i += size) {
       const chunk = batch.slice(i, i + size);
       try {
-        await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
-        const [rows] = await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]);
-        const stored = new Map((rows as StoredRow[]).map((r) => [r.task_id, r]));
+        const [inserted] = await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
+        // Every row new (the usual case): all are pending, and the claim took one round trip.
+        // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
+        const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
+        const rows = allNew ? [] : ((await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]))[0] as StoredRow[]);
+        const stored = new Map(rows.map((r) => [r.task_id, r]));
         for (const c of chunk) {
           const r = stored.get(c.task.taskId);
           c.resolve(r === undefined
