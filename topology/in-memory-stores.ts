@@ -50,6 +50,11 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
     if (this.changelogged) this.dirty.add(key);
   }
 
+  replaceEquivalent(key: string, value: V): void {
+    if (!this.data.has(key)) throw new TypeError(`store ${this.name}: replaceEquivalent(${key}) of a key with no value; use put`);
+    this.data.set(key, value);
+  }
+
   delete(key: string): void {
     this.data.delete(key);
     if (this.changelogged) this.dirty.add(key);

@@ -11,6 +11,14 @@ export interface KeyValueStore<V> {
   get(key: string): V | undefined;
   /** Writes the value and records the change for the changelog. */
   put(key: string, value: V): void;
+  /**
+   * Replaces the value of a key without a changelog record, for a value its owner treats exactly
+   * as the one last written: the same state seen later in time (e.g. a merge window past its end,
+   * closed with nothing to send). A restore yields the value last written, which the owner must
+   * turn into this one by itself. A key already written since the last commit keeps its record,
+   * which then carries this value.
+   */
+  replaceEquivalent(key: string, value: V): void;
   /** Removes the key (a tombstone in the changelog). */
   delete(key: string): void;
   /** All entries, in no particular order. Do not mutate the store while iterating. */
@@ -19,8 +27,9 @@ export interface KeyValueStore<V> {
 }
 
 /**
- * A changelogged set of timers: key → due time (epoch ms). Used for merge windows, hold windows
- * and deferred releases, so that a punctuator finds what is due without scanning every key.
+ * A set of timers: key → due time (epoch ms), changelogged unless its definition says otherwise
+ * (timerStore). Used for hold windows and deferred releases, so that a punctuator finds what is
+ * due without scanning every key.
  */
 export interface TimerStore {
   readonly name: string;
@@ -78,7 +87,11 @@ export const keyValueStore = <V>(name: string, serde: StoreSerde<V> = jsonStoreS
   serde: serde as StoreSerde<unknown>,
 });
 
-export const timerStore = (name: string): StoreDefinition => ({ name, kind: 'timer' });
+/**
+ * A TimerStore. `changelog: false` keeps it in memory only, for an owner that rebuilds it from its
+ * own changelogged state at init (so a key and its timer cost one changelog record, not two).
+ */
+export const timerStore = (name: string, options: { changelog?: boolean } = {}): StoreDefinition => ({ name, kind: 'timer', ...(options.changelog === false ? { changelog: false } : {}) });
 
 /** A ScheduleStore: in memory only, rebuilt by its owner from its own state. */
 export const scheduleStore = (name: string): StoreDefinition => ({ name, kind: 'schedule', changelog: false });

@@ -8,6 +8,14 @@
  * Windows close by the wall clock (a punctuator over a schedule store holding the due time of each
  * (uid, conv_id): no scan of open windows), and also by event time when the device's next trigger
  * arrives after the window's end.
+ *
+ * Changelog writes (one record per (uid, conv_id) and commit at most, coalesced by the store): a
+ * window is written when it opens (with its leading push) and whenever a trigger or READ changes
+ * what it would send; at close only if a trailing update went out (so a restart cannot send it
+ * again); once, as a tombstone, when its memory expires. A close with nothing to send and the
+ * expiry of one device's window among others change nothing a restart would get wrong: the store
+ * keeps them in memory only (replaceEquivalent), and a restored window past its end is closed the
+ * same way by the first timer after the restore (the schedule is rebuilt with its due time).
  */
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
@@ -56,7 +64,8 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     const key = compositeKey(c.uid, c.conv_id);
     const conv = this.load(key) ?? new Map<string, DeviceWindow>();
     let w: DeviceWindow | undefined = conv.get(c.device_id);
-    if (w?.open && at >= w.until) this.closeWindow(c.uid, c.conv_id, c.device_id, w, w.until);
+    let changed = false;
+    if (w?.open && at >= w.until) changed = this.closeWindow(c.uid, c.conv_id, c.device_id, w, w.until);
     if (w && !w.open && at >= w.until) w = undefined;
 
     if (w && c.seq <= w.read_seq) {
@@ -65,16 +74,19 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
       // Out of order, or already carried: a push with a higher seq stands for it.
       this.outcome('MERGED', 'merged', c, at);
       if (w.open) w.count += 1;
+      changed ||= w.open;
     } else if (!w || !w.open) {
       w = this.open(c, at, w);
+      changed = true;
     } else {
       if (w.carried) this.outcome('MERGED', 'merged', uncarry(w.carried, c.uid, c.device_id, c.conv_id, at), at);
       w.carried = carry(c);
       w.count += 1;
       w.mention = strongerMention(w.mention, c.mention);
+      changed = true;
     }
     if (w) conv.set(c.device_id, w);
-    this.store(key, conv);
+    this.store(key, conv, changed);
   }
 
   private open(c: PushCandidate, at: number, previous: DeviceWindow | undefined): DeviceWindow {
@@ -94,18 +106,20 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     return w;
   }
 
-  /** Closes a device's window at `at`: sends the trailing update if a trigger is pending. */
-  private closeWindow(uid: string, convId: string, deviceId: string, w: DeviceWindow, at: number): void {
-    if (w.carried) {
+  /** Closes a device's window at `at`: sends the trailing update if a trigger is pending; true if it did. */
+  private closeWindow(uid: string, convId: string, deviceId: string, w: DeviceWindow, at: number): boolean {
+    const carried = w.carried;
+    if (carried) {
       const trailingSilent = this.config.mode === 'leading';
-      this.emit(uncarry(w.carried, uid, deviceId, convId, at), w, 'TRAILING', w.count, w.mention, at, trailingSilent);
-      w.pushed_seq = Math.max(w.pushed_seq, w.carried.seq);
+      this.emit(uncarry(carried, uid, deviceId, convId, at), w, 'TRAILING', w.count, w.mention, at, trailingSilent);
+      w.pushed_seq = Math.max(w.pushed_seq, carried.seq);
     }
     w.open = false;
     w.carried = null;
     w.count = 0;
     w.mention = 'NONE';
     w.until = at + this.config.retentionMs;
+    return carried !== null;
   }
 
   /** A READ of the conversation cancels every device's pending trailing update up to its seq. */
@@ -122,7 +136,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
         w.mention = 'NONE';
       }
     }
-    this.store(key, conv);
+    this.store(key, conv, true);
   }
 
   /**
@@ -136,26 +150,33 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
       if (encoded === undefined || dueOfEncoded(encoded) !== dueMs) continue;
       const conv = decodeConvWindows(encoded);
       const [uid, convId] = keyParts(key) as [string, string];
+      let sent = false;
       for (const [deviceId, w] of conv) {
-        if (w.open && w.until <= now) this.closeWindow(uid, convId, deviceId, w, w.until);
+        if (w.open && w.until <= now && this.closeWindow(uid, convId, deviceId, w, w.until)) sent = true;
         if (!w.open && w.until <= now) conv.delete(deviceId);
       }
-      this.store(key, conv);
+      this.store(key, conv, sent);
     }
   }
 
   /**
-   * Writes the conversation's windows (or deletes them). When their earliest `until` changes, the
-   * schedule gets an entry for the new due time; the entry for the old one becomes stale.
+   * Writes the conversation's windows (or deletes them). `changed`: something a restart must not
+   * lose (a push or trailing update sent, a trigger carried or merged, a READ); otherwise the new
+   * state is the old one seen later (a quiet close, a device's memory expired) and is kept in memory
+   * only. An unchanged encoding writes nothing. When the earliest `until` changes, the schedule
+   * gets an entry for the new due time; the entry for the old one becomes stale.
    */
-  private store(key: string, conv: ConvWindows): void {
+  private store(key: string, conv: ConvWindows, changed: boolean): void {
     const previous = this.windows.get(key);
     const due = earliestUntil(conv);
     if (due === Infinity) {
-      this.windows.delete(key);
+      if (previous !== undefined) this.windows.delete(key);
       return;
     }
-    this.windows.put(key, encodeConvWindows(conv));
+    const encoded = encodeConvWindows(conv);
+    if (encoded === previous) return;
+    if (changed || previous === undefined) this.windows.put(key, encoded);
+    else this.windows.replaceEquivalent(key, encoded);
     if (previous === undefined || dueOfEncoded(previous) !== due) this.timers.add(key, due);
   }
 

@@ -16,20 +16,37 @@ export function tokenFingerprint(token: string): string {
 /**
  * Applies a token report. VALID records the token; INVALID removes it only when it names the token
  * currently held (or no token), so a stale invalidation never kills a token reported since.
+ * Returns false when the report changes nothing (a token re-reported as it is held), so the stage
+ * writes the user's devices only on a change.
  */
-export function applyTokenReport(devices: UserDevices, report: TokenReport): void {
+export function applyTokenReport(devices: UserDevices, report: TokenReport): boolean {
   const fp = tokenFingerprint(report.token);
-  const apps = (devices[report.device_id] ??= {});
+  const apps = devices[report.device_id] ?? {};
+  let changed = false;
   if (report.state === 'VALID') {
     // A (device, vendor) holds one token: drop it from any other app first.
-    for (const [app, vendors] of Object.entries(apps)) if (app !== report.app_id) delete vendors[report.vendor];
-    (apps[report.app_id] ??= {})[report.vendor] = fp;
+    for (const [app, vendors] of Object.entries(apps)) {
+      if (app !== report.app_id && report.vendor in vendors) {
+        delete vendors[report.vendor];
+        changed = true;
+      }
+    }
+    const vendors = (apps[report.app_id] ??= {});
+    if (vendors[report.vendor] !== fp) {
+      vendors[report.vendor] = fp;
+      changed = true;
+    }
   } else {
     const vendors = apps[report.app_id];
-    if (vendors && (report.token === '' || vendors[report.vendor] === fp)) delete vendors[report.vendor];
+    if (vendors && report.vendor in vendors && (report.token === '' || vendors[report.vendor] === fp)) {
+      delete vendors[report.vendor];
+      changed = true;
+    }
   }
   for (const [app, vendors] of Object.entries(apps)) if (Object.keys(vendors).length === 0) delete apps[app];
   if (Object.keys(apps).length === 0) delete devices[report.device_id];
+  else devices[report.device_id] = apps;
+  return changed;
 }
 
 /** The devices with at least one valid token for the app, sorted for a stable output order. */

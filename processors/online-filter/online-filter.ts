@@ -9,6 +9,10 @@
  * | heartbeat fine, no ACK within hold window    | half-open       | push, mark suspicious until a fresh ACK     |
  * | no connection                               | offline         | push                                        |
  * | client reported BACKGROUND / EXIT            | offline         | push; no second push within 10 s            |
+ *
+ * Changelog writes: a device's presence is written only when it changes (an event that moves it, a
+ * half-open suspicion, a push to a background device starting its cooldown), never because a
+ * message passed; a hold is one record per (uid, device, conv) and commit (holds.ts).
  */
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
@@ -17,16 +21,11 @@ import { classifyInput } from '../shared/inputs.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../shared/records.ts';
 import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
+import { Holds, type HoldEntry } from './holds.ts';
 import { compileOnlineFilterOptions, type OnlineFilterConfig, type OnlineFilterOptions } from './options.ts';
-import { ackedSeq, applyPresence, decide, emptyPresence, type DevicePresence } from './presence.ts';
+import { ackedSeq, applyPresence, decide, emptyPresence, inBackground, NEVER_SEEN, type DevicePresence } from './presence.ts';
 
-/** Messages held for one (uid, device, conv), waiting for the device's ACK. */
-export interface HoldEntry {
-  uid: string;
-  device_id: string;
-  conv_id: string;
-  messages: Array<{ message: MessagePersisted; due_at: number }>;
-}
+export type { HoldEntry } from './holds.ts';
 
 type Out = PushCandidate | PushOutcome;
 
@@ -43,8 +42,9 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private devices!: KeyValueStore<UserDevices>;
   private presence!: KeyValueStore<DevicePresence>;
-  private holds!: KeyValueStore<HoldEntry>;
-  private timers!: TimerStore;
+  private holds!: Holds;
+  /** Set by every change to the presence being decided; `savePresence` writes it only then. */
+  private presenceChanged = false;
 
   constructor(private readonly config: OnlineFilterConfig) {}
 
@@ -52,8 +52,8 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.ctx = ctx;
     this.devices = ctx.getStateStore(this.config.stores.devices);
     this.presence = ctx.getStateStore(this.config.stores.presence);
-    this.holds = ctx.getStateStore(this.config.stores.holds);
-    this.timers = ctx.getStateStore(this.config.stores.holdTimers);
+    this.holds = new Holds(ctx.getStateStore(this.config.stores.holds), ctx.getStateStore<TimerStore>(this.config.stores.holdTimers));
+    this.holds.rebuild();
     ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.releaseDue(now));
   }
 
@@ -62,7 +62,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     switch (input.kind) {
       case 'token': {
         const devices = this.devices.get(input.value.uid) ?? {};
-        applyTokenReport(devices, input.value);
+        if (!applyTokenReport(devices, input.value)) return;
         if (Object.keys(devices).length === 0) this.devices.delete(input.value.uid);
         else this.devices.put(input.value.uid, devices);
         return;
@@ -78,7 +78,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
 
   /** Releases every hold window that is due by the wall clock. */
   private releaseDue(now: number): void {
-    for (const { key } of this.timers.popDue(now)) this.releaseHold(key, now);
+    for (const { key } of this.holds.popDue(now)) this.releaseHold(key, now);
   }
 
   private onMessage(message: MessagePersisted): void {
@@ -90,45 +90,49 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     }
     for (const deviceId of targets) {
       const key = compositeKey(message.uid, deviceId);
-      const p = this.presence.get(key) ?? emptyPresence();
-      this.releaseDeviceHolds(message.uid, deviceId, p, at);
-      if (ackedSeq(p, message.conv_id) >= message.seq) {
-        // The gateway delivered (or the user read) this message before its persisted record got here.
-        this.outcome('SUPPRESSED', 'online_ack', message, deviceId, at);
-        this.presence.put(key, p);
-        continue;
-      }
-      switch (decide(p, at, this.config.heartbeatTimeoutMs)) {
-        case 'background':
-          if (p.lastPushAt !== null && at - p.lastPushAt < this.config.backgroundCooldownMs) {
-            this.outcome('SUPPRESSED', 'background_cooldown', message, deviceId, at);
-          } else {
-            this.push(message, deviceId, 'BACKGROUND', p, at);
-          }
-          break;
-        case 'offline':
-          this.push(message, deviceId, 'OFFLINE', p, at);
-          break;
-        case 'suspect':
-          this.push(message, deviceId, 'SUSPECT', p, at);
-          break;
-        case 'online':
-          this.hold(message, deviceId, p, at);
-          break;
-      }
-      this.presence.put(key, p);
+      // A device never seen is read, never changed: only a presence event creates one (and a hold
+      // needs an online device, so a device without presence has no holds to release either).
+      const p = this.presence.get(key) ?? NEVER_SEEN;
+      this.presenceChanged = false;
+      this.releaseDeviceHolds(message.uid, deviceId, key, p, at);
+      this.decide(message, deviceId, p, at);
+      this.savePresence(key, p);
+    }
+  }
+
+  private decide(message: MessagePersisted, deviceId: string, p: DevicePresence, at: number): void {
+    if (ackedSeq(p, message.conv_id) >= message.seq) {
+      // The gateway delivered (or the user read) this message before its persisted record got here.
+      this.outcome('SUPPRESSED', 'online_ack', message, deviceId, at);
+      return;
+    }
+    switch (decide(p, at, this.config.heartbeatTimeoutMs)) {
+      case 'background':
+        if (p.lastPushAt !== null && at - p.lastPushAt < this.config.backgroundCooldownMs) {
+          this.outcome('SUPPRESSED', 'background_cooldown', message, deviceId, at);
+        } else {
+          this.push(message, deviceId, 'BACKGROUND', p, at);
+        }
+        return;
+      case 'offline':
+        return this.push(message, deviceId, 'OFFLINE', p, at);
+      case 'suspect':
+        return this.push(message, deviceId, 'SUSPECT', p, at);
+      case 'online':
+        return this.hold(message, deviceId, at);
     }
   }
 
   private onPresence(event: PresenceEvent): void {
     const key = compositeKey(event.uid, event.device_id);
     const p = this.presence.get(key) ?? emptyPresence();
-    this.releaseDeviceHolds(event.uid, event.device_id, p, event.at);
-    applyPresence(p, event);
+    this.presenceChanged = false;
+    this.releaseDeviceHolds(event.uid, event.device_id, key, p, event.at);
+    if (applyPresence(p, event)) this.presenceChanged = true;
     if (event.kind === 'ACK' && event.conv_id !== null && event.seq !== null) {
-      this.cancelHolds(event.uid, event.device_id, p, event.conv_id, event.seq, 'online_ack', event.at);
+      this.cancelHolds(event.uid, event.device_id, event.conv_id, event.seq, 'online_ack', event.at);
     }
-    this.presence.put(key, p);
+    this.savePresence(key, p);
     if (event.kind === 'READ' && event.conv_id !== null && event.seq !== null) this.onRead(event, event.conv_id, event.seq);
   }
 
@@ -139,10 +143,11 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       const key = compositeKey(event.uid, deviceId);
       const p = this.presence.get(key);
       if (!p) continue;
-      if (deviceId !== event.device_id) this.releaseDeviceHolds(event.uid, deviceId, p, event.at);
-      this.cancelHolds(event.uid, deviceId, p, convId, seq, 'read', event.at);
-      if (deviceId !== event.device_id) applyPresence(p, { ...event, device_id: deviceId });
-      this.presence.put(key, p);
+      this.presenceChanged = false;
+      if (deviceId !== event.device_id) this.releaseDeviceHolds(event.uid, deviceId, key, p, event.at);
+      this.cancelHolds(event.uid, deviceId, convId, seq, 'read', event.at);
+      if (deviceId !== event.device_id && applyPresence(p, { ...event, device_id: deviceId })) this.presenceChanged = true;
+      this.savePresence(key, p);
     }
     const read: PushCandidate = {
       kind: 'READ', uid: event.uid, device_id: event.device_id, conv_id: convId, seq, msg_id: '', conv_type: 'SINGLE', sender_uid: '', unread_cnt: 0,
@@ -151,36 +156,41 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.ctx.forward({ key: event.uid, value: read, timestamp: event.at }, this.config.outputs.candidates);
   }
 
-  private hold(message: MessagePersisted, deviceId: string, p: DevicePresence, at: number): void {
+  private savePresence(key: string, p: DevicePresence): void {
+    if (this.presenceChanged) this.presence.put(key, p);
+    this.presenceChanged = false;
+  }
+
+  private hold(message: MessagePersisted, deviceId: string, at: number): void {
     const key = compositeKey(message.uid, deviceId, message.conv_id);
-    const entry = this.holds.get(key) ?? { uid: message.uid, device_id: deviceId, conv_id: message.conv_id, messages: [] };
-    if (entry.messages.some((h) => h.message.seq === message.seq)) return; // a redelivered input: already held
+    const held = this.holds.get(key);
+    if (held?.messages.some((h) => h.message.seq === message.seq)) return; // a redelivered input: already held
     // The hold runs from when the message is seen, not from when it was persisted: while the stage
     // catches up on a backlog, a message must not be released as half-open before its ACK (which
     // lags just as much) has been read.
     const dueAt = Math.max(at, this.ctx.wallClockTimeMs()) + this.config.holdWindowMs;
+    const entry: HoldEntry = held ?? { uid: message.uid, device_id: deviceId, conv_id: message.conv_id, messages: [] };
     entry.messages.push({ message, due_at: dueAt });
     this.holds.put(key, entry);
-    const current = this.timers.dueTime(key);
-    if (current === undefined || dueAt < current) this.timers.set(key, dueAt);
-    if (!p.heldConvs.includes(message.conv_id)) p.heldConvs.push(message.conv_id);
   }
 
   /** Cancels this device's held messages of the conversation with seq ≤ `seq`. */
-  private cancelHolds(uid: string, deviceId: string, p: DevicePresence, convId: string, seq: number, reason: DecisionReason, at: number): void {
+  private cancelHolds(uid: string, deviceId: string, convId: string, seq: number, reason: DecisionReason, at: number): void {
     const key = compositeKey(uid, deviceId, convId);
     const entry = this.holds.get(key);
     if (!entry) return;
     const keep = entry.messages.filter((h) => h.message.seq > seq);
+    if (keep.length === entry.messages.length) return;
     for (const h of entry.messages) if (h.message.seq <= seq) this.outcome('SUPPRESSED', reason, h.message, deviceId, at);
-    this.storeHold(key, entry, keep, p);
+    this.storeHold(key, entry, keep);
   }
 
   /** Event-time consistency: before a device's next event, release its holds due by that event's time. */
-  private releaseDeviceHolds(uid: string, deviceId: string, p: DevicePresence, at: number): void {
-    for (const convId of [...p.heldConvs]) {
+  private releaseDeviceHolds(uid: string, deviceId: string, deviceKey: string, p: DevicePresence, at: number): void {
+    const convs = this.holds.heldConvs(deviceKey);
+    for (const convId of convs) {
       const key = compositeKey(uid, deviceId, convId);
-      const due = this.timers.dueTime(key);
+      const due = this.holds.dueTime(key);
       if (due !== undefined && due <= at) this.releaseHoldOf(key, at, p);
     }
   }
@@ -191,38 +201,36 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     if (!entry) return;
     const pKey = compositeKey(entry.uid, entry.device_id);
     const p = this.presence.get(pKey) ?? emptyPresence();
+    this.presenceChanged = false;
     this.releaseHoldOf(key, now, p);
-    this.presence.put(pKey, p);
+    this.savePresence(pKey, p);
   }
 
   private releaseHoldOf(key: string, now: number, p: DevicePresence): void {
     const entry = this.holds.get(key);
-    if (!entry) {
-      this.timers.cancel(key);
-      return;
-    }
+    if (!entry) return;
     const due = entry.messages.filter((h) => h.due_at <= now).sort((a, b) => a.message.seq - b.message.seq);
     for (const h of due) {
       // Half-open: the connection looks alive but the ACK never came. Push, and push at once from now on.
-      if (p.suspiciousSince === null) p.suspiciousSince = h.due_at;
+      if (p.suspiciousSince === null) {
+        p.suspiciousSince = h.due_at;
+        this.presenceChanged = true;
+      }
       this.push(h.message, entry.device_id, 'HALF_OPEN', p, h.due_at);
     }
-    this.storeHold(key, entry, entry.messages.filter((h) => h.due_at > now), p);
+    this.storeHold(key, entry, entry.messages.filter((h) => h.due_at > now));
   }
 
-  private storeHold(key: string, entry: HoldEntry, keep: HoldEntry['messages'], p: DevicePresence): void {
-    if (keep.length === 0) {
-      this.holds.delete(key);
-      this.timers.cancel(key);
-      p.heldConvs = p.heldConvs.filter((c) => c !== entry.conv_id);
-      return;
-    }
-    this.holds.put(key, { ...entry, messages: keep });
-    this.timers.set(key, Math.min(...keep.map((h) => h.due_at)));
+  private storeHold(key: string, entry: HoldEntry, keep: HoldEntry['messages']): void {
+    if (keep.length === 0) this.holds.delete(key, entry);
+    else this.holds.put(key, { ...entry, messages: keep });
   }
 
   private push(message: MessagePersisted, deviceId: string, presence: PresenceDecision, p: DevicePresence, at: number): void {
-    p.lastPushAt = at;
+    if (inBackground(p) && p.lastPushAt !== at) {
+      p.lastPushAt = at;
+      this.presenceChanged = true;
+    }
     const candidate: PushCandidate = {
       kind: 'TRIGGER', uid: message.uid, device_id: deviceId, conv_id: message.conv_id, seq: message.seq, msg_id: message.msg_id,
       conv_type: message.conv_type, sender_uid: message.sender_uid, unread_cnt: message.unread_cnt, title: message.title, summary: message.summary,

@@ -1,6 +1,7 @@
 import type { ChildNames } from '../../topology/api.ts';
 import { checkRange, readInt, type Env } from '../../common/config.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
+import { presenceStoreSerde } from './presence.ts';
 
 /** Options of the online-filter stage (DESIGN §2.1). All durations in milliseconds. */
 export interface OnlineFilterOptions {
@@ -25,11 +26,14 @@ export interface OnlineFilterOptions {
 export interface OnlineFilterStoreNames {
   /** uid → the user's devices and which of their (app, vendor) tokens are valid. */
   devices: string;
-  /** (uid, device) → connection, heartbeat, app state, suspicion, recent ACKs. */
+  /** (uid, device) → connection, heartbeat, app state, suspicion, recent ACKs; written only on a change. */
   presence: string;
-  /** (uid, device, conv) → messages held for an online device. */
+  /** (uid, device, conv) → messages held for an online device, each with its due time (holds.ts). */
   holds: string;
-  /** (uid, device, conv) → when its earliest held message is due. */
+  /**
+   * (uid, device, conv) → when its earliest held message is due. Not changelogged: rebuilt from the
+   * holds at init, so a hold and its timer are one changelog record (holds.ts).
+   */
   holdTimers: string;
 }
 
@@ -72,5 +76,5 @@ export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilter
 
 /** The stores the stage needs, for the wiring to attach. */
 export function onlineFilterStores(names: OnlineFilterStoreNames = ONLINE_FILTER_STORE_NAMES): StoreDefinition[] {
-  return [keyValueStore(names.devices), keyValueStore(names.presence), keyValueStore(names.holds), timerStore(names.holdTimers)];
+  return [keyValueStore(names.devices), keyValueStore(names.presence, presenceStoreSerde), keyValueStore(names.holds), timerStore(names.holdTimers, { changelog: false })];
 }
