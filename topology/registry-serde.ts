@@ -46,19 +46,23 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
   const subjectFor = options.subjectFor ?? ((topic: string) => `${topic}-value`);
   // Parsed once: the registry client would re-parse the reader schema on every decode.
   const reader = avro.Type.forSchema(options.schema as avro.Schema);
+  // Lookups are cached twice: the promise (so concurrent first uses share one request) and, once
+  // settled, the value itself, so every later record is encoded and decoded without a promise.
   const ids = new Map<string, Promise<number>>();
+  const knownIds = new Map<string, number>();
   const idFor = (topic: string): Promise<number> => {
     const subject = subjectFor(topic);
     let id = ids.get(subject);
     if (!id) {
       id = registerSchema(options.registry, options.schema, subject);
-      id.catch(() => ids.delete(subject));
+      id.then((value) => knownIds.set(subject, value), () => ids.delete(subject));
       ids.set(subject, id);
     }
     return id;
   };
   /** Per writer schema id: how to read its bytes with this serde's schema (null: read directly). */
   const resolvers = new Map<number, Promise<avro.Resolver | null>>();
+  const knownResolvers = new Map<number, avro.Resolver | null>();
   const resolverFor = (id: number): Promise<avro.Resolver | null> => {
     let resolver = resolvers.get(id);
     if (!resolver) {
@@ -66,45 +70,54 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
         const writerType = writer as unknown as avro.Type;
         return writerType.equals(reader) ? null : reader.createResolver(writerType);
       });
-      resolver.catch(() => resolvers.delete(id));
+      resolver.then((value) => knownResolvers.set(id, value), () => resolvers.delete(id));
       resolvers.set(id, resolver);
     }
     return resolver;
   };
+  const encode = (id: number, value: T): Buffer => {
+    const body = reader.toBuffer(value);
+    const out = Buffer.allocUnsafe(HEADER_BYTES + body.length);
+    out[0] = MAGIC_BYTE;
+    out.writeInt32BE(id, 1);
+    body.copy(out, HEADER_BYTES);
+    return out;
+  };
+  const decode = (topic: string, data: Buffer, resolver: avro.Resolver | null): T => {
+    try {
+      const payload = data.subarray(HEADER_BYTES);
+      return (resolver ? reader.fromBuffer(payload, resolver) : reader.fromBuffer(payload)) as T;
+    } catch (error) {
+      throw new ContractError('DESERIALIZATION_FAILED', `undecodable Avro on ${topic}: ${errorMessage(error)}`, error);
+    }
+  };
+  const lookUp = async (topic: string, id: number): Promise<avro.Resolver | null> => {
+    try {
+      return await resolverFor(id);
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status === 404 || /not found/i.test(errorMessage(error))) {
+        throw new ContractError('UNKNOWN_SCHEMA_ID', `schema id ${id} on ${topic} is unknown to the registry`, error);
+      }
+      if (status !== undefined || isNetworkError(error)) {
+        throw new PushError('REGISTRY_UNAVAILABLE', `schema registry lookup failed: ${errorMessage(error)}`, { retriable: true, cause: error });
+      }
+      throw new ContractError('DESERIALIZATION_FAILED', `writer schema ${id} on ${topic} cannot be read: ${errorMessage(error)}`, error);
+    }
+  };
   return {
-    async serialize(_topic, value) {
-      const id = await idFor(_topic);
-      const body = reader.toBuffer(value);
-      const out = Buffer.allocUnsafe(HEADER_BYTES + body.length);
-      out[0] = MAGIC_BYTE;
-      out.writeInt32BE(id, 1);
-      body.copy(out, HEADER_BYTES);
-      return out;
+    serialize(topic, value) {
+      const id = knownIds.get(subjectFor(topic));
+      return id !== undefined ? encode(id, value) : idFor(topic).then((fresh) => encode(fresh, value));
     },
-    async deserialize(topic, data) {
+    deserialize(topic, data) {
       if (data.length < HEADER_BYTES || data[0] !== MAGIC_BYTE) {
         throw new ContractError('DLQ_BAD_FRAMING', `record on ${topic} is not in Confluent wire format`);
       }
       const id = data.readInt32BE(1);
-      let resolver: avro.Resolver | null;
-      try {
-        resolver = await resolverFor(id);
-      } catch (error) {
-        const status = (error as { status?: number }).status;
-        if (status === 404 || /not found/i.test(errorMessage(error))) {
-          throw new ContractError('UNKNOWN_SCHEMA_ID', `schema id ${id} on ${topic} is unknown to the registry`, error);
-        }
-        if (status !== undefined || isNetworkError(error)) {
-          throw new PushError('REGISTRY_UNAVAILABLE', `schema registry lookup failed: ${errorMessage(error)}`, { retriable: true, cause: error });
-        }
-        throw new ContractError('DESERIALIZATION_FAILED', `writer schema ${id} on ${topic} cannot be read: ${errorMessage(error)}`, error);
-      }
-      try {
-        const payload = data.subarray(HEADER_BYTES);
-        return (resolver ? reader.fromBuffer(payload, resolver) : reader.fromBuffer(payload)) as T;
-      } catch (error) {
-        throw new ContractError('DESERIALIZATION_FAILED', `undecodable Avro on ${topic}: ${errorMessage(error)}`, error);
-      }
+      const resolver = knownResolvers.get(id);
+      if (resolver !== undefined || knownResolvers.has(id)) return decode(topic, data, resolver ?? null);
+      return lookUp(topic, id).then((fresh) => decode(topic, data, fresh));
     },
   };
 }

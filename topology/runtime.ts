@@ -408,7 +408,8 @@ export class StreamsApp {
       const offset = BigInt(input.offset);
       const next = handle.nextOffsets.get(input.topic);
       if (next !== undefined && offset < next) continue;
-      const outcome = await handle.task.process(input);
+      const processing = handle.task.process(input);
+      const outcome = processing instanceof Promise ? await processing : processing;
       handle.nextOffsets.set(input.topic, offset + 1n);
       if (outcome.kind === 'dead-lettered') this.metrics.onDeadLetter({ applicationId, topic: input.topic, partition: input.partition, code: outcome.code });
     }

@@ -54,6 +54,8 @@ interface Schedule {
 
 const isPromise = (x: unknown): x is Promise<unknown> => !!x && typeof (x as { then?: unknown }).then === 'function';
 
+const PROCESSED: ProcessOutcome = Object.freeze({ kind: 'processed' });
+
 /**
  * One task: the processors and stores of one sub-topology for one input partition. Knows nothing
  * of Kafka: the runtime (or the TopologyTestDriver) feeds it encoded records, fires its clock, and
@@ -116,8 +118,12 @@ export class StreamTask {
     return this.uncommitted;
   }
 
-  /** Runs one input record through the graph, then any stream-time punctuators it made due. */
-  async process(input: InputRecord): Promise<ProcessOutcome> {
+  /**
+   * Runs one input record through the graph, then any stream-time punctuators it made due.
+   * Synchronous (no promise) when the serdes answer from their caches and every processor the
+   * record reaches is synchronous: the usual case, so a record costs no microtask.
+   */
+  process(input: InputRecord): ProcessOutcome | Promise<ProcessOutcome> {
     const source = this.sourceByTopic.get(input.topic);
     if (!source) throw new PushError('UNKNOWN_SOURCE_TOPIC', `task ${this.id} does not read ${input.topic}`);
     this.offsets.set(input.topic, input.offset);
@@ -126,12 +132,21 @@ export class StreamTask {
     let key: unknown;
     let value: unknown;
     try {
-      key = input.key === null ? null : await source.keySerde.deserialize(input.topic, input.key);
-      value = input.value === null ? null : await source.valueSerde.deserialize(input.topic, input.value);
+      key = input.key === null ? null : source.keySerde.deserialize(input.topic, input.key);
+      value = input.value === null ? null : source.valueSerde.deserialize(input.topic, input.value);
     } catch (error) {
-      if (isRetriable(error)) throw new TaskFailedError(this.id, error);
-      return this.toDeadLetter(input, error, 'deserialization');
+      return this.undecodable(input, error);
     }
+    if (isPromise(key) || isPromise(value)) {
+      return Promise.all([key, value]).then(
+        ([k, v]) => this.run(input, source, k, v),
+        (error: unknown) => this.undecodable(input, error),
+      );
+    }
+    return this.run(input, source, key, value);
+  }
+
+  private run(input: InputRecord, source: SourceNode, key: unknown, value: unknown): ProcessOutcome | Promise<ProcessOutcome> {
     this.count(this.recordsIn, source.name);
     this.metadata = { topic: input.topic, partition: input.partition, offset: input.offset };
     const advanced = input.timestamp > this.streamTime;
@@ -141,18 +156,37 @@ export class StreamTask {
       const record: StreamRecord<unknown, unknown> = { key, value, timestamp: input.timestamp, headers: input.headers };
       for (const child of source.children) this.invoke(child, record);
       this.count(this.recordsOut, source.name, source.children.length);
-      await this.drain();
     } catch (error) {
-      this.pending = undefined;
-      if (this.options.processingErrorPolicy === 'fail' || isRetriable(error)) throw new TaskFailedError(this.id, error);
-      // Outputs of a failed record are dropped: the record goes to the DLQ as a whole.
-      this.outputs.length = outputsBefore;
-      return this.toDeadLetter(input, error, 'processing');
-    } finally {
-      this.metadata = undefined;
+      return this.failed(input, error, outputsBefore);
     }
-    if (advanced) await this.punctuate('stream-time', this.streamTime);
-    return { kind: 'processed' };
+    if (this.pending) {
+      return this.drain().then(
+        () => this.processed(advanced),
+        (error: unknown) => this.failed(input, error, outputsBefore),
+      );
+    }
+    return this.processed(advanced);
+  }
+
+  private processed(advanced: boolean): ProcessOutcome | Promise<ProcessOutcome> {
+    this.metadata = undefined;
+    if (advanced && this.schedules.some((s) => s.type === 'stream-time' && !s.cancelled)) return this.punctuate('stream-time', this.streamTime).then(() => PROCESSED);
+    return PROCESSED;
+  }
+
+  /** A record the serdes cannot decode goes to the DLQ; a transient failure (registry down) fails the task. */
+  private undecodable(input: InputRecord, error: unknown): ProcessOutcome {
+    if (isRetriable(error)) throw new TaskFailedError(this.id, error);
+    return this.toDeadLetter(input, error, 'deserialization');
+  }
+
+  private failed(input: InputRecord, error: unknown, outputsBefore: number): ProcessOutcome {
+    this.pending = undefined;
+    this.metadata = undefined;
+    if (this.options.processingErrorPolicy === 'fail' || isRetriable(error)) throw new TaskFailedError(this.id, error);
+    // Outputs of a failed record are dropped: the record goes to the DLQ as a whole.
+    this.outputs.length = outputsBefore;
+    return this.toDeadLetter(input, error, 'processing');
   }
 
   /** Fires the wall-clock punctuators that are due at `nowMs`. */
