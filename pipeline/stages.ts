@@ -130,6 +130,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
           ...fanOutOptionsFromEnv(ctx.env),
           vendors: meteredVendors(ctx.vendors, ctx.metrics),
           ledger,
+          listener: ctx.metrics.fanOutListener,
         },
       });
       return { name, topology, internalTopics: [], close: async () => ledger.close() };

@@ -14,6 +14,8 @@ export interface MetricsListener {
   onRestoreProgress?(event: { applicationId: string; taskId: string; store: string; restoredRecords: number; done: boolean }): void;
   /** Consumer lag of an input partition (high watermark − position), from each fetched batch. */
   onLag?(event: { applicationId: string; topic: string; partition: number; lag: number }): void;
+  /** Records of one fetched batch handed to a task (transaction markers and aborted records are not in it). */
+  onFetch?(event: { applicationId: string; topic: string; partition: number; records: number }): void;
   /** A record sent to the DLQ. */
   onDeadLetter?(event: { applicationId: string; topic: string; partition: number; code: string }): void;
   /** Tasks assigned to this instance after a rebalance. */
@@ -36,6 +38,7 @@ export function safeMetrics(listener: MetricsListener | undefined, logger?: Logg
     onCommit: wrap('onCommit'),
     onRestoreProgress: wrap('onRestoreProgress'),
     onLag: wrap('onLag'),
+    onFetch: wrap('onFetch'),
     onDeadLetter: wrap('onDeadLetter'),
     onAssignment: wrap('onAssignment'),
   };

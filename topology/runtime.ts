@@ -352,6 +352,7 @@ export class StreamsApp {
     this.inFlightBatches++;
     try {
       this.metrics.onLag({ applicationId: this.options.applicationId, topic: batch.topic, partition: batch.partition, lag: Number(batch.offsetLag()) });
+      this.metrics.onFetch({ applicationId: this.options.applicationId, topic: batch.topic, partition: batch.partition, records: batch.messages.length });
       while (!handle.isReady) {
         // A task closed by a restart never becomes ready: leave, or the restart would wait for this batch forever.
         if (handle.closed || this.closing || this.restarting) return;

@@ -139,7 +139,9 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       if (fresh) {
         if (d.channels.length === 0) return emit({ status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
         if (parked.get(d.task_id)) return; // already waiting out a backoff: that one finishes it
+        const claimStarted = config.clock.now();
         const known = recent.get(d.task_id) ?? (await ledger.claim(task));
+        options.listener?.onClaimed?.(d, config.clock.now() - claimStarted);
         if (known.status !== TASK_STATUS.pending) return replay(p, known);
       }
       let { attempts, last } = p;
@@ -281,6 +283,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         });
       },
       async process(record) {
+        options.listener?.onDispatchReceived?.(record.value);
         rethrow();
         drain();
         if (record.headers?.[REPLAY_HEADER]) recent.delete(record.value.task_id);

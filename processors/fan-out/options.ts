@@ -2,6 +2,7 @@ import { checkRange, readInt, type Env } from '../../common/config.ts';
 import type { VendorLimits } from '../../sinks/vendors/registry.ts';
 import type { Vendor, VendorAdapter } from '../../sinks/vendors/types.ts';
 import type { PushTaskLedger } from './ledger.ts';
+import type { PushDispatch } from '../shared/records.ts';
 import { realClock, type GateClock } from './vendor-gate.ts';
 
 /** What the fan-out needs of the vendor registry (sinks/vendors/registry.ts). */
@@ -10,9 +11,13 @@ export interface VendorDirectory {
   limits(vendor: Vendor, appId: string): VendorLimits | undefined;
 }
 
-/** Non-blocking observer of vendor answers (metrics). */
+/** Non-blocking observer of the fan-out (metrics). Every method is optional and must return at once. */
 export interface FanOutListener {
   onAnswer?(vendor: string, appId: string, kind: string, code: string | null): void;
+  /** A dispatch reached `process` (before its claim); the listener reads the clock. */
+  onDispatchReceived?(dispatch: PushDispatch): void;
+  /** A fresh dispatch's claim in the task ledger (MySQL) answered after `ms` (cache hits included). */
+  onClaimed?(dispatch: PushDispatch, ms: number): void;
 }
 
 /** Options of the fan-out stage (DESIGN §2.4). */

@@ -1,5 +1,10 @@
 import type { MetricsListener } from '../../topology/metrics.ts';
+import type { FanOutListener } from '../../processors/fan-out/options.ts';
 import { LATENCY_BUCKETS_MS, MetricsRegistry } from './prometheus.ts';
+import { observeGarbageCollection } from './gc.ts';
+
+/** Dispatches remembered between the decisions and the fan-out of one process (bounded). */
+const DECIDED_LIMIT = 50_000;
 
 /**
  * The pipeline's Prometheus metrics, and the runtime metrics listener that feeds them. Stage
@@ -24,8 +29,21 @@ export class PipelineMetrics {
   readonly quotaUsed = this.registry.counter('push_quota_used_total', 'Pushes the vendor accepted (what vendor daily quotas count), by vendor and app');
   readonly dispatches = this.registry.counter('push_dispatches_total', 'Push decisions sent to the fan-out, by kind (LEADING, TRAILING, IMMEDIATE, DEFERRED)');
   readonly mergeRatio = this.registry.gauge('push_merge_ratio', 'Dispatches per trigger reaching the merge stage (dispatches / (dispatches + merged)); lower is fewer pushes');
+  readonly recordsProduced = this.registry.counter('push_records_produced_total', 'Records written by committed tasks, by application and kind (output, changelog); transaction markers not included');
+  readonly recordsProcessed = this.registry.counter('push_records_processed_total', 'Input records processed by committed tasks, by application');
+  readonly recordsFetched = this.registry.counter('push_records_fetched_total', 'Records fetched and handed to tasks (transaction markers and aborted records excluded), by application');
+  readonly gcSeconds = this.registry.counter('push_gc_seconds_total', 'Garbage-collection pauses of this process, s, by kind (main-thread time)');
+  readonly latencySegments = this.registry.histogram(
+    'push_latency_segment_ms',
+    'Wall-clock time of one segment of a push on its way to the vendor, ms, by segment (persisted-decided, decided-received, persisted-received, claim) and dispatch kind',
+    LATENCY_BUCKETS_MS,
+  );
+  /** Stops the garbage-collection observer (a process keeps one per PipelineMetrics until then). */
+  readonly stopGcObserver = observeGarbageCollection(this.gcSeconds);
   private dispatched = 0;
   private merged = 0;
+  /** Wall-clock time each dispatch was decided (serialized by the decisions), by task id, until the fan-out of this process receives it. */
+  private readonly decidedAt = new Map<string, number>();
 
   /** Records one push.outcomes record this worker produced. */
   observeOutcome(o: { stage: string; status: string; reason: string | null; vendor: string | null; app_id: string; latency_ms: number | null }): void {
@@ -40,9 +58,18 @@ export class PipelineMetrics {
     }
   }
 
-  /** Records one push.dispatch record this worker produced. */
-  observeDispatch(d: { kind: string }): void {
+  /**
+   * Records one push.dispatch record this worker produced (called as the decisions serialize it,
+   * so `now − persisted_at` is the persisted → decided segment).
+   */
+  observeDispatch(d: { kind: string; task_id?: string; persisted_at?: number }): void {
     this.dispatches.inc({ kind: d.kind });
+    if (d.task_id !== undefined && d.persisted_at !== undefined) {
+      const now = Date.now();
+      this.latencySegments.observe({ segment: 'persisted-decided', kind: d.kind }, now - d.persisted_at);
+      this.decidedAt.set(d.task_id, now);
+      if (this.decidedAt.size > DECIDED_LIMIT) this.decidedAt.delete(this.decidedAt.keys().next().value!);
+    }
     this.dispatched++;
     this.updateMergeRatio();
   }
@@ -60,10 +87,30 @@ export class PipelineMetrics {
     onCommit: (e) => {
       this.commits.inc({ app: e.applicationId, task: e.taskId });
       this.commitLatency.observe({ app: e.applicationId }, e.latencyMs);
+      if (e.outputRecords > 0) this.recordsProduced.inc({ app: e.applicationId, kind: 'output' }, e.outputRecords);
+      if (e.changelogRecords > 0) this.recordsProduced.inc({ app: e.applicationId, kind: 'changelog' }, e.changelogRecords);
+      if (e.inputRecords > 0) this.recordsProcessed.inc({ app: e.applicationId }, e.inputRecords);
     },
     onRestoreProgress: (e) => this.restored.set({ app: e.applicationId, task: e.taskId, store: e.store }, e.restoredRecords),
     onLag: (e) => this.lag.set({ app: e.applicationId, topic: e.topic, partition: String(e.partition) }, e.lag),
+    onFetch: (e) => this.recordsFetched.inc({ app: e.applicationId }, e.records),
     onDeadLetter: (e) => this.deadLetters.inc({ app: e.applicationId, topic: e.topic, code: e.code }),
     onAssignment: (e) => this.assignedTasks.set({ app: e.applicationId }, e.taskIds.length),
+  };
+
+  /**
+   * The fan-out's listener: time from the decisions to the fan-out's `process` (when both ran in
+   * this process; the dispatch's decided_at is event time, not wall clock) and of each claim.
+   */
+  readonly fanOutListener: FanOutListener = {
+    onDispatchReceived: (d) => {
+      const now = Date.now();
+      this.latencySegments.observe({ segment: 'persisted-received', kind: d.kind }, now - d.persisted_at);
+      const decided = this.decidedAt.get(d.task_id);
+      if (decided === undefined) return;
+      this.decidedAt.delete(d.task_id);
+      this.latencySegments.observe({ segment: 'decided-received', kind: d.kind }, now - decided);
+    },
+    onClaimed: (d, ms) => this.latencySegments.observe({ segment: 'claim', kind: d.kind }, ms),
   };
 }

@@ -53,8 +53,11 @@ export class Gauge implements Metric {
   }
 }
 
-/** Default buckets in ms: from 1 ms to 10 s. */
-export const LATENCY_BUCKETS_MS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000];
+/**
+ * Default buckets in ms: from 1 ms to 10 s, fine enough around 10–500 ms that a quantile read from
+ * them (bench/worker-metrics.ts interpolates within a bucket) is off by a few ms, not by 100.
+ */
+export const LATENCY_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000, 1500, 2000, 2500, 5000, 10000];
 
 export class Histogram implements Metric {
   private readonly series = new Map<string, { counts: number[]; sum: number; count: number }>();
