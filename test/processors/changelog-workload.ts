@@ -34,6 +34,8 @@ export interface ChangelogCounts {
   changelog: Record<string, number>;
   /** Records written to the pipeline's topics (candidates, merged, dispatch, outcomes). */
   topics: Record<string, number>;
+  /** Presence events fed (CONNECT, BACKGROUND, ACK). */
+  presenceEvents: number;
 }
 
 const START = Date.UTC(2026, 0, 15, 12, 0, 0);
@@ -65,15 +67,17 @@ export async function countChangelogRecords(options: ChangelogWorkloadOptions = 
     for (const r of setup.tokens) await driver.pipeInput(TOPICS.tokens.name, r.key, r.value);
     for (const r of setup.settings) await driver.pipeInput(TOPICS.settings.name, r.key, r.value);
     let fed = 0;
+    let presenceEvents = 0;
     for (const r of timeline(population, { users, seed, messages, durationMs, startMs: START })) {
       await runUntil(r.at);
       await driver.pipeInput(r.topic === 'persisted' ? TOPICS.persisted.name : TOPICS.presence.name, r.key, r.value, { timestamp: r.at });
       if (r.topic === 'persisted') fed++;
+      else presenceEvents++;
     }
     // Long enough for every hold (≤ 30 s), window (≤ 10 s) and window memory (60 s) to end.
     await runUntil(START + durationMs + 120_000);
     const stores = [...Object.values(ONLINE_FILTER_STORE_NAMES), ...Object.values(MERGE_STORE_NAMES), ...Object.values(POLICY_STORE_NAMES)];
-    return { messages: fed, changelog: Object.fromEntries(stores.map((s) => [s, driver.changelog(s).length])), topics: written };
+    return { messages: fed, presenceEvents, changelog: Object.fromEntries(stores.map((s) => [s, driver.changelog(s).length])), topics: written };
   } finally {
     await driver.close();
   }
@@ -82,7 +86,7 @@ export async function countChangelogRecords(options: ChangelogWorkloadOptions = 
 /** The counts as a table: records per persisted message, per store and in total. */
 export function formatCounts(c: ChangelogCounts): string {
   const per = (n: number) => (n / c.messages).toFixed(3);
-  const lines = [`${c.messages} persisted messages`];
+  const lines = [`${c.messages} persisted messages, ${c.presenceEvents} presence events`];
   let changelog = 0;
   for (const [store, n] of Object.entries(c.changelog)) {
     changelog += n;

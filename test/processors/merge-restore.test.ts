@@ -110,3 +110,32 @@ test('texts holding the separators, quotes or nothing round-trip exactly', () =>
     assert.equal(dueOfEncoded(encoded), T0 + 1_000);
   }
 });
+
+test('a window closed with nothing to send writes no record; restored in its open form it closes quietly, remembers its push, and expires with one tombstone', async () => {
+  const clock = { now: T0 };
+  const first = mergeTask(clock);
+  await first.init();
+  const c1 = trigger('u1', 'c1', 'd1', 1, T0);
+  await first.process({ topic: IN, partition: 0, offset: '0', key: Buffer.from('u1'), value: Buffer.from(JSON.stringify(c1)), timestamp: T0, headers: {} });
+  const opened = first.drainOutputs();
+  assert.deepEqual(opened.records.filter((r) => r.topic === 'merged').map((r) => decode(r).kind), ['LEADING']);
+  assert.equal(opened.changelog.length, 1, 'the window is written when it opens');
+  clock.now = T0 + 5_000;
+  await first.punctuateWallClock(clock.now);
+  const closed = first.drainOutputs();
+  assert.deepEqual([closed.records.length, closed.changelog.length], [0, 0], 'its close sends nothing and writes nothing');
+
+  const second = mergeTask(clock);
+  for (const r of opened.changelog) second.stores.get('merge-windows')!.restore(r.key!.toString('utf8'), r.value);
+  await second.init();
+  clock.now = T0 + 5_100;
+  await second.punctuateWallClock(clock.now);
+  assert.deepEqual(second.drainOutputs().records, [], 'the restored window past its end closes without a second push');
+  const late = { ...c1, decided_at: T0 + 6_000 };
+  await second.process({ topic: IN, partition: 0, offset: '1', key: Buffer.from('u1'), value: Buffer.from(JSON.stringify(late)), timestamp: T0 + 6_000, headers: {} });
+  const again = second.drainOutputs();
+  assert.deepEqual(again.records.map((r) => `${r.topic} ${JSON.parse(r.value!.toString('utf8')).status ?? ''}`), ['outcomes MERGED'], 'a late trigger the leading push covered is merged, not pushed');
+  clock.now = T0 + 65_000;
+  await second.punctuateWallClock(clock.now);
+  assert.deepEqual(second.drainOutputs().changelog.map((r) => r.value), [null], 'the memory expires with one tombstone');
+});
