@@ -1,7 +1,7 @@
 /**
  * The pipeline part of the benchmark, against a started environment: the rising open-loop steps,
- * the half-load latency phase and the group-storm phase, each on its own population (its own uid
- * prefix) so their pushes can be told apart at the emulators.
+ * the latency phases (half the sustained rate, then a fixed 100 msgs/s) and the group-storm phase,
+ * each on its own population (its own uid prefix) so their pushes can be told apart at the emulators.
  */
 import type { Environment } from '../demo/environment.ts';
 import type { ReceivedPush } from '../test/emulators/index.ts';
@@ -9,6 +9,8 @@ import { buildPopulation, setupRecords, timeline, type Population, type Timeline
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
 import { processCpuMs } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
+import { formatSegments } from './worker-metrics.ts';
+import { describeStep } from './report.ts';
 
 export interface PhaseOptions {
   /** Offered persisted messages/s of the load steps, ascending. */
@@ -17,6 +19,8 @@ export interface PhaseOptions {
   /** Users of the throughput population. */
   readonly users: number;
   readonly latencySeconds: number;
+  /** Length of the fixed-rate 100 msgs/s latency phase (after the half-load one), s. */
+  readonly lowRateSeconds: number;
   /** Persisted msgs/s of the storm phase. Default: the sustained rate. */
   readonly stormRate?: number;
   readonly stormSeconds: number;
@@ -39,6 +43,8 @@ export interface PhaseOptions {
 export interface PhaseResults {
   readonly steps: StepResult[];
   readonly latency: (LatencyFigures & { step: StepResult; rate: number }) | null;
+  /** The same at a fixed 100 persisted msgs/s. */
+  readonly latencyAt100: (LatencyFigures & { step: StepResult; rate: number }) | null;
   readonly storm: (StormFigures & { step: StepResult }) | null;
   /** CPU the workers use with no load (polling, punctuators, empty commits), ms per second, all workers. */
   readonly idleWorkerCpuMsPerSecond: number;
@@ -98,6 +104,7 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
     takeReceived(env);
     steps.push(result);
     say(`[bench] step ${rate} msgs/s: ${result.sustained ? 'kept up' : 'did NOT keep up'} — ${result.verdict}`);
+    say(`[bench] step ${rate} msgs/s: ${describeStep(result)}`);
     return result.sustained;
   };
   // Up the rates until one does not keep up; if the first already does not, halve (up to lowerTries times).
@@ -129,11 +136,19 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   if ((await waitDrained(put, 600_000)) === null) notes.push('the pipeline had not drained 10 min after the load steps; the latency phase started on a backlog');
   // Let the steps' merge windows close first, so the phase's first messages are leading pushes.
   await new Promise((resolve) => setTimeout(resolve, settleMs));
-  const latencyLoad = load(loadPopulation, halfRate, options.latencySeconds, { counters, stormShare: options.stormShare ?? 0.0015 });
-  const latencyStep = await runStep(put, `latency ${halfRate}/s`, latencyLoad.records, { settleMs, window: latencyLoad.window });
-  const latency = { ...leadingPushLatency(latencyLoad.records, loadPopulation, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate: halfRate };
-  say(`[bench] latency: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, p99.9 ${latency.p999Ms} ms over ${latency.samples} leading pushes`);
-  if (!latencyStep.sustained) notes.push(`the latency phase itself did not keep up: ${latencyStep.verdict}`);
+  const latencyPhase = async (rate: number, seconds: number) => {
+    const latencyLoad = load(loadPopulation, rate, seconds, { counters, stormShare: options.stormShare ?? 0.0015 });
+    const latencyStep = await runStep(put, `latency ${rate}/s`, latencyLoad.records, { settleMs, window: latencyLoad.window });
+    const figures = { ...leadingPushLatency(latencyLoad.records, loadPopulation, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate };
+    say(`[bench] latency at ${rate}/s: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, p99.9 ${figures.p999Ms} ms over ${figures.samples} leading pushes; segments (leading pushes):`);
+    for (const line of latencyStep.breakdown ? formatSegments(latencyStep.breakdown.segments) : ['    (no worker metrics)']) say(line);
+    if (!latencyStep.sustained) notes.push(`the ${rate}/s latency phase itself did not keep up: ${latencyStep.verdict}`);
+    return figures;
+  };
+  const latency = await latencyPhase(halfRate, options.latencySeconds);
+  // runStep waited settleMs after the load: the phase's merge windows are closed.
+  say(`[bench] latency phase: 100 msgs/s for ${options.lowRateSeconds} s ...`);
+  const latencyAt100 = await latencyPhase(100, options.lowRateSeconds);
 
   const stormRate = options.stormRate ?? maxRate;
   say(`[bench] group-storm phase: ${stormRate} msgs/s for ${options.stormSeconds} s ...`);
@@ -146,5 +161,6 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   // steps it caught the tail of the setup records).
   const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
   say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
-  return { steps, latency, storm: stormResult, idleWorkerCpuMsPerSecond, notes };
+  return { steps, latency, latencyAt100, storm: stormResult, idleWorkerCpuMsPerSecond, notes };
 }
+

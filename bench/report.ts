@@ -6,6 +6,7 @@ import type { CeilingResult } from './ceilings.ts';
 import type { LatencyFigures, StormFigures } from './analysis.ts';
 import type { StepResult } from './steps.ts';
 import type { MemoryBenchResult } from './memory-bench.ts';
+import { formatSegments } from './worker-metrics.ts';
 
 export interface BenchResult {
   readonly startedAt: string;
@@ -43,8 +44,15 @@ export interface BenchResult {
   readonly sustainedStep: string | null;
   /** CPU the workers burn with no load, ms per second (all workers). */
   readonly idleWorkerCpuMsPerSecond: number;
+  /** Sustained rate ÷ the exactly-once identity chain's records/s (reference). */
   readonly pipelineToCeiling: number | null;
+  /** Sustained rate ÷ the raw kafkajs consume→produce records/s (the DESIGN §7 ratio). */
+  readonly pipelineToRawCeiling: number | null;
+  /** The workers' figures at the sustained step; null when no step kept up. */
+  readonly atSustainedRate: AtRate | null;
   readonly latency: (LatencyFigures & { readonly step: StepResult; readonly rate: number }) | null;
+  /** Leading-push latency at a fixed 100 persisted msgs/s. */
+  readonly latencyAt100: (LatencyFigures & { readonly step: StepResult; readonly rate: number }) | null;
   /** Merge-state memory and restore (only with --merge-windows; bench/memory-bench.ts). */
   readonly mergeState: MemoryBenchResult | null;
   readonly storm: (StormFigures & { readonly step: StepResult }) | null;
@@ -52,16 +60,52 @@ export interface BenchResult {
   readonly notes: string[];
 }
 
-type Verdict = 'met' | 'MISSED' | 'not measured';
+/** The headline figures of one step (the sustained one). */
+export interface AtRate {
+  readonly step: string;
+  /** Worker CPU per persisted message, ms (gross). */
+  readonly workerCpuMsPerMessage: number;
+  /** The same with the idle workers' burn over the span subtracted; null when not positive. */
+  readonly workerCpuMsPerMessageAboveIdle: number | null;
+  /** From the workers' counters (null when their /metrics did not answer). */
+  readonly recordsProducedPerMessage: number | null;
+  readonly recordsFetchedPerMessage: number | null;
+  readonly commitsPerSecond: number | null;
+  readonly commitsPerSecondByApp: Readonly<Record<string, number>> | null;
+  readonly gcShareOfWorkerCpu: number | null;
+}
+
+export function atRate(step: StepResult, idleMsPerSecond: number): AtRate {
+  const above = aboveIdle(step, idleMsPerSecond);
+  const b = step.breakdown;
+  return {
+    step: step.label,
+    workerCpuMsPerMessage: step.workerCpuMsPerMessage,
+    workerCpuMsPerMessageAboveIdle: above === 'n/a' ? null : Math.round(above) / 1000,
+    recordsProducedPerMessage: b?.recordsProducedPerMessage ?? null,
+    recordsFetchedPerMessage: b?.recordsFetchedPerMessage ?? null,
+    commitsPerSecond: b?.commitsPerSecond ?? null,
+    commitsPerSecondByApp: b?.commitsPerSecondByApp ?? null,
+    gcShareOfWorkerCpu: b?.gcShareOfWorkerCpu ?? null,
+  };
+}
+
+/** `met`: the DESIGN §7 target is met; `milestone`: only the next milestone is; `MISSED`: not even that. */
+type Verdict = 'met' | 'milestone' | 'MISSED' | 'not measured';
 
 interface Row {
   readonly what: string;
   readonly target: string;
+  /** The next milestone (DESIGN §7, issue 12's "Done when"); the target again where they agree. */
+  readonly milestone: string;
   readonly measured: string;
   readonly verdict: Verdict | '';
 }
 
 const verdict = (ok: boolean | null): Verdict => (ok === null ? 'not measured' : ok ? 'met' : 'MISSED');
+/** Against a long-term target and a milestone: met, milestone (only), MISSED. */
+const verdict2 = (target: boolean | null, milestone: boolean | null): Verdict => (target === null || milestone === null ? 'not measured' : target ? 'met' : milestone ? 'milestone' : 'MISSED');
+const pct = (share: number | null | undefined) => (share === null || share === undefined ? 'n/a' : `${Math.round(share * 1000) / 10} %`);
 const ms = (x: number | null | undefined) => (x === null || x === undefined ? 'n/a' : `${Math.round(x)} ms`);
 
 /** Worker CPU per 1,000 persisted messages beyond what the idle workers burn over the same span. */
@@ -78,8 +122,8 @@ export function aboveIdle(step: StepResult, idleMsPerSecond: number): number | '
 function mergeStateRows(m: MemoryBenchResult | null): Row[] {
   if (!m) {
     return [
-      { what: 'worker RSS at 1M open merge windows', target: '≤ 512 MB', measured: 'not measured (run with --merge-windows 1000000)', verdict: 'not measured' },
-      { what: 'restore after restart, 1M windows', target: '≤ 10 s', measured: 'not measured (run with --merge-windows 1000000)', verdict: 'not measured' },
+      { what: 'worker RSS at 1M open merge windows', target: '≤ 512 MB', milestone: 'same', measured: 'not measured (run with --merge-windows 1000000)', verdict: 'not measured' },
+      { what: 'restore after restart, 1M windows', target: '≤ 10 s', milestone: 'same', measured: 'not measured (run with --merge-windows 1000000)', verdict: 'not measured' },
     ];
   }
   const full = m.windows >= 1_000_000;
@@ -87,9 +131,9 @@ function mergeStateRows(m: MemoryBenchResult | null): Row[] {
   const at = `${m.windows.toLocaleString('en-US')} open windows`;
   const restoreS = m.restoreMs === undefined ? undefined : Math.round(m.restoreMs / 100) / 10;
   return [
-    { what: 'worker RSS at 1M open merge windows', target: '≤ 512 MB', measured: `${m.rssMb} MB RSS, ${m.heapMb} MB heap after GC at ${at} (baseline ${m.baselineRssMb} MB)`, verdict: judge(m.rssMb, 512) },
+    { what: 'worker RSS at 1M open merge windows', target: '≤ 512 MB', milestone: 'same', measured: `${m.rssMb} MB RSS, ${m.heapMb} MB heap after GC at ${at} (baseline ${m.baselineRssMb} MB)`, verdict: judge(m.rssMb, 512) },
     {
-      what: 'restore after restart, 1M windows', target: '≤ 10 s',
+      what: 'restore after restart, 1M windows', target: '≤ 10 s', milestone: 'same',
       measured: restoreS === undefined ? 'not measured' : `${restoreS} s at ${at} (${m.restoredRecords ?? '?'} records; RSS after ${m.restoredRssMb ?? '?'} MB)`,
       verdict: judge(restoreS, 10),
     },
@@ -99,60 +143,87 @@ function mergeStateRows(m: MemoryBenchResult | null): Row[] {
 export function tableRows(r: BenchResult): Row[] {
   const sustainedStep = r.steps.find((s) => s.label === r.sustainedStep);
   const maxPeak = r.workers.length > 0 ? Math.max(...r.workers.map((w) => w.peakRssMb)) : null;
+  const at = r.atSustainedRate;
+  const b = sustainedStep?.breakdown ?? null;
+  const atStep = sustainedStep ? ` (step ${sustainedStep.label})` : '';
+  const latencyRow = (what: string, l: BenchResult['latency'], target: string, milestone: string, limit: number): Row => ({
+    what, target, milestone,
+    measured: l ? `p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)} (n=${l.samples}, ${l.rate} msgs/s)` : 'n/a',
+    verdict: verdict(l && l.p99Ms !== null ? l.p99Ms <= limit : null),
+  });
+  const produced = b ? Object.entries(b.producedPerMessageByApp).map(([app, v]) => `${app} ${v.output}+${v.changelog}`).join(', ') : '';
   const rows: Row[] = [
     {
       what: 'sustained end-to-end ingest, exactly-once',
       target: '≥ 10,000 persisted msgs/s',
+      milestone: '≥ 3,000',
       measured: `${r.sustainedEventsPerSecond.toLocaleString('en-US')} msgs/s${r.sustainedStep ? ` (step ${r.sustainedStep})` : ' (no step kept up)'}`,
-      verdict: verdict(r.steps.length === 0 ? null : r.sustainedEventsPerSecond >= 10_000),
+      verdict: r.steps.length === 0 ? 'not measured' : verdict2(r.sustainedEventsPerSecond >= 10_000, r.sustainedEventsPerSecond >= 3_000),
     },
     {
-      what: 'pipeline ÷ ceiling (EOS identity chain)',
-      target: '≥ 0.6',
-      measured: r.pipelineToCeiling === null ? 'n/a' : `${r.pipelineToCeiling} (${r.sustainedEventsPerSecond} ÷ ${r.ceilings?.exactlyOnceChain.recordsPerSecond} records/s, ${r.ceilings?.exactlyOnceChain.hops} hops)`,
-      verdict: verdict(r.pipelineToCeiling === null ? null : r.pipelineToCeiling >= 0.6),
+      what: 'pipeline ÷ raw kafkajs consume→produce ceiling',
+      target: '≥ 0.15',
+      milestone: '≥ 0.05',
+      measured: r.pipelineToRawCeiling === null ? 'n/a' : `${r.pipelineToRawCeiling} (${r.sustainedEventsPerSecond} ÷ ${r.ceilings?.rawConsumeProduce.recordsPerSecond} records/s)`,
+      verdict: r.pipelineToRawCeiling === null ? 'not measured' : verdict2(r.pipelineToRawCeiling >= 0.15, r.pipelineToRawCeiling >= 0.05),
     },
     {
-      what: 'latency persist → vendor, offline, leading, ½ max load',
-      target: 'p99 ≤ 300 ms',
-      measured: r.latency
-        ? `p50 ${ms(r.latency.p50Ms)}, p99 ${ms(r.latency.p99Ms)}, p99.9 ${ms(r.latency.p999Ms)} (n=${r.latency.samples}, ${r.latency.rate} msgs/s)`
-        : 'n/a',
-      verdict: verdict(r.latency && r.latency.p99Ms !== null ? r.latency.p99Ms <= 300 : null),
+      what: 'Kafka records produced per persisted msg',
+      target: '≤ 4 (incl. changelogs)',
+      milestone: '≤ 5',
+      measured: b ? `${b.recordsProducedPerMessage} = output ${b.outputRecordsPerMessage} + changelog ${b.changelogRecordsPerMessage}${atStep}; by group (output+changelog): ${produced}` : 'n/a',
+      verdict: b ? verdict2(b.recordsProducedPerMessage <= 4, b.recordsProducedPerMessage <= 5) : 'not measured',
     },
+    { what: 'Kafka records fetched per persisted msg', target: '(reported)', milestone: '', measured: b ? `${b.recordsFetchedPerMessage} (processed ${b.recordsProcessedPerMessage})${atStep}` : 'n/a', verdict: '' },
+    {
+      what: 'commits (transactions) per second',
+      target: '(reported)', milestone: '',
+      measured: b ? `${b.commitsPerSecond}/s: ${Object.entries(b.commitsPerSecondByApp).map(([app, n]) => `${app} ${n}`).join(', ')}${atStep}` : 'n/a',
+      verdict: '',
+    },
+    latencyRow('latency persist → vendor, offline, leading, ½ max load', r.latency, 'p99 ≤ 300 ms', 'p99 ≤ 300 ms', 300),
+    latencyRow('latency persist → vendor, offline, leading, 100 msgs/s', r.latencyAt100, '(none)', 'p99 ≤ 150 ms', 150),
     {
       what: 'group storm: vendor submissions ÷ triggers',
-      target: '≤ 0.30',
+      target: '≤ 0.30', milestone: 'same',
       measured: r.storm ? `${r.storm.submissionsPerTrigger} (${r.storm.submissions}/${r.storm.triggers}; per device-trigger ${r.storm.submissionsPerDeviceTrigger})` : 'n/a',
       verdict: verdict(r.storm ? r.storm.submissionsPerTrigger <= 0.3 : null),
     },
     {
       what: 'group storm: final unread count never lost',
-      target: '0 stale or missing',
+      target: '0 stale or missing', milestone: 'same',
       measured: r.storm ? `${r.storm.pairsFinalLatest}/${r.storm.pairs} (device, conv) end on latest seq; stale ${r.storm.pairsFinalStale}, no push ${r.storm.pairsWithoutPush}` : 'n/a',
       verdict: verdict(r.storm ? r.storm.pairsFinalStale === 0 && r.storm.pairsWithoutPush === 0 : null),
     },
     {
-      what: 'worker CPU per 1,000 persisted msgs',
-      target: '(reported)',
-      measured: sustainedStep
-        ? `${sustainedStep.workerCpuMsPer1k} ms gross, ${aboveIdle(sustainedStep, r.idleWorkerCpuMsPerSecond)} ms above idle (step ${sustainedStep.label}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)`
-        : 'n/a',
-      verdict: '',
+      what: 'worker CPU per persisted msg, sustained rate',
+      target: '(none)', milestone: '≤ 0.3 ms',
+      measured: at ? `${at.workerCpuMsPerMessage} ms gross, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)` : 'n/a',
+      verdict: verdict(at ? at.workerCpuMsPerMessage <= 0.3 : null),
     },
+    { what: 'GC share of worker CPU, sustained rate', target: '(reported)', milestone: '', measured: b ? `${pct(b.gcShareOfWorkerCpu)}: ${b.gcSeconds} s of GC pauses in ${Math.round(sustainedStep!.workerCpuMs) / 1000} s of worker CPU${atStep}` : 'n/a', verdict: '' },
     {
       what: 'worker RSS (peak over the run)',
-      target: '(≤ 512 MB at 1M open windows)',
+      target: '(≤ 512 MB at 1M open windows)', milestone: '',
       measured: maxPeak === null ? 'n/a' : `${maxPeak} MB max over ${r.workers.length} worker(s) at this run's load`,
       verdict: '',
     },
     ...mergeStateRows(r.mergeState),
   ];
   if (r.ceilings) {
-    rows.push({ what: 'ceiling: raw kafkajs consume→produce', target: '(reference)', measured: `${r.ceilings.rawConsumeProduce.recordsPerSecond.toLocaleString('en-US')} records/s`, verdict: '' });
-    rows.push({ what: `ceiling: ${r.ceilings.exactlyOnceChain.hops} exactly-once identity hops`, target: '(reference)', measured: `${r.ceilings.exactlyOnceChain.recordsPerSecond.toLocaleString('en-US')} records/s`, verdict: '' });
+    rows.push({ what: 'ceiling: raw kafkajs consume→produce', target: '(reference)', milestone: '', measured: `${r.ceilings.rawConsumeProduce.recordsPerSecond.toLocaleString('en-US')} records/s`, verdict: '' });
+    rows.push({ what: `ceiling: ${r.ceilings.exactlyOnceChain.hops} exactly-once identity hops`, target: '(reference)', milestone: '', measured: `${r.ceilings.exactlyOnceChain.recordsPerSecond.toLocaleString('en-US')} records/s; pipeline ÷ chain ${r.pipelineToCeiling ?? 'n/a'}`, verdict: '' });
   }
   return rows;
+}
+
+/** One line of a step's worker breakdown (progress log and the steps list). */
+export function describeStep(s: StepResult): string {
+  const b = s.breakdown;
+  const cpu = `worker CPU ${s.workerCpuMsPerMessage} ms/msg`;
+  if (!b) return `${cpu}; no worker metrics`;
+  const commits = Object.entries(b.commitsPerSecondByApp).map(([app, n]) => `${app} ${n}`).join(', ');
+  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}), fetched ${b.recordsFetchedPerMessage}; commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
 }
 
 function pad(cells: string[], widths: number[]): string {
@@ -161,20 +232,26 @@ function pad(cells: string[], widths: number[]): string {
 
 export function formatTable(r: BenchResult): string {
   const rows = tableRows(r);
-  const header = ['what', 'DESIGN §7 target', 'measured', 'verdict'];
-  const cells = rows.map((row) => [row.what, row.target, row.measured, row.verdict]);
+  const header = ['what', 'DESIGN §7 target', 'next milestone', 'measured', 'verdict'];
+  const cells = rows.map((row) => [row.what, row.target, row.milestone, row.measured, row.verdict]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const lines = [pad(header, widths), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map((c) => pad(c, widths))];
-  const steps = r.steps.map(
-    (s) =>
-      `  ${s.label.padEnd(14)} offered ${String(s.offeredRate).padStart(6)}/s  generated ${String(s.generatorRate).padStart(6)}/s  consumed ${String(s.consumedRate).padStart(6)}/s  ` +
+  const steps = r.steps.flatMap((s) => [
+    `  ${s.label.padEnd(14)} offered ${String(s.offeredRate).padStart(6)}/s  generated ${String(s.generatorRate).padStart(6)}/s  consumed ${String(s.consumedRate).padStart(6)}/s  ` +
       `input lag ${String(s.inputLagAtEnd).padStart(6)}  slope ${String(s.pathLagSlope).padStart(6)}/s  drain ${s.drainSeconds ?? '—'} s  cpu ${s.workerCpuMsPer1k} ms/1k (${aboveIdle(s, r.idleWorkerCpuMsPerSecond)} above idle)  box ${Math.round(s.boxCpuBusy * 100)}%  ${s.sustained ? 'kept up' : `NOT: ${s.verdict}`}`,
+    `  ${''.padEnd(14)} ${describeStep(s)}`,
+  ]);
+  const segments = [r.latency, r.latencyAt100].flatMap((l) =>
+    l ? [`persist → vendor segments at ${l.rate} msgs/s (leading pushes; emulator-measured p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}):`, ...(l.step.breakdown ? formatSegments(l.step.breakdown.segments, '  ') : ['  (no worker metrics)'])] : [],
   );
   return [
     ...lines,
+    'verdict: met = the DESIGN §7 target is met; milestone = only the next milestone is; MISSED = the milestone is not',
     '',
     'load steps (open loop, persisted messages/s):',
     ...steps,
+    '',
+    ...segments,
     '',
     `machine: ${r.environment.cpus} × ${r.environment.cpuModel}; node ${r.environment.node}; kafkajs ${r.environment.kafkajs}; broker ${r.environment.brokers.join(',')} (${r.environment.coLocated})`,
     `load average at start ${r.environment.loadAverageAtStart.join(' ')}, at end ${r.environment.loadAverageAtEnd.join(' ')} (other work on the machine skews every figure)`,

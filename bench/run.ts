@@ -4,9 +4,12 @@
  *   1. ceilings: raw kafkajs consume→produce and a chain of exactly-once identity hops (bench/ceilings.ts);
  *   2. the pipeline (demo/environment.ts: workers, all six vendor emulators) under open-loop steps of
  *      rising persisted-message rate until one does not keep up (then one step half-way back);
- *   3. latency of offline devices' leading pushes at half the sustained rate (emulator receive time);
+ *   3. latency of offline devices' leading pushes at half the sustained rate and at 100 msgs/s
+ *      (emulator receive time), split into segments from the workers' histograms;
  *   4. a group-storm workload: vendor submissions per trigger, and whether every device ends on the
  *      latest seq of each conversation.
+ * Every step also reads the workers' /metrics: records produced and fetched per message, commits per
+ * second, GC share of the workers' CPU (bench/worker-metrics.ts).
  * Writes bench/results/<timestamp>.json and prints a table. `--help` lists the flags.
  */
 import { cpus, loadavg } from 'node:os';
@@ -21,7 +24,7 @@ import { startEnvironment } from '../demo/environment.ts';
 import { trafficProducer } from '../demo/traffic.ts';
 import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
-import { formatTable, type BenchResult } from './report.ts';
+import { atRate, formatTable, type BenchResult } from './report.ts';
 import { processMemory } from './probes.ts';
 import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
 
@@ -36,6 +39,7 @@ const HELP = `npm run bench -- [flags]
   --step-seconds S       length of each load step (default 20)
   --users N              users of the throughput population (default 5000)
   --latency-seconds S    length of the half-load latency phase (default 30)
+  --latency-100-seconds S  length of the fixed 100 msgs/s latency phase (default 20)
   --storm-rate N         persisted msgs/s of the group-storm phase (default: the sustained rate)
   --storm-seconds S      length of the group-storm phase (default 15)
   --ceiling-records N    records per ceiling scenario (default 100000)
@@ -99,6 +103,7 @@ export async function main(args: string[]): Promise<number> {
     stepSeconds: intFlag(args, '--step-seconds', quick ? 5 : 20, 3600),
     users: intFlag(args, '--users', quick ? 400 : 5000, 1_000_000),
     latencySeconds: intFlag(args, '--latency-seconds', quick ? 5 : 30, 3600),
+    lowRateSeconds: intFlag(args, '--latency-100-seconds', quick ? 5 : 20, 3600),
     ...(flag(args, '--storm-rate') ? { stormRate: intFlag(args, '--storm-rate', 1, 1_000_000) } : {}),
     stormSeconds: intFlag(args, '--storm-seconds', quick ? 4 : 15, 3600),
     mergeWindowMs,
@@ -153,7 +158,8 @@ export async function main(args: string[]): Promise<number> {
     await admin.connect();
     const traffic = await trafficProducer(env.topicPrefix);
     try {
-      outcome = await runPipelinePhases({ env, admin, traffic, workerPids, peakRssMb, say, applicationId: env.applicationId, topicPrefix: env.topicPrefix }, phase);
+      const metricsPorts = () => env.workers.map((w) => w.metricsPort);
+      outcome = await runPipelinePhases({ env, admin, traffic, workerPids, metricsPorts, peakRssMb, say, applicationId: env.applicationId, topicPrefix: env.topicPrefix }, phase);
     } finally {
       await traffic.close();
     }
@@ -193,7 +199,10 @@ export async function main(args: string[]): Promise<number> {
     sustainedStep: sustained?.label ?? null,
     idleWorkerCpuMsPerSecond: outcome.idleWorkerCpuMsPerSecond,
     pipelineToCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.exactlyOnceChain.recordsPerSecond) * 1000) / 1000 : null,
+    pipelineToRawCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.rawConsumeProduce.recordsPerSecond) * 10000) / 10000 : null,
+    atSustainedRate: sustained ? atRate(sustained, outcome.idleWorkerCpuMsPerSecond) : null,
     latency: outcome.latency,
+    latencyAt100: outcome.latencyAt100,
     mergeState,
     storm: outcome.storm,
     workers: [...peakRssMb.entries()].map(([pid, peak]) => ({ pid, peakRssMb: peak, rssMbAtEnd: rssAtEnd.get(pid) ?? null })),

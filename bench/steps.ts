@@ -9,6 +9,7 @@ import type { TrafficProducer } from '../demo/traffic.ts';
 import type { TimedRecord } from './workload.ts';
 import { boxBusyShare, boxCpu, processCpuMs, processMemory, round1, sampleLag, slope, type LagSample } from './probes.ts';
 import type { StageName } from '../pipeline/stages.ts';
+import { scrapeWorkers, delta, stepBreakdown, type StepBreakdown } from './worker-metrics.ts';
 
 export interface PipelineUnderTest {
   readonly admin: Admin;
@@ -17,6 +18,8 @@ export interface PipelineUnderTest {
   readonly traffic: TrafficProducer;
   /** Pids of the worker processes (read afresh: workers may be restarted). */
   readonly workerPids: () => number[];
+  /** The workers' /metrics ports (read afresh); without them a step has no breakdown. */
+  readonly metricsPorts?: () => number[];
   /** Peak RSS seen per worker pid, MB; steps update it. */
   readonly peakRssMb: Map<number, number>;
   readonly say: (line: string) => void;
@@ -63,6 +66,8 @@ export interface StepResult {
   readonly verdict: string;
   /** Worker CPU (user + system, all workers) from the start of the load until drained, per 1,000 persisted messages. */
   readonly workerCpuMsPer1k: number;
+  /** The same CPU per persisted message, ms (gross: idle burn included). */
+  readonly workerCpuMsPerMessage: number;
   /** The same CPU in ms, and the seconds it was measured over (for subtracting the idle burn). */
   readonly workerCpuMs: number;
   readonly cpuSeconds: number;
@@ -72,6 +77,12 @@ export interface StepResult {
   readonly boxCpuBusy: number;
   /** RSS per worker at the end of the step, MB. */
   readonly workerRssMb: number[];
+  /**
+   * From the workers' counters over the same span as the CPU (start of the load until drained):
+   * records per message, commits per second, GC share, latency segments. Null when a worker's
+   * /metrics did not answer.
+   */
+  readonly breakdown: StepBreakdown | null;
 }
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -132,6 +143,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
 
   const before = await sample(put);
   const pids = put.workerPids();
+  const metrics0 = put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const cpu0 = workerCpu(pids);
   const cpuStarted = Date.now();
   const bench0 = process.cpuUsage();
@@ -168,6 +180,8 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
 
   const drainSeconds = await waitDrained(put, criteria.drainTimeoutMs ?? 60_000, criteria.settleMs ?? 0);
   const cpu1 = workerCpu(pids);
+  const cpuSeconds = (Date.now() - cpuStarted) / 1000;
+  const metrics1 = metrics0 && put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const bench1 = process.cpuUsage(bench0);
   const workerRssMb = recordMemory(put);
 
@@ -190,10 +204,12 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     sustained: reasons.length === 0,
     verdict: reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
     workerCpuMsPer1k: per1k(cpu1 - cpu0),
+    workerCpuMsPerMessage: persistedMessages > 0 ? Math.round(((cpu1 - cpu0) / persistedMessages) * 1000) / 1000 : 0,
     workerCpuMs: Math.round(cpu1 - cpu0),
-    cpuSeconds: round1((Date.now() - cpuStarted) / 1000),
+    cpuSeconds: round1(cpuSeconds),
     benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),
     boxCpuBusy: boxBusyShare(box0, box1),
     workerRssMb,
+    breakdown: metrics0 && metrics1 ? stepBreakdown(delta(metrics0, metrics1), { applicationId: put.applicationId, persistedMessages, seconds: cpuSeconds, workerCpuMs: cpu1 - cpu0 }) : null,
   };
 }

@@ -115,7 +115,7 @@ export interface LatencySegments {
   readonly persistedToDecided: SegmentFigure;
   /** Dispatch written → the fan-out's `process` (commit wait, transaction, fetch); decisions and fan-out in one worker only. */
   readonly decidedToReceived: SegmentFigure;
-  /** Of that: the decisions' commits, flush → broker acknowledgement (all commits, not only leading pushes). */
+  /** Of that: the decisions' commits, flush → broker acknowledgement (every non-empty commit, not only leading pushes). */
   readonly decisionsCommit: SegmentFigure;
   /** persisted_at → the fan-out's `process` (cumulative). */
   readonly persistedToReceived: SegmentFigure;
@@ -138,7 +138,7 @@ export interface StepBreakdown {
   readonly recordsFetchedPerMessage: number;
   /** Input records processed and committed per persisted message. */
   readonly recordsProcessedPerMessage: number;
-  /** Commits per second, all applications (transactions under exactly-once; clickhouse commits offsets). */
+  /** Commits that wrote something per second, all applications (transactions under exactly-once; clickhouse commits offsets). */
   readonly commitsPerSecond: number;
   readonly commitsPerSecondByApp: Readonly<Record<string, number>>;
   /** Garbage-collection pauses of the workers over the span, s, and their share of the workers' CPU time. */
@@ -161,7 +161,7 @@ export function stepBreakdown(d: MetricsSnapshot, o: { applicationId: string; pe
     else entry.output += value;
   }
   const commitsByApp: Record<string, number> = {};
-  for (const { labels, value } of series(d, 'push_commits_total')) commitsByApp[stage(labels.app ?? '')] = (commitsByApp[stage(labels.app ?? '')] ?? 0) + value;
+  for (const { labels, value } of series(d, 'push_transactions_total')) commitsByApp[stage(labels.app ?? '')] = (commitsByApp[stage(labels.app ?? '')] ?? 0) + value;
   const perSecond = (n: number) => (o.seconds > 0 ? Math.round((n / o.seconds) * 10) / 10 : 0);
   const gcSeconds = sum(series(d, 'push_gc_seconds_total'));
   const leading = (segmentName: string) => (l: Labels) => l.segment === segmentName && l.kind === 'LEADING';

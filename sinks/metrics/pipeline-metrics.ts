@@ -16,7 +16,8 @@ export class PipelineMetrics {
   readonly recordsIn = this.registry.counter('push_stage_records_in_total', 'Records processed per topology node');
   readonly recordsOut = this.registry.counter('push_stage_records_out_total', 'Records forwarded per topology node');
   readonly commits = this.registry.counter('push_commits_total', 'Commits (transactions under exactly-once) per task');
-  readonly commitLatency = this.registry.histogram('push_commit_latency_ms', 'Flush-to-acknowledgement latency of a commit, ms', LATENCY_BUCKETS_MS);
+  readonly commitLatency = this.registry.histogram('push_commit_latency_ms', 'Flush-to-acknowledgement latency of a commit that wrote something, ms', LATENCY_BUCKETS_MS);
+  readonly transactions = this.registry.counter('push_transactions_total', 'Commits that wrote something (a transaction under exactly-once, an offset commit at-least-once), by application');
   readonly lag = this.registry.gauge('push_consumer_lag', 'High watermark minus position per input partition');
   readonly deadLetters = this.registry.counter('push_dlq_records_total', 'Records sent to the DLQ, by source topic and error code');
   readonly restored = this.registry.gauge('push_restored_records', 'Changelog records restored per store and task');
@@ -86,6 +87,9 @@ export class PipelineMetrics {
     },
     onCommit: (e) => {
       this.commits.inc({ app: e.applicationId, task: e.taskId });
+      // A commit with nothing in it sends nothing to the broker (topology/eos.ts).
+      if (e.outputRecords + e.changelogRecords + e.inputRecords === 0) return;
+      this.transactions.inc({ app: e.applicationId });
       this.commitLatency.observe({ app: e.applicationId }, e.latencyMs);
       if (e.outputRecords > 0) this.recordsProduced.inc({ app: e.applicationId, kind: 'output' }, e.outputRecords);
       if (e.changelogRecords > 0) this.recordsProduced.inc({ app: e.applicationId, kind: 'changelog' }, e.changelogRecords);

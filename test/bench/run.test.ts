@@ -11,17 +11,31 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../../bench/report.ts';
+import type { LatencySegments } from '../../bench/worker-metrics.ts';
 
 const RUN = fileURLToPath(new URL('../../bench/run.ts', import.meta.url));
 
-test('bench/run.ts --quick writes a well-formed result document and prints the targets table', { timeout: 150_000 }, () => {
+const isNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+/** Every figure of a segment is a number (quantiles null only without samples). */
+function assertSegments(segments: LatencySegments, where: string): void {
+  for (const name of ['persistedToDecided', 'decidedToReceived', 'decisionsCommit', 'persistedToReceived', 'claim', 'vendorCall', 'persistedToAccepted'] as const) {
+    const s = segments[name];
+    assert.ok(s && isNumber(s.samples), `${where}: segment ${name} present`);
+    for (const q of [s.p50Ms, s.p99Ms]) assert.ok(s.samples === 0 ? q === null : isNumber(q), `${where}: segment ${name} quantiles`);
+  }
+}
+
+test('bench/run.ts --quick writes a well-formed result document and prints the targets table', { timeout: 250_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
   const out = join(dir, 'result.json');
   try {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', RUN, '--quick', '--out', out], { encoding: 'utf8', timeout: 140_000 });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', RUN, '--quick', '--out', out], { encoding: 'utf8', timeout: 240_000 });
     assert.equal(run.status, 0, `bench exited with ${run.status}: ${run.stderr.slice(-2000)}`);
     assert.match(run.stdout, /DESIGN §7 target/);
     assert.match(run.stdout, /sustained end-to-end ingest/);
+    assert.match(run.stdout, /Kafka records produced per persisted msg/);
+    assert.match(run.stdout, /persist → vendor segments at 100 msgs\/s/);
 
     const result = JSON.parse(readFileSync(out, 'utf8')) as BenchResult;
     assert.equal(result.config.quick, true);
@@ -35,14 +49,37 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       assert.ok(step.persistedMessages > 0, `step ${step.label} produced messages`);
       assert.equal(typeof step.sustained, 'boolean');
       assert.ok(step.workerCpuMsPer1k > 0, `step ${step.label} measured worker CPU`);
+      assert.ok(isNumber(step.workerCpuMsPerMessage) && step.workerCpuMsPerMessage > 0);
+      const b = step.breakdown;
+      assert.ok(b, `step ${step.label} read the workers' /metrics`);
+      for (const key of ['recordsProducedPerMessage', 'outputRecordsPerMessage', 'changelogRecordsPerMessage', 'recordsFetchedPerMessage', 'recordsProcessedPerMessage', 'commitsPerSecond', 'gcSeconds', 'gcShareOfWorkerCpu'] as const) {
+        assert.ok(isNumber(b[key]), `step ${step.label}: ${key} is a number`);
+      }
+      assert.ok(b.recordsProducedPerMessage > 0 && b.recordsFetchedPerMessage > 0, 'the workers produced and fetched records');
+      assert.ok(Object.keys(b.producedPerMessageByApp).includes('decisions') && Object.values(b.commitsPerSecondByApp).every(isNumber));
+      assertSegments(b.segments, step.label);
     }
     const kept = result.steps.filter((s) => s.sustained);
     assert.equal(result.sustainedStep !== null, kept.length > 0);
     assert.ok(result.sustainedEventsPerSecond >= 0);
+    if (result.sustainedStep !== null) {
+      const at = result.atSustainedRate;
+      assert.ok(at && at.step === result.sustainedStep);
+      for (const key of ['workerCpuMsPerMessage', 'recordsProducedPerMessage', 'recordsFetchedPerMessage', 'commitsPerSecond', 'gcShareOfWorkerCpu'] as const) assert.ok(isNumber(at[key]), `atSustainedRate.${key} is a number`);
+      assert.ok(isNumber(result.pipelineToRawCeiling));
+    }
 
     assert.ok(result.latency, 'latency phase ran');
     assert.ok(result.latency.samples > 0, 'leading pushes to offline devices were joined at the emulators');
     assert.ok(result.latency.p50Ms !== null && result.latency.p99Ms !== null && result.latency.p50Ms <= result.latency.p99Ms);
+    assert.ok(result.latencyAt100, 'the 100 msgs/s latency phase ran');
+    assert.equal(result.latencyAt100.rate, 100);
+    assert.ok(result.latencyAt100.samples > 0 && isNumber(result.latencyAt100.p99Ms));
+    for (const l of [result.latency, result.latencyAt100]) {
+      assert.ok(l.step.breakdown, `latency ${l.rate}/s read the workers' /metrics`);
+      assertSegments(l.step.breakdown.segments, `latency ${l.rate}/s`);
+      assert.ok(l.step.breakdown.segments.persistedToDecided.samples > 0 && l.step.breakdown.segments.claim.samples > 0, 'the workers timed the leading pushes');
+    }
 
     assert.ok(result.storm, 'storm phase ran');
     assert.ok(result.storm.triggers > 0 && result.storm.submissions > 0);

@@ -18,7 +18,7 @@ function dispatch(taskId: string, kind: PushDispatch['kind'], persistedAt: numbe
   };
 }
 
-test('records produced, fetched and commits per application come out per persisted message and per second', () => {
+test('records produced, fetched and non-empty commits per application come out per persisted message and per second', () => {
   const metrics = new PipelineMetrics();
   try {
     const before = parseMetrics(metrics.registry.render());
@@ -29,6 +29,7 @@ test('records produced, fetched and commits per application come out per persist
     commit('fan-out', 40, 0, 40);
     commit('receipts', 10, 10, 40);
     commit('clickhouse', 0, 0, 50);
+    commit('fan-out', 0, 0, 0); // nothing to write: no transaction reaches the broker
     metrics.listener.onFetch?.({ applicationId: `${APP}-decisions`, topic: 't', partition: 0, records: 100 });
     metrics.listener.onFetch?.({ applicationId: `${APP}-fan-out`, topic: 't', partition: 1, records: 40 });
     const after = parseMetrics(metrics.registry.render());

@@ -1,0 +1,125 @@
+/**
+ * Self-time share by package of a `.cpuprofile` written by `node --cpu-prof` (the workers take node
+ * flags from PUSH_WORKER_NODE_ARGS, demo/environment.ts):
+ *
+ *   PUSH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/push-prof' npm run bench -- --rates 1000 --no-ceilings
+ *   npx tsx bench/cpu-profile.ts /tmp/push-prof/*.cpuprofile [--top 25] [--json]
+ *
+ * Each sample's time (its timeDelta) goes to the function on top of the stack, and that function to
+ * a group: a package under node_modules (kafkajs, avsc, mysql2, undici, ...), a folder of this
+ * repository (topology/, processors/, sinks/, pipeline/, ...), node's own code (undici bundled in node
+ * counts as undici; the microtask queue as microtasks), or V8's pseudo-frames ((garbage collector),
+ * (idle), (program)). Several files are summed.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+}
+
+export interface CpuProfile {
+  readonly nodes: readonly ProfileNode[];
+  readonly samples: readonly number[];
+  /** µs since the previous sample, one per sample. */
+  readonly timeDeltas: readonly number[];
+}
+
+export interface ProfileSummary {
+  /** Sampled time, ms (idle included). */
+  readonly totalMs: number;
+  /** Self time per group, ms, largest first, with its share of the total and of the busy (non-idle) time. */
+  readonly groups: Array<{ readonly group: string; readonly ms: number; readonly share: number; readonly busyShare: number }>;
+  /** The functions with the most self time. */
+  readonly functions: Array<{ readonly fn: string; readonly group: string; readonly ms: number; readonly share: number }>;
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PSEUDO = new Set(['(garbage collector)', '(idle)', '(program)', '(root)']);
+
+/** The group one frame's self time belongs to. */
+export function groupOf(frame: { functionName: string; url: string }, root = ROOT): string {
+  if (PSEUDO.has(frame.functionName)) return frame.functionName;
+  const url = frame.url;
+  if (url === '') return frame.functionName === 'runMicrotasks' ? 'microtasks' : '(native: V8 and node built-ins)';
+  const modules = url.lastIndexOf('/node_modules/');
+  if (modules >= 0) {
+    const parts = url.slice(modules + '/node_modules/'.length).split('/');
+    return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
+  }
+  if (url.startsWith('node:')) {
+    if (url.includes('/deps/undici/')) return 'undici';
+    if (url.startsWith('node:internal/process/task_queues')) return 'microtasks';
+    return 'node (built-in modules)';
+  }
+  const path = url.startsWith('file://') ? fileURLToPath(url) : url;
+  const base = root.endsWith('/') ? root : `${root}/`;
+  if (path.startsWith(base)) {
+    const relative = path.slice(base.length);
+    const slash = relative.indexOf('/');
+    return slash < 0 ? relative : `${relative.slice(0, slash)}/`;
+  }
+  return '(other)';
+}
+
+export function summarizeProfiles(profiles: readonly CpuProfile[], top = 20, root = ROOT): ProfileSummary {
+  const groupMs = new Map<string, number>();
+  const fnMs = new Map<string, { group: string; ms: number }>();
+  let totalMs = 0;
+  for (const profile of profiles) {
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    profile.samples.forEach((id, i) => {
+      const node = byId.get(id);
+      if (!node) return;
+      const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+      if (ms <= 0) return;
+      totalMs += ms;
+      const group = groupOf(node.callFrame, root);
+      groupMs.set(group, (groupMs.get(group) ?? 0) + ms);
+      const { functionName, url, lineNumber } = node.callFrame;
+      const fn = `${functionName || '(anonymous)'} ${url ? `${url.replace(`file://${root}`, '').replace(/^(.*\/)?node_modules\//, '')}:${lineNumber + 1}` : ''}`.trim();
+      const entry = fnMs.get(fn) ?? { group, ms: 0 };
+      entry.ms += ms;
+      fnMs.set(fn, entry);
+    });
+  }
+  const busyMs = totalMs - (groupMs.get('(idle)') ?? 0);
+  const share = (ms: number, of: number) => (of > 0 ? Math.round((ms / of) * 1000) / 1000 : 0);
+  return {
+    totalMs: Math.round(totalMs),
+    groups: [...groupMs.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([group, ms]) => ({ group, ms: Math.round(ms), share: share(ms, totalMs), busyShare: group === '(idle)' ? 0 : share(ms, busyMs) })),
+    functions: [...fnMs.entries()]
+      .sort((a, b) => b[1].ms - a[1].ms)
+      .slice(0, top)
+      .map(([fn, { group, ms }]) => ({ fn, group, ms: Math.round(ms), share: share(ms, totalMs) })),
+  };
+}
+
+export function formatSummary(s: ProfileSummary): string {
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`.padStart(7);
+  return [
+    `sampled ${(s.totalMs / 1000).toFixed(1)} s; self time by group (share of all samples, share of the busy ones: idle excluded)`,
+    ...s.groups.map((g) => `  ${g.group.padEnd(34)} ${String(g.ms).padStart(8)} ms  ${pct(g.share)}  ${g.group === '(idle)' ? '' : pct(g.busyShare)}`.trimEnd()),
+    '',
+    `top ${s.functions.length} functions by self time:`,
+    ...s.functions.map((f) => `  ${pct(f.share)}  ${f.group.padEnd(26)} ${f.fn}`),
+  ].join('\n');
+}
+
+function main(args: string[]): number {
+  const files = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--top');
+  if (files.length === 0 || args.includes('--help')) {
+    console.log('usage: npx tsx bench/cpu-profile.ts FILE.cpuprofile [FILE ...] [--top N] [--json]');
+    return files.length === 0 && !args.includes('--help') ? 1 : 0;
+  }
+  const topIndex = args.indexOf('--top');
+  const top = topIndex >= 0 ? Math.max(1, Number(args[topIndex + 1]) || 20) : 20;
+  const summary = summarizeProfiles(files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as CpuProfile), top);
+  console.log(args.includes('--json') ? JSON.stringify(summary, null, 2) : formatSummary(summary));
+  return 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) process.exit(main(process.argv.slice(2)));
