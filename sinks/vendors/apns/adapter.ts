@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ApnsAppConfig } from '../apps-config.ts';
-import { outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
@@ -19,7 +19,7 @@ export interface ApnsAdapterDeps {
   readonly now?: () => number;
 }
 
-/** Attempts per notification when streams are lost (GOAWAY, reset, connection loss). */
+/** Attempts per notification when streams are lost (GOAWAY, reset, connection loss), within its deadline. */
 const MAX_STREAM_ATTEMPTS = 3;
 
 /** A canonical UUID derived from the task id: the same task always carries the same apns-id. */
@@ -35,10 +35,12 @@ export class ApnsAdapter implements VendorAdapter {
   readonly maxPayloadBytes: number;
   private readonly pool: ApnsConnectionPool;
   private readonly now: () => number;
+  private readonly timeoutMs: number;
 
   constructor(private readonly config: ApnsAppConfig, private readonly deps: ApnsAdapterDeps) {
     this.maxPayloadBytes = apnsMaxPayloadBytes(config.pushType);
     this.now = deps.now ?? Date.now;
+    this.timeoutMs = config.timeoutMs ?? 10_000;
     this.pool = new ApnsConnectionPool({
       origin: config.baseUrl ?? APNS_HOSTS[config.environment],
       ca: deps.ca,
@@ -56,11 +58,13 @@ export class ApnsAdapter implements VendorAdapter {
     return Buffer.byteLength(apnsPayload(m, this.maxPayloadBytes));
   }
 
+  /** Each message settles within the app's timeout: lost streams are resent only while time is left. */
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
-    return Promise.all(messages.map((m) => this.submitOne(m)));
+    const deadline = performance.now() + this.timeoutMs;
+    return Promise.all(messages.map((m) => this.submitOne(m, deadline)));
   }
 
-  private async submitOne(m: PushMessage): Promise<SubmitOutcome> {
+  private async submitOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
     const body = apnsPayload(m, this.maxPayloadBytes);
     if (Buffer.byteLength(body) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'PayloadTooLarge' };
     const headers = {
@@ -75,14 +79,17 @@ export class ApnsAdapter implements VendorAdapter {
     };
     let authRetried = false;
     let lost = 0;
+    /** Some attempt reached APNs without an answer: if none is answered, the outcome is unknown. */
+    let written = false;
     for (;;) {
       const jwt = this.deps.providerToken.current();
       let answer;
       try {
-        answer = await this.pool.request({ ...headers, authorization: `bearer ${jwt}` }, body);
+        answer = await this.pool.request({ ...headers, authorization: `bearer ${jwt}` }, body, deadline);
       } catch (error) {
         if (!(error instanceof LostStreamError)) throw error;
-        if (++lost >= MAX_STREAM_ATTEMPTS) return { kind: 'retryable', code: 'CONNECTION_LOST' };
+        written ||= error.written;
+        if (error.retryAfterMs !== undefined || ++lost >= MAX_STREAM_ATTEMPTS || performance.now() >= deadline) return noAnswer(written, error.retryAfterMs);
         continue;
       }
       if (answer.status === 200) return { kind: 'accepted', vendorMessageId: String(answer.headers['apns-id'] ?? headers['apns-id']) };

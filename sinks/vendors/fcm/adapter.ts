@@ -1,8 +1,8 @@
 import type { FcmAppConfig } from '../apps-config.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
 import { signRs256 } from '../jwt.ts';
-import { outcomeOf, parseRetryAfter, ruleFor, type CodeRule } from '../outcomes.ts';
+import { noAnswer, outcomeOf, parseRetryAfter, ruleFor, type CodeRule } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { FCM_ERRORS, FCM_STATUS_FALLBACK } from './codes.ts';
 import { fcmCountedPayload, fcmNotification, FCM_PAYLOAD_LIMITS } from './payload.ts';
@@ -73,26 +73,28 @@ export class FcmAdapter implements VendorAdapter {
     return Buffer.byteLength(fcmCountedPayload(m, fcmNotification(m)));
   }
 
+  /** Each message settles within the app's timeout (credential mint included). */
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
-    return Promise.all(messages.map((m) => this.submitOne(m)));
+    const deadline = deadlineAfter(this.config.timeoutMs);
+    return Promise.all(messages.map((m) => this.submitOne(m, deadline)));
   }
 
-  private async submitOne(m: PushMessage): Promise<SubmitOutcome> {
+  private async submitOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(m) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'MESSAGE_TOO_BIG' };
     const url = joinUrl(this.config.baseUrl ?? FCM_BASE_URL, `/v1/projects/${this.config.serviceAccount.project_id}/messages:send`);
     for (let authRetried = false; ; authRetried = true) {
       let bearer: string;
       try {
-        bearer = await this.bearer.get();
+        bearer = await beforeDeadline(this.bearer.get(), deadline);
       } catch (error) {
         if (error instanceof AuthError) return { kind: 'auth-failed', code: error.code };
-        return { kind: 'retryable', code: 'NETWORK' };
+        return noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
       }
       let answer;
       try {
-        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, { validate_only: false, message: this.message(m, true) });
+        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, { validate_only: false, message: this.message(m, true) }, deadline);
       } catch (error) {
-        if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+        if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
         throw error;
       }
       if (answer.status === 200) {

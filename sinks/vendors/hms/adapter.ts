@@ -1,8 +1,8 @@
 import type { HmsAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
 import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
@@ -55,18 +55,20 @@ export class HmsAdapter implements VendorAdapter {
     return Buffer.byteLength(hmsCountedBody(this.message(m)));
   }
 
+  /** Settles within the app's timeout (credential mint included). */
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const groups = groupByPayload(messages, (m) => JSON.stringify(this.message(m)), this.maxBatchSize);
     await Promise.all(groups.map(async (indices) => {
       const group = indices.map((i) => messages[i]!);
-      const results = await this.send(group);
+      const results = await this.send(group, deadline);
       indices.forEach((i, k) => (outcomes[i] = results[k]!));
     }));
     return outcomes;
   }
 
-  private async send(group: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+  private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome[]> {
     const all = (o: SubmitOutcome) => group.map(() => o);
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: '80300008' });
     const url = joinUrl(this.config.baseUrl ?? HMS_BASE_URL, `/v1/${encodeURIComponent(this.config.clientId)}/messages:send`);
@@ -74,15 +76,15 @@ export class HmsAdapter implements VendorAdapter {
     for (let authRetried = false; ; authRetried = true) {
       let bearer: string;
       try {
-        bearer = await this.bearer.get();
+        bearer = await beforeDeadline(this.bearer.get(), deadline);
       } catch (error) {
-        return all(error instanceof HmsAuthError ? { kind: 'auth-failed', code: error.code } : { kind: 'retryable', code: 'NETWORK' });
+        return all(error instanceof HmsAuthError ? { kind: 'auth-failed', code: error.code } : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined));
       }
       let answer;
       try {
-        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body);
+        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body, deadline);
       } catch (error) {
-        if (error instanceof NetworkError) return all({ kind: 'retryable', code: 'NETWORK' });
+        if (error instanceof NetworkError) return all(noAnswer(error.written, error.retryAfterMs));
         throw error;
       }
       const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());

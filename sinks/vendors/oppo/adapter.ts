@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { OppoAppConfig } from '../apps-config.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../http.ts';
-import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../http.ts';
+import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
@@ -79,7 +79,9 @@ export class OppoAdapter implements VendorAdapter {
     return Buffer.byteLength(oppoActionParameters(m));
   }
 
+  /** Settles within the app's timeout (auth token mint included). */
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const sendable: number[] = [];
     messages.forEach((m, i) => {
@@ -88,25 +90,25 @@ export class OppoAdapter implements VendorAdapter {
     });
     if (sendable.length === 0) return outcomes;
     const batch = sendable.map((i) => messages[i]!);
-    const results = batch.length === 1 ? [await this.sendOne(batch[0]!)] : await this.sendBatch(batch);
+    const results = batch.length === 1 ? [await this.sendOne(batch[0]!, deadline)] : await this.sendBatch(batch, deadline);
     sendable.forEach((i, k) => (outcomes[i] = results[k]!));
     return outcomes;
   }
 
   /** Posts with the auth token (form field and header); refreshes it once on 11 / 29. */
-  private async call(path: string, form: Record<string, string>): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
+  private async call(path: string, form: Record<string, string>, deadline: number): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
     for (let authRetried = false; ; authRetried = true) {
       let token: string;
       try {
-        token = await this.authToken.get();
+        token = await beforeDeadline(this.authToken.get(), deadline);
       } catch (error) {
-        return error instanceof OppoAuthError ? { kind: 'auth-failed', code: error.code } : { kind: 'retryable', code: 'NETWORK' };
+        return error instanceof OppoAuthError ? { kind: 'auth-failed', code: error.code } : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
       }
       let answer;
       try {
-        answer = await this.http.postForm(joinUrl(this.base, path), { auth_token: token }, { auth_token: token, ...form });
+        answer = await this.http.postForm(joinUrl(this.base, path), { auth_token: token }, { auth_token: token, ...form }, deadline);
       } catch (error) {
-        if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+        if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
         throw error;
       }
       const body = jsonOf(answer.text) as OppoBody | undefined;
@@ -127,8 +129,8 @@ export class OppoAdapter implements VendorAdapter {
     return body.code === 0 ? undefined : outcomeOf(ruleFor(OPPO_CODES, String(body.code)), String(body.code), extra);
   }
 
-  private async sendOne(m: PushMessage): Promise<SubmitOutcome> {
-    const r = await this.call('/server/v1/message/notification/unicast', { message: JSON.stringify(this.message(m)) });
+  private async sendOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
+    const r = await this.call('/server/v1/message/notification/unicast', { message: JSON.stringify(this.message(m)) }, deadline);
     if ('kind' in r) return r;
     const failed = this.failure(r.answer, r.body);
     if (failed) return failed;
@@ -136,8 +138,8 @@ export class OppoAdapter implements VendorAdapter {
     return { kind: 'accepted', vendorMessageId: (!Array.isArray(data) && data?.messageId) || '' };
   }
 
-  private async sendBatch(batch: readonly PushMessage[]): Promise<SubmitOutcome[]> {
-    const r = await this.call('/server/v1/message/notification/unicast_batch', { messages: JSON.stringify(batch.map((m) => this.message(m))) });
+  private async sendBatch(batch: readonly PushMessage[], deadline: number): Promise<SubmitOutcome[]> {
+    const r = await this.call('/server/v1/message/notification/unicast_batch', { messages: JSON.stringify(batch.map((m) => this.message(m))) }, deadline);
     if ('kind' in r) return batch.map(() => r);
     const failed = this.failure(r.answer, r.body);
     if (failed) return batch.map(() => failed);

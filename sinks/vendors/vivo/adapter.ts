@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { VivoAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { isUnknownOutcome, noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
@@ -82,30 +82,32 @@ export class VivoAdapter implements VendorAdapter {
     return vivoCustomMapBytes(m);
   }
 
+  /** Settles within the app's timeout (auth token mint included). */
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const groups = groupByPayload(messages, (m) => JSON.stringify(this.content(m)), this.maxBatchSize);
     await Promise.all(groups.map(async (indices) => {
       const group = indices.map((i) => messages[i]!);
-      const results = await this.send(group);
+      const results = await this.send(group, deadline);
       indices.forEach((i, k) => (outcomes[i] = results[k]!));
     }));
     return outcomes;
   }
 
-  private async call(path: string, body: unknown): Promise<VivoBody | SubmitOutcome> {
+  private async call(path: string, body: unknown, deadline: number): Promise<VivoBody | SubmitOutcome> {
     for (let authRetried = false; ; authRetried = true) {
       let token: string;
       try {
-        token = await this.authToken.get();
+        token = await beforeDeadline(this.authToken.get(), deadline);
       } catch (error) {
-        return error instanceof VivoAuthError ? { kind: 'auth-failed', code: error.code } : { kind: 'retryable', code: 'NETWORK' };
+        return error instanceof VivoAuthError ? { kind: 'auth-failed', code: error.code } : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
       }
       let answer;
       try {
-        answer = await this.http.postJson(joinUrl(this.base, path), { authToken: token }, body);
+        answer = await this.http.postJson(joinUrl(this.base, path), { authToken: token }, body, deadline);
       } catch (error) {
-        if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+        if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
         throw error;
       }
       const parsed = jsonOf(answer.text) as VivoBody | undefined;
@@ -124,18 +126,19 @@ export class VivoAdapter implements VendorAdapter {
     }
   }
 
-  private async send(group: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+  private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome[]> {
     const all = (o: SubmitOutcome) => group.map(() => o);
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: 'clientCustomMap' });
     const content = this.content(group[0]!);
     let answer: VivoBody | SubmitOutcome;
     if (group.length === 1) {
-      answer = await this.call('/message/send', { ...content, regId: group[0]!.token, requestId: requestIdOf(group[0]!.taskId) });
+      answer = await this.call('/message/send', { ...content, regId: group[0]!.token, requestId: requestIdOf(group[0]!.taskId) }, deadline);
     } else {
       const requestId = requestIdOf(group.map((m) => m.taskId).join('|'));
-      const saved = await this.call('/message/saveListPayload', { ...content, requestId });
-      if ('kind' in saved) return all(saved);
-      answer = await this.call('/message/pushToList', { regIds: group.map((m) => m.token), taskId: saved.taskId, requestId, pushMode: 0 });
+      const saved = await this.call('/message/saveListPayload', { ...content, requestId }, deadline);
+      // A lost answer to saveListPayload sent nothing to the devices: the push was not submitted.
+      if ('kind' in saved) return all(isUnknownOutcome(saved) ? noAnswer(false) : saved);
+      answer = await this.call('/message/pushToList', { regIds: group.map((m) => m.token), taskId: saved.taskId, requestId, pushMode: 0 }, deadline);
       if (!('kind' in answer)) answer = { ...answer, taskId: answer.taskId ?? saved.taskId };
     }
     if ('kind' in answer) return all(answer);

@@ -1,7 +1,7 @@
 import type { XiaomiAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
-import { joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
@@ -57,25 +57,27 @@ export class XiaomiAdapter implements VendorAdapter {
     return xiaomiPayloadBytes(m);
   }
 
+  /** Settles within the app's timeout. */
   async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+    const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const groups = groupByPayload(messages, (m) => JSON.stringify(this.form(m)), this.maxBatchSize);
     await Promise.all(groups.map(async (indices) => {
-      const outcome = await this.send(indices.map((i) => messages[i]!));
+      const outcome = await this.send(indices.map((i) => messages[i]!), deadline);
       for (const i of indices) outcomes[i] = outcome;
     }));
     return outcomes;
   }
 
   /** One request; MiPush answers for the request as a whole. */
-  private async send(group: readonly PushMessage[]): Promise<SubmitOutcome> {
+  private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: '65009' };
     const form = { ...this.form(group[0]!), registration_id: group.map((m) => m.token).join(',') };
     let answer;
     try {
-      answer = await this.http.postForm(joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'), { authorization: `key=${this.config.appSecret}` }, form);
+      answer = await this.http.postForm(joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'), { authorization: `key=${this.config.appSecret}` }, form, deadline);
     } catch (error) {
-      if (error instanceof NetworkError) return { kind: 'retryable', code: 'NETWORK' };
+      if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
       throw error;
     }
     const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
