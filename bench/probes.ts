@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Admin } from 'kafkajs';
 import { groupStatus } from '../cli/commands/status.ts';
-import { STAGES, type StageName } from '../pipeline/stages.ts';
+import { STAGES, type StageName } from '../pipeline/apps/index.ts';
 import { topicName } from '../pipeline/topics.ts';
 
 let clockTicks: number | undefined;

@@ -6,7 +6,7 @@
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
-import { registryValueSerdes } from '../pipeline/decisions.ts';
+import { registryValueSerdes } from '../pipeline/serdes.ts';
 import { topicName } from '../pipeline/topics.ts';
 import { DLQ_HEADERS } from '../topology/dlq.ts';
 import type { PushOutcome } from '../processors/shared/records.ts';

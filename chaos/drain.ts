@@ -6,7 +6,7 @@
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { readEndpoints } from '../common/endpoints.ts';
 import { groupStatus, type GroupStatus } from '../cli/commands/status.ts';
-import { STAGES } from '../pipeline/stages.ts';
+import { STAGES } from '../pipeline/apps/index.ts';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
-import { registryValueSerdes } from '../pipeline/decisions.ts';
+import { registryValueSerdes } from '../pipeline/serdes.ts';
 import { topicName } from '../pipeline/topics.ts';
 import type { Environment } from '../demo/environment.ts';
 

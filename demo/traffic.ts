@@ -6,7 +6,7 @@
 import { Kafka, logLevel, type Producer, type Consumer } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
-import { registryValueSerdes, type ValueSerdes } from '../pipeline/decisions.ts';
+import { registryValueSerdes, type ValueSerdes } from '../pipeline/serdes.ts';
 import { registerSchemas } from '../pipeline/schemas.ts';
 import { topicName, type TopicKey } from '../pipeline/topics.ts';
 import type { TimedRecord } from '../bench/workload.ts';

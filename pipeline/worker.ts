@@ -19,7 +19,7 @@ import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/regi
 import { startReceiptReceiver, type RunningReceiver } from '../receipts/main.ts';
 import { createPipelineTopics } from '../cli/commands/topics.ts';
 import { registerSchemas } from './schemas.ts';
-import { buildStage, STAGES, type Stage, type StageName } from './stages.ts';
+import { buildStage, STAGES, type Stage, type StageName } from './apps/index.ts';
 import { topicName } from './topics.ts';
 
 /** Worker settings, read once from PUSH_* keys (a bad value names its key). */
@@ -32,8 +32,10 @@ export interface WorkerConfig {
   readonly receiver: boolean;
   /** PUSH_PROCESSING_GUARANTEE: exactly_once (default) or at_least_once. */
   readonly guarantee: ProcessingGuarantee;
-  /** PUSH_COMMIT_INTERVAL_MS: default 100 under exactly_once, 1000 otherwise; 10–60 000. */
+  /** PUSH_COMMIT_INTERVAL_MS: commit interval of the persist → vendor path (decisions, fan-out); default 100 under exactly_once, 1000 otherwise; 10–60 000. */
   readonly commitIntervalMs: number;
+  /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts and the ClickHouse sink; default 1000; 10–60 000. */
+  readonly backgroundCommitIntervalMs: number;
   /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
   readonly partitions: number;
   /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS. */
@@ -63,6 +65,7 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     receiver,
     guarantee,
     commitIntervalMs: readInt(env, 'PUSH_COMMIT_INTERVAL_MS', guarantee === 'exactly_once' ? 100 : 1000, { min: 10, max: 60_000 }),
+    backgroundCommitIntervalMs: readInt(env, 'PUSH_BACKGROUND_COMMIT_INTERVAL_MS', 1000, { min: 10, max: 60_000 }),
     partitions: readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }),
     concurrentPartitions: readInt(env, 'PUSH_CONCURRENT_PARTITIONS', readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }), { min: 1, max: 256 }),
     topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', ''),
@@ -118,10 +121,8 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         applicationId: `${config.applicationId}-${stage.name}`,
         topology: stage.topology,
         brokers: endpoints.kafkaBrokers,
-        // The ClickHouse sink is idempotent (events dedupe by id) and may wait out a long outage, longer
-        // than a transaction may stay open, so it always runs at-least-once.
-        processingGuarantee: stage.name === 'clickhouse' ? 'at_least_once' : config.guarantee,
-        commitIntervalMs: config.commitIntervalMs,
+        processingGuarantee: stage.atLeastOnce ? 'at_least_once' : config.guarantee,
+        commitIntervalMs: stage.eventPath ? config.commitIntervalMs : config.backgroundCommitIntervalMs,
         // Tasks commit transactions with several broker round trips each: working on every assigned
         // partition at once keeps the pipeline from being bound by one partition's latency.
         partitionsConsumedConcurrently: config.concurrentPartitions,

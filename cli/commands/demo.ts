@@ -3,7 +3,7 @@ import { startEnvironment } from '../../demo/environment.ts';
 import { trafficProducer, watchOutcomes } from '../../demo/traffic.ts';
 import { buildPopulation, setupRecords, timeline } from '../../bench/workload.ts';
 import { groupStatus } from './status.ts';
-import { STAGES } from '../../pipeline/stages.ts';
+import { STAGES } from '../../pipeline/apps/index.ts';
 import { formatArrivalTable } from './arrival.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';

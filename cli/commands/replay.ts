@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { readString } from '../../common/config.ts';
-import { registryValueSerdes } from '../../pipeline/decisions.ts';
+import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import type { PushDispatch } from '../../processors/shared/records.ts';
 import { parseDuration } from './arrival.ts';

@@ -5,7 +5,7 @@ import { closeOnSignals } from '../../topology/shutdown.ts';
 import { isTransientStartError, startWorker } from '../../pipeline/worker.ts';
 import { retry } from '../../common/retry.ts';
 import { errorMessage } from '../../common/errors.ts';
-import { STAGES } from '../../pipeline/stages.ts';
+import { STAGES } from '../../pipeline/apps/index.ts';
 
 export const runHelp = `pushctl run [--stages ${STAGES.join(',')}] [--instances N] [--receiver]
 

@@ -153,6 +153,8 @@ test('a worker with invalid configuration fails at start, naming the key and the
     [{ PUSH_HOLD_WINDOW_MS: '2000' }, /PUSH_HOLD_WINDOW_MS: must be within \[5000, 30000\]/],
     [{ PUSH_STAGES: 'decisions,teleport' }, /PUSH_STAGES: unknown stage "teleport"/],
     [{ PUSH_PROCESSING_GUARANTEE: 'maybe_once' }, /PUSH_PROCESSING_GUARANTEE: expected one of exactly_once \| at_least_once/],
+    [{ PUSH_BACKGROUND_COMMIT_INTERVAL_MS: '5' }, /PUSH_BACKGROUND_COMMIT_INTERVAL_MS: must be within \[10, 60000\], got 5/],
+    [{ PUSH_DECISION_TAPS: 'sometimes' }, /PUSH_DECISION_TAPS/],
     [{ PUSH_APPS_CONFIG: '' }, /PUSH_APPS_CONFIG: the fan-out, receipts and receiver need the vendor apps JSON file/],
   ];
   for (const [bad, message] of cases) {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
-import { registryValueSerdes } from '../../pipeline/decisions.ts';
+import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import type { PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 

@@ -19,16 +19,14 @@ import { chaosAdmin, sleep } from '../../chaos/drain.ts';
 import { groupStatus } from '../../cli/commands/status.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { createLogger } from '../../common/log.ts';
-import { registryValueSerdes } from '../../pipeline/decisions.ts';
+import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
-import { buildClickhouseSinkTopology } from '../../sinks/clickhouse/topology.ts';
-import type { PushOutcomeRecord, PushReceiptRecord } from '../../sinks/clickhouse/rows.ts';
+import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { VENDORS, type Vendor } from '../../sinks/vendors/types.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
-import { stringSerde, type Serde } from '../../topology/serdes.ts';
 import type { ReceivedPush } from '../emulators/index.ts';
 
 type ReceiptOutcome = 'delivered' | 'failed' | 'dead-token';
@@ -176,12 +174,11 @@ test('per-vendor arrival in ClickHouse equals the emulators\' ground truth: dupl
     const serdes = registryValueSerdes(registry, r.env.topicPrefix);
     writer = new PushEventWriter({ connection: connectionFromEndpoints(endpoints) });
     const replayId = `${r.env.applicationId}-replay-clickhouse`;
-    const topics = { outcomes: topicName('outcomes', r.env.topicPrefix), receipts: topicName('receipts', r.env.topicPrefix) };
     replay = new StreamsApp({
       applicationId: replayId,
       topology: buildClickhouseSinkTopology({
-        topics,
-        serdes: { key: stringSerde, outcome: serdes('outcomes') as Serde<PushOutcomeRecord>, receipt: serdes('receipts') as Serde<PushReceiptRecord> },
+        valueSerdes: serdes,
+        topicPrefix: r.env.topicPrefix,
         writer,
       }),
       brokers: endpoints.kafkaBrokers,
@@ -207,7 +204,7 @@ test('per-vendor arrival in ClickHouse equals the emulators\' ground truth: dupl
         replayed = parts.reduce((n, p) => n + p.committed, 0);
         break;
       }
-      assert.ok(Date.now() < deadline, `the replay did not reach the end of ${topics.outcomes} and ${topics.receipts}: ${snapshot}`);
+      assert.ok(Date.now() < deadline, `the replay did not reach the end of push.outcomes and push.receipts: ${snapshot}`);
       previous = snapshot;
     }
     assert.ok(replayed > total(afterOutage, 'submitted'), `the replay read every outcome and receipt again (${replayed} records)`);

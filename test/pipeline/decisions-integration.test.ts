@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Admin } from 'kafkajs';
 import { StreamsApp } from '../../topology/runtime.ts';
-import { buildDecisionsTopology, type DecisionsTopologyOptions } from '../../pipeline/decisions.ts';
+import { buildDecisionsTopology, type DecisionsTopologyOptions } from '../../pipeline/apps/decisions.ts';
 import type { MessagePersisted, PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
 import { uniqueName } from '../support/stack.ts';
 import { APP, dispatchKey, expectedDispatches, makeUsers, messageRecords, setupRecords } from './decisions-workload.ts';

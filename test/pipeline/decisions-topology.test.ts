@@ -1,7 +1,8 @@
 /** The decisions wiring: a describe() snapshot makes every wiring change visible in review. */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildDecisionsTopology, rawAvroValueSerdes } from '../../pipeline/decisions.ts';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { DecisionsHarness, brief } from '../processors/harness.ts';
 
@@ -57,7 +58,7 @@ describe('decisions topology', () => {
 
 describe('decisions options from the environment', () => {
   test('PUSH_* keys reach the stages; a bad one fails naming the key', async () => {
-    const { decisionsOptionsFromEnv } = await import('../../pipeline/decisions.ts');
+    const { decisionsOptionsFromEnv } = await import('../../pipeline/apps/decisions.ts');
     const options = decisionsOptionsFromEnv({ PUSH_MERGE_WINDOW_MS: '3000', PUSH_MERGE_MODE: 'trailing-only', PUSH_HOLD_WINDOW_MS: '7000', PUSH_VENDOR_QUOTAS: 'vivo:*=10', PUSH_PARTITIONS: '8' });
     assert.equal(options.merge?.windowMs, 3_000);
     assert.equal(options.merge?.mode, 'trailing-only');

@@ -3,7 +3,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { registerSchemas } from '../../pipeline/schemas.ts';
-import { registryValueSerdes, type ValueSerdes } from '../../pipeline/decisions.ts';
+import { registryValueSerdes, type ValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS, topicName, type TopicKey } from '../../pipeline/topics.ts';
 
 export const endpoints = stackEndpoints();

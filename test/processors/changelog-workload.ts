@@ -11,7 +11,8 @@
  * Run it directly to print the table: `npx tsx test/processors/changelog-workload.ts`.
  */
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
-import { buildDecisionsTopology, rawAvroValueSerdes } from '../../pipeline/decisions.ts';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { ONLINE_FILTER_STORE_NAMES } from '../../processors/online-filter/options.ts';
 import { MERGE_STORE_NAMES } from '../../processors/merge/options.ts';

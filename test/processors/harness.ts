@@ -4,7 +4,8 @@
  * wall clock and the records' event times move together.
  */
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
-import { buildDecisionsTopology, rawAvroValueSerdes, type DecisionsTopologyOptions } from '../../pipeline/decisions.ts';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { buildDecisionsTopology, type DecisionsTopologyOptions } from '../../pipeline/apps/decisions.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import type { MessagePersisted, Mention, PresenceKind, PushDispatch, PushOutcome, TokenReport, UserSettings } from '../../processors/shared/records.ts';
 

@@ -1,15 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import { createLogger } from '../../common/log.ts';
 import { topicName } from '../../pipeline/topics.ts';
-import { buildReceiptTopology } from '../../processors/receipt-join/topology.ts';
-import type { ByMessageRecord, PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
+import { buildReceiptTopology, receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
+import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
 import { receiptParserFromRegistry, receiptParsersFromRegistry } from '../../receipts/parsers.ts';
@@ -18,13 +16,11 @@ import { ReceiptReceiver } from '../../receipts/server.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import type { PushOutcomeRecord, PushReceiptRecord } from '../../sinks/clickhouse/rows.ts';
-import { buildClickhouseSinkTopology } from '../../sinks/clickhouse/topology.ts';
+import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
 import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
-import { registryAvroSerde } from '../../topology/registry-serde.ts';
-import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { buildWorkload, type ArrivalTruth } from '../clickhouse/fixtures.ts';
 import { createTestDatabase, type TestDatabase } from '../clickhouse/support.ts';
@@ -32,7 +28,6 @@ import { freePort, startForwarder, type Forwarder } from '../clickhouse/forwarde
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
 
-const schema = (file: string) => JSON.parse(readFileSync(new URL(`../../schemas/${file}`, import.meta.url), 'utf8')) as object;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -49,19 +44,13 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     outcomes: topicName('outcomes', prefix),
     tokens: topicName('tokens', prefix),
     receipts: topicName('receipts', prefix),
-    byMessage: `${prefix}receipts-by-message`,
+    byMessage: receiptsByMessageTopic(prefix),
   };
   const dlq = topicName('dlq', prefix);
   const kafka = new Kafka({ clientId: 'receipts-e2e', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
   const schemaRegistry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
-  const serdes = {
-    key: stringSerde,
-    receiptRaw: registryAvroSerde<ReceiptRaw>({ registry: schemaRegistry, schema: schema('receipt-raw.avsc') }),
-    outcome: registryAvroSerde<PushOutcome>({ registry: schemaRegistry, schema: schema('push-outcome.avsc') }),
-    token: registryAvroSerde<TokenReport>({ registry: schemaRegistry, schema: schema('token-report.avsc') }),
-    receipt: registryAvroSerde<PushReceipt>({ registry: schemaRegistry, schema: schema('push-receipt.avsc') }),
-    byMessage: jsonSerde<ByMessageRecord>(),
-  };
+  const valueSerdes = registryValueSerdes(schemaRegistry, prefix);
+
   const vendorRegistry = parsingRegistry();
   const metrics = new ReceiptCounters();
   const apps: StreamsApp[] = [];
@@ -82,8 +71,8 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     const app = new StreamsApp({
       applicationId: uniqueName('ch-sink'),
       topology: buildClickhouseSinkTopology({
-        topics: { outcomes: topics.outcomes, receipts: topics.receipts },
-        serdes: { key: stringSerde, outcome: serdes.outcome as never, receipt: serdes.receipt as never },
+        valueSerdes,
+        topicPrefix: prefix,
         writer,
       }),
       brokers: endpoints.kafkaBrokers,
@@ -108,8 +97,8 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     const receiptsApp = new StreamsApp({
       applicationId: uniqueName('receipts-app'),
       topology: buildReceiptTopology({
-        topics,
-        serdes,
+        valueSerdes,
+        topicPrefix: prefix,
         parsers: receiptParsersFromRegistry(vendorRegistry),
         join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }) },
         tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }) },
@@ -144,7 +133,7 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
   async function produceOutcomes(outcomes: readonly PushOutcomeRecord[]): Promise<void> {
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
-    const messages = await Promise.all(outcomes.map(async (o) => ({ key: o.uid, value: await serdes.outcome.serialize(topics.outcomes, o as PushOutcome) })));
+    const messages = await Promise.all(outcomes.map(async (o) => ({ key: o.uid, value: await valueSerdes('outcomes').serialize(topics.outcomes, o) })));
     await producer.send({ topic: topics.outcomes, acks: -1, messages });
     await producer.disconnect();
   }

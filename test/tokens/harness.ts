@@ -1,23 +1,21 @@
-import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
-import { buildReceiptTopology } from '../../processors/receipt-join/topology.ts';
-import type { ByMessageRecord, PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
+import { buildReceiptTopology, receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
 import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
 import type { TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
 import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
 import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
-import { avroSerde, jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import type { Topology } from '../../topology/builder.ts';
 import { parsingRegistry, receiptBodies, TEST_APP } from '../receipts/support.ts';
 import { after, afterEach, before, beforeEach } from 'node:test';
 import { createTestMysql, type TestMysql } from './mysql.ts';
 
-const schema = (file: string) => JSON.parse(readFileSync(new URL(`../../schemas/${file}`, import.meta.url), 'utf8')) as object;
 
-export const TOPICS = { receiptsRaw: 'push.receipts.raw', outcomes: 'push.outcomes', tokens: 'push.tokens', receipts: 'push.receipts', byMessage: 'receipts-by-message' } as const;
+export const TOPICS = { receiptsRaw: 'push.receipts.raw', outcomes: 'push.outcomes', tokens: 'push.tokens', receipts: 'push.receipts', byMessage: receiptsByMessageTopic() } as const;
 export const DAY = 86_400_000;
 export const T0 = Date.UTC(2026, 10, 1, 0, 0, 0);
 
@@ -39,15 +37,8 @@ export class ReceiptsHarness {
 
   constructor(readonly mysql: TestMysql, tokenOptions: Partial<TokenLifecycleOptions> = {}) {
     this.topology = buildReceiptTopology({
-      topics: TOPICS,
-      serdes: {
-        key: stringSerde,
-        receiptRaw: avroSerde<ReceiptRaw>(schema('receipt-raw.avsc')),
-        outcome: avroSerde<PushOutcome>(schema('push-outcome.avsc')),
-        token: avroSerde<TokenReport>(schema('token-report.avsc')),
-        receipt: avroSerde<PushReceipt>(schema('push-receipt.avsc')),
-        byMessage: jsonSerde<ByMessageRecord>(),
-      },
+      valueSerdes: rawAvroValueSerdes(),
+
       parsers: receiptParsersFromRegistry(this.registry),
       join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }), retentionMs: 7 * DAY, pendingMs: 10 * 60_000 },
       tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }), sweepIntervalMs: 3_600_000, ...tokenOptions },

@@ -15,28 +15,18 @@
  * stay Avro topics as optional taps (`taps`, PUSH_DECISION_TAPS) for audit and debugging; nothing
  * reads them. Node and store names are stable: store names name the changelog topics.
  */
-import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { TopologyBuilder, type Topology } from '../topology/builder.ts';
-import { avroSerde, stringSerde, type Serde } from '../topology/serdes.ts';
-import { registryAvroSerde } from '../topology/registry-serde.ts';
-import { onlineFilter } from '../processors/online-filter/online-filter.ts';
-import { onlineFilterOptionsFromEnv, onlineFilterStores, ONLINE_FILTER_STORE_NAMES, type OnlineFilterOptions } from '../processors/online-filter/options.ts';
-import { merge } from '../processors/merge/merge.ts';
-import { mergeOptionsFromEnv, mergeStores, MERGE_STORE_NAMES, type MergeOptions } from '../processors/merge/options.ts';
-import { policy } from '../processors/policy/policy.ts';
-import { policyOptionsFromEnv, policyStores, POLICY_STORE_NAMES, type PolicyOptions } from '../processors/policy/options.ts';
-import { readBool, type Env } from '../common/config.ts';
-import { avroType, topicValueSchema, valueSubject } from './schemas.ts';
-import { TOPICS, topicName, type TopicKey } from './topics.ts';
+import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
+import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
+import { onlineFilterOptionsFromEnv, onlineFilterStores, ONLINE_FILTER_STORE_NAMES, type OnlineFilterOptions } from '../../processors/online-filter/options.ts';
+import { merge } from '../../processors/merge/merge.ts';
+import { mergeOptionsFromEnv, mergeStores, MERGE_STORE_NAMES, type MergeOptions } from '../../processors/merge/options.ts';
+import { policy } from '../../processors/policy/policy.ts';
+import { policyOptionsFromEnv, policyStores, POLICY_STORE_NAMES, type PolicyOptions } from '../../processors/policy/options.ts';
+import { readBool, type Env } from '../../common/config.ts';
+import type { TopicKey } from '../topics.ts';
+import { topicIo, type WiringOptions } from './wiring.ts';
 
-/** Gives the value serde of a topic (by its key in TOPICS). */
-export type ValueSerdes = (key: TopicKey) => Serde<unknown>;
-
-export interface DecisionsTopologyOptions {
-  /** Value serdes per topic: `registryValueSerdes` on Kafka, `rawAvroValueSerdes` in the test driver. */
-  valueSerdes: ValueSerdes;
-  /** Topic name prefix (PUSH_TOPIC_PREFIX); default none. */
-  topicPrefix?: string;
+export interface DecisionsTopologyOptions extends WiringOptions {
   onlineFilter?: Omit<OnlineFilterOptions, 'outputs' | 'stores'>;
   merge?: Omit<MergeOptions, 'outputs' | 'stores'>;
   policy?: Omit<PolicyOptions, 'outputs' | 'stores'>;
@@ -56,9 +46,7 @@ export const DECISION_TOPICS = {
 
 /** Builds the decisions topology. Processor options are validated here (ConfigError naming the PUSH_* key). */
 export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topology {
-  const t = (key: TopicKey) => topicName(key, options.topicPrefix);
-  const source = (key: TopicKey) => ({ topics: [t(key)], keySerde: stringSerde, valueSerde: options.valueSerdes(key) });
-  const sink = (key: TopicKey) => ({ topic: t(key), keySerde: stringSerde, valueSerde: options.valueSerdes(key) });
+  const { source, sink } = topicIo(options);
   const tapped = (child: string, tap: string): string[] => (options.taps ? [child, tap] : [child]);
   const b = new TopologyBuilder()
     .addSource('persisted-source', source('persisted'))
@@ -85,27 +73,4 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
  */
 export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
   return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env), taps: readBool(env, 'PUSH_DECISION_TAPS', false) };
-}
-
-/** Raw Avro (no registry framing) with the schemas/ files: for the TopologyTestDriver. */
-export function rawAvroValueSerdes(): ValueSerdes {
-  const cache = new Map<TopicKey, Serde<unknown>>();
-  return (key) => {
-    let serde = cache.get(key);
-    if (!serde) cache.set(key, (serde = avroSerde(avroType(TOPICS[key].valueSchema))));
-    return serde;
-  };
-}
-
-/** Confluent wire format through the schema registry, subjects `<prefix><topic>-value`. */
-export function registryValueSerdes(registry: SchemaRegistry, topicPrefix = ''): ValueSerdes {
-  const cache = new Map<TopicKey, Serde<unknown>>();
-  return (key) => {
-    let serde = cache.get(key);
-    if (!serde) {
-      const subject = valueSubject(key, topicPrefix);
-      cache.set(key, (serde = registryAvroSerde({ registry, schema: topicValueSchema(key), subjectFor: () => subject })));
-    }
-    return serde;
-  };
 }

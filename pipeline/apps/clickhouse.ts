@@ -1,0 +1,24 @@
+import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
+import { stringSerde } from '../../topology/serdes.ts';
+import { clickhouseEventSink } from '../../sinks/clickhouse/processor.ts';
+import type { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+import { perTopicSerde } from '../serdes.ts';
+import { topicIo, type WiringOptions } from './wiring.ts';
+
+export interface ClickhouseSinkTopologyOptions extends WiringOptions {
+  readonly writer: PushEventWriter;
+}
+
+/**
+ * The ClickHouse accounting application: push.outcomes and push.receipts (co-partitioned by uid)
+ * → `clickhouse-sink`. Its own application id, so a ClickHouse outage stalls only this consumer
+ * group (offsets stay uncommitted until the rows are stored).
+ */
+export function buildClickhouseSinkTopology(o: ClickhouseSinkTopologyOptions): Topology {
+  const { topic } = topicIo(o);
+  const events = (['outcomes', 'receipts'] as const).map((key) => [topic(key), key] as const);
+  return new TopologyBuilder()
+    .addSource('push-events', { topics: events.map(([name]) => name), keySerde: stringSerde, valueSerde: perTopicSerde(o.valueSerdes, events) })
+    .addProcessor('clickhouse-sink', clickhouseEventSink(o.writer), 'push-events')
+    .build();
+}

@@ -1,0 +1,87 @@
+/**
+ * describe() snapshots of the fan-out, receipts and ClickHouse applications (decisions: see
+ * decisions-topology.test.ts): every wiring change shows up here in review. Sub-topologies follow
+ * the keys: a topic sits only where the key or the application changes.
+ */
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
+import { buildReceiptTopology } from '../../pipeline/apps/receipts.ts';
+import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
+import type { FanOutOptions } from '../../processors/fan-out/options.ts';
+import type { ReceiptTopologyOptions } from '../../pipeline/apps/receipts.ts';
+import type { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+
+const wiring = { valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.' };
+/** describe() never runs a processor, so the resources they would use are not needed here. */
+const unused = <T>() => ({}) as T;
+
+const lines = (...l: string[]) => l.join('\n') + '\n';
+
+describe('application wiring', () => {
+  test('fan-out: push.dispatch ─► fan-out ─► push.outcomes, push.tokens', () => {
+    const topology = buildFanOutTopology({ ...wiring, fanOut: unused<Omit<FanOutOptions, 'outputs'>>() });
+    assert.equal(topology.describe(), lines(
+      'Topologies:',
+      '  Sub-topology: 0',
+      '    Source: dispatch-source (topics: [t.push.dispatch])',
+      '      --> fan-out',
+      '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
+      '      --> outcomes-sink, token-invalidations-sink',
+      '      <-- dispatch-source',
+      '    Sink: outcomes-sink (topic: t.push.outcomes)',
+      '      <-- fan-out',
+      '    Sink: token-invalidations-sink (topic: t.push.tokens)',
+      '      <-- fan-out',
+    ));
+  });
+
+  test('receipts: three sub-topologies, the by-message topic where the key changes', () => {
+    const topology = buildReceiptTopology({ ...wiring, parsers: () => undefined, join: unused<ReceiptTopologyOptions['join']>(), tokens: unused<ReceiptTopologyOptions['tokens']>() });
+    assert.equal(topology.describe(), lines(
+      'Topologies:',
+      '  Sub-topology: 0',
+      '    Source: receipts-raw (topics: [t.push.receipts.raw])',
+      '      --> receipt-parse',
+      '    Processor: receipt-parse (stores: [])',
+      '      --> receipt-parse-out',
+      '      <-- receipts-raw',
+      '    Sink: receipt-parse-out (topic: t.push.receipts.by-message)',
+      '      <-- receipt-parse',
+      '  Sub-topology: 1',
+      '    Source: uid-keyed (topics: [t.push.outcomes, t.push.tokens, t.push.receipts])',
+      '      --> submission-index, token-lifecycle',
+      '    Processor: submission-index (stores: [])',
+      '      --> submission-index-out',
+      '      <-- uid-keyed',
+      '    Sink: submission-index-out (topic: t.push.receipts.by-message)',
+      '      <-- submission-index',
+      '    Processor: token-lifecycle (stores: [token-lifecycle-tokens, token-lifecycle-stale-due])',
+      '      --> token-invalidations',
+      '      <-- uid-keyed',
+      '    Sink: token-invalidations (topic: t.push.tokens)',
+      '      <-- token-lifecycle',
+      '  Sub-topology: 2',
+      '    Source: by-message (topics: [t.push.receipts.by-message])',
+      '      --> receipt-join',
+      '    Processor: receipt-join (stores: [receipt-join-messages, receipt-join-due])',
+      '      --> push-receipts',
+      '      <-- by-message',
+      '    Sink: push-receipts (topic: t.push.receipts)',
+      '      <-- receipt-join',
+    ));
+  });
+
+  test('clickhouse: push.outcomes and push.receipts ─► clickhouse-sink', () => {
+    const topology = buildClickhouseSinkTopology({ ...wiring, writer: unused<PushEventWriter>() });
+    assert.equal(topology.describe(), lines(
+      'Topologies:',
+      '  Sub-topology: 0',
+      '    Source: push-events (topics: [t.push.outcomes, t.push.receipts])',
+      '      --> clickhouse-sink',
+      '    Processor: clickhouse-sink (stores: [])',
+      '      <-- push-events',
+    ));
+  });
+});
