@@ -3,15 +3,17 @@
  * flags from PUSH_WORKER_NODE_ARGS, demo/environment.ts):
  *
  *   PUSH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/push-prof' npm run bench -- --rates 1000 --no-ceilings
- *   npx tsx bench/cpu-profile.ts /tmp/push-prof/*.cpuprofile [--top 25] [--json]
+ *   npx tsx bench/cpu-profile.ts /tmp/push-prof/*.cpuprofile [--top 25] [--json] [--root DIR]
  *
  * Each sample's time (its timeDelta) goes to the function on top of the stack, and that function to
  * a group: a package under node_modules (kafkajs, avsc, mysql2, undici, ...), a folder of this
  * repository (topology/, processors/, sinks/, pipeline/, ...), node's own code (undici bundled in node
  * counts as undici; the microtask queue as microtasks), or V8's pseudo-frames ((garbage collector),
- * (idle), (program)). Several files are summed.
+ * (idle), (program)). Several files are summed. `--root` names the checkout the profiled workers ran
+ * from when it is not this one (its files would otherwise count as `(other)`).
  */
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface ProfileNode {
@@ -110,14 +112,16 @@ export function formatSummary(s: ProfileSummary): string {
 }
 
 function main(args: string[]): number {
-  const files = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--top');
+  const files = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--top' && args[i - 1] !== '--root');
   if (files.length === 0 || args.includes('--help')) {
-    console.log('usage: npx tsx bench/cpu-profile.ts FILE.cpuprofile [FILE ...] [--top N] [--json]');
+    console.log('usage: npx tsx bench/cpu-profile.ts FILE.cpuprofile [FILE ...] [--top N] [--json] [--root DIR]');
     return files.length === 0 && !args.includes('--help') ? 1 : 0;
   }
   const topIndex = args.indexOf('--top');
   const top = topIndex >= 0 ? Math.max(1, Number(args[topIndex + 1]) || 20) : 20;
-  const summary = summarizeProfiles(files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as CpuProfile), top);
+  const rootIndex = args.indexOf('--root');
+  const root = rootIndex >= 0 && args[rootIndex + 1] ? resolve(args[rootIndex + 1]!) + '/' : ROOT;
+  const summary = summarizeProfiles(files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as CpuProfile), top, root);
   console.log(args.includes('--json') ? JSON.stringify(summary, null, 2) : formatSummary(summary));
   return 0;
 }
