@@ -46,7 +46,8 @@ export function addSubmission(entry: MessageEntry, sub: SubmissionRef): boolean 
 
 /** Keeps a receipt until its submission arrives; a second one with the same token and status is a duplicate. */
 export function addPending(entry: MessageEntry, r: MessageReceipt): boolean {
-  if (entry.pending.some((p) => p.token_hash === r.token_hash && p.status === r.status)) return false;
+  // The app is part of the identity: another app's receipt must not shadow this app's own.
+  if (entry.pending.some((p) => p.token_hash === r.token_hash && p.status === r.status && p.app_id === r.app_id)) return false;
   entry.pending.push(r);
   return true;
 }
@@ -66,19 +67,28 @@ export function markEmitted(entry: MessageEntry, index: number, status: ReceiptS
 export type ReceiptTarget =
   | { readonly kind: 'submission'; readonly index: number; readonly assigned: boolean }
   | { readonly kind: 'pending' }
-  | { readonly kind: 'unmatched' };
+  | { readonly kind: 'unmatched' }
+  /** The receipt came through another app's receipt URL than the submission's app: it is ignored. */
+  | { readonly kind: 'other-app' };
 
 /**
- * Finds the receipt's submission and assigns the receipt's token to it: by token hash when the
+ * A receipt applies only to submissions of the app in its receipt URL (the receiver stamps
+ * `app_id` from it). A receipt without an app (written before the receiver stamped one) matches any.
+ */
+const sameApp = (s: SubmissionRef, r: MessageReceipt): boolean => r.app_id === null || s.app_id === r.app_id;
+
+/**
+ * Finds the receipt's submission (of the receipt's app only) and assigns the receipt's token to it: by token hash when the
  * receipt and a submission both carry one; otherwise the first submission not yet claimed by
  * another token (arrival order, for receipts or outcomes without a hash). A hashed receipt is never
  * given to a submission whose hash differs: until its own submission arrives (the outcomes of one
  * batch come from several uid partitions) it waits with the pending receipts.
  */
 export function assignReceipt(entry: MessageEntry, r: MessageReceipt): ReceiptTarget {
+  if (!entry.subs.some((s) => sameApp(s, r))) return { kind: 'other-app' };
   const slot = r.token_hash ?? '*';
   const assigned = entry.assigned[slot];
-  if (assigned !== undefined) return { kind: 'submission', index: assigned, assigned: false };
+  if (assigned !== undefined) return sameApp(entry.subs[assigned]!, r) ? { kind: 'submission', index: assigned, assigned: false } : { kind: 'other-app' };
   const index = candidateIndex(entry, r);
   if (index < 0) return r.token_hash !== null && entry.subs.some(hashed) ? { kind: 'pending' } : { kind: 'unmatched' };
   entry.assigned[slot] = index;
@@ -86,11 +96,11 @@ export function assignReceipt(entry: MessageEntry, r: MessageReceipt): ReceiptTa
 }
 
 function candidateIndex(entry: MessageEntry, r: MessageReceipt): number {
-  const own = r.token_hash === null ? -1 : entry.subs.findIndex((s) => s.token_hash === r.token_hash);
+  const own = r.token_hash === null ? -1 : entry.subs.findIndex((s) => s.token_hash === r.token_hash && sameApp(s, r));
   if (own >= 0) return own;
   // Arrival order: a lone submission takes every receipt, else the first one not yet claimed.
   const taken = new Set(Object.values(entry.assigned));
-  const mayTake = (s: SubmissionRef) => r.token_hash === null || !hashed(s);
+  const mayTake = (s: SubmissionRef) => sameApp(s, r) && (r.token_hash === null || !hashed(s));
   if (entry.subs.length === 1 && mayTake(entry.subs[0]!)) return 0;
   return entry.subs.findIndex((s, i) => !taken.has(i) && mayTake(s));
 }

@@ -101,6 +101,10 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
   private onReceipt(entry: MessageEntry, r: MessageReceipt, timestamp: number): boolean {
     if (entry.subs.length === 0) return this.keepPending(entry, r);
     const target = assignReceipt(entry, r);
+    if (target.kind === 'other-app') {
+      this.listener.crossApp?.(r.vendor, r.app_id);
+      return false;
+    }
     if (target.kind === 'pending') return this.keepPending(entry, r);
     if (target.kind === 'unmatched') {
       this.emitUnmatched([r], timestamp);

@@ -120,4 +120,9 @@ export interface ReceiptJoinListener {
   unmatched?(vendor: string, receipts: number): void;
   unparsable?(vendor: string): void;
   duplicate?(vendor: string): void;
+  /**
+   * A receipt named a submission of another app than the one whose receipt URL it came through
+   * (`receiptAppId`): ignored, it changes no task and no token.
+   */
+  crossApp?(vendor: string, receiptAppId: string | null): void;
 }
