@@ -58,6 +58,15 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   streamTimeMs(): number;
   /** System time as the runtime (or the TopologyTestDriver) sees it. */
   wallClockTimeMs(): number;
+  /**
+   * Declares that the record being processed finishes later (asynchronous work such as a vendor
+   * call). Until the returned function is called, neither its input offset nor any later offset
+   * of its topic is committed, so a crash before then processes it again. The processor must
+   * forward the record's outputs in the same synchronous step in which it calls the function, and
+   * never forward outputs of a later record of the topic before that (in input order), or a crash
+   * could write them twice. Returns a no-op inside a punctuator (no input record to hold).
+   */
+  deferCompletion(): () => void;
 }
 
 export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> {
@@ -74,6 +83,12 @@ export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = 
    * the changelog writes and the input offsets are committed together.
    */
   flush?(): Promise<void>;
+  /**
+   * For processors that defer completions: called before a periodic commit instead of `flush`.
+   * Forwards what is finished, without waiting for work in flight (whose input offsets stay out
+   * of this commit). Revocation, shutdown and the TopologyTestDriver still call `flush`.
+   */
+  flushFinished?(): Promise<void>;
   close?(): void | Promise<void>;
 }
 

@@ -57,17 +57,21 @@ export class TaskCommits {
   async commitNow(handle: TaskHandle): Promise<void> {
     await handle.commitInFlight;
     if (handle.commitFailed) throw new PushError('COMMIT_FAILED', `an earlier commit of task ${handle.id} failed`, { retriable: true });
-    const prepared = await this.prepare(handle);
+    const prepared = await this.prepare(handle, true);
     if (!prepared) return;
     await handle.committer.commit(prepared.batch);
     this.committed(handle, prepared);
   }
 
-  /** Flush, then drain: outputs, changelog records and input offsets, written in one transaction under EOS. */
-  private async prepare(handle: TaskHandle): Promise<PreparedCommit | undefined> {
+  /**
+   * Flush, then drain: outputs, changelog records and input offsets, written in one transaction
+   * under EOS. A periodic commit does not wait for work a processor deferred (a vendor call in
+   * flight): its offsets stay out until it is finished. `complete` (revocation, shutdown) waits.
+   */
+  private async prepare(handle: TaskHandle, complete = false): Promise<PreparedCommit | undefined> {
     if (handle.closed || !handle.isReady) return undefined;
     const startedMs = Date.now();
-    await handle.task.flush();
+    await handle.task.flush({ complete });
     const { records, changelog, offsets, inputRecords } = handle.task.drainOutputs();
     const offsetList = [...offsets].map(([topic, offset]) => ({ topic, partition: handle.task.partition, offset: (BigInt(offset) + 1n).toString() }));
     handle.lastCommitMs = Date.now();

@@ -79,7 +79,11 @@ export class StreamTask {
   private metadata: RecordMetadata | undefined;
   private streamTime = -1;
   private outputs: OutputRecord[] = [];
+  /** Last processed offset per source topic. */
   private readonly offsets = new Map<string, string>();
+  /** Last offset per source topic that a drain handed to a commit. */
+  private readonly committedThrough = new Map<string, bigint>();
+  private readonly deferred = new Map<string, Array<{ readonly offset: string; done: boolean }>>();
   private readonly recordsIn = new Map<string, number>();
   private readonly recordsOut = new Map<string, number>();
   private inputSinceCommit = 0;
@@ -113,9 +117,12 @@ export class StreamTask {
     return this.streamTime;
   }
 
-  /** True when records were processed or punctuators ran since the last drain. */
+  /** True when records were processed or punctuators ran since the last drain, or deferred records are unfinished. */
   hasUncommittedWork(): boolean {
-    return this.uncommitted;
+    if (this.uncommitted) return true;
+    // Deferred records may have finished since: a commit's flush forwards them.
+    for (const queue of this.deferred.values()) if (queue.length > 0) return true;
+    return false;
   }
 
   /**
@@ -201,12 +208,17 @@ export class StreamTask {
     return next;
   }
 
-  /** Lets every processor finish buffered work (in topological order), before a commit. */
-  async flush(): Promise<void> {
+  /**
+   * Lets every processor finish buffered work (in topological order), before a commit. With
+   * `complete` false (a periodic commit), a processor that defers completions only forwards what is
+   * finished (`flushFinished`); what is still in flight stays out of the commit's offsets.
+   */
+  async flush({ complete = true }: { complete?: boolean } = {}): Promise<void> {
     try {
       for (const processor of this.processors.values()) {
-        if (!processor.flush) continue;
-        await processor.flush();
+        const flush = !complete && processor.flushFinished ? processor.flushFinished : processor.flush;
+        if (!flush) continue;
+        await flush.call(processor);
         await this.drain();
       }
     } catch (error) {
@@ -228,12 +240,44 @@ export class StreamTask {
         changelog.push({ topic, partition: this.partition, key: Buffer.from(change.key), value: change.value, timestamp: now, headers: {} });
       }
     }
-    const offsets = new Map(this.offsets);
-    this.offsets.clear();
+    const offsets = this.committableOffsets();
     const inputRecords = this.inputSinceCommit;
     this.inputSinceCommit = 0;
     this.uncommitted = false;
     return { records, changelog, offsets, inputRecords };
+  }
+
+  /**
+   * Per topic, the last offset whose record and every earlier one are finished, where it moved
+   * since the last drain: the last processed offset, or the one before the oldest deferred record.
+   */
+  private committableOffsets(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [topic, processed] of this.offsets) {
+      const deferred = this.deferred.get(topic);
+      while (deferred && deferred.length > 0 && deferred[0]!.done) deferred.shift();
+      const through = deferred && deferred.length > 0 ? BigInt(deferred[0]!.offset) - 1n : BigInt(processed);
+      const committed = this.committedThrough.get(topic);
+      if (committed !== undefined && through <= committed) continue;
+      this.committedThrough.set(topic, through);
+      out.set(topic, through.toString());
+    }
+    return out;
+  }
+
+  /** Records of `topic` whose completion is deferred (see ProcessorContext.deferCompletion), oldest first. */
+  private defer(): () => void {
+    const metadata = this.metadata;
+    if (!metadata) return () => undefined;
+    let queue = this.deferred.get(metadata.topic);
+    if (!queue) this.deferred.set(metadata.topic, (queue = []));
+    const entry = { offset: metadata.offset, done: false };
+    queue.push(entry);
+    return () => {
+      if (entry.done) return;
+      entry.done = true;
+      this.uncommitted = true;
+    };
   }
 
   /** Per-node counts since the last call. */
@@ -352,6 +396,7 @@ export class StreamTask {
       },
       streamTimeMs: () => task.streamTime,
       wallClockTimeMs: () => task.options.clock(),
+      deferCompletion: () => task.defer(),
     };
   }
 }

@@ -11,6 +11,14 @@ import { VendorGate } from './vendor-gate.ts';
 
 type Output = { child: string; record: StreamRecord<string, PushOutcome | TokenReport> };
 
+/** One dispatch on its way: its outputs, released in start order once it has finished. */
+interface Job {
+  readonly outputs: Output[];
+  finished: boolean;
+  /** Lets the record's input offset into commits (a no-op for a dispatch resumed from the parked store). */
+  readonly done: () => void;
+}
+
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
 export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
 
@@ -69,7 +77,8 @@ const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' |
  * payload / permanent / auth → next channel. All channels failed → 3. Short backoffs are waited in
  * place; longer ones park the dispatch in a changelogged store, resumed by a wall-clock punctuator,
  * so a commit never waits out a long Retry-After. Results are forwarded from `process`,
- * punctuations and `flush`; `flush` waits for in-flight dispatches and the ledger.
+ * punctuations and the flushes, in the order the dispatches started; a periodic commit does not wait
+ * for dispatches in flight (their input offsets stay out of it: `deferCompletion`), `flush` does.
  */
 export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDispatch, string, PushOutcome | TokenReport> {
   const config = fanOutConfig(options);
@@ -94,16 +103,25 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     let ctx: ProcessorContext<string, PushOutcome | TokenReport>;
     let parked: KeyValueStore<DispatchProgress>;
     let timers: TimerStore;
-    let ready: Output[] = [];
+    // Dispatches in the order they started; each releases its outputs (and, for a record, its
+    // input offset) only once it and every earlier one have finished, so a commit never carries
+    // the outcome of a dispatch whose input offset it does not also commit (see deferCompletion).
+    let jobs: Job[] = [];
     let failure: unknown;
     const inFlight = new Set<Promise<void>>();
+    /** Dispatches resumed from the parked store: a commit waits for them (their parked entry is gone). */
+    const resumed = new Set<Promise<void>>();
     const activeTasks = new Map<string, Promise<void>>();
     const recent = new Map<string, StoredTask>();
 
     const drain = () => {
-      const out = ready;
-      ready = [];
-      for (const o of out) ctx.forward(o.record, o.child);
+      let released = 0;
+      while (released < jobs.length && jobs[released]!.finished) {
+        const job = jobs[released++]!;
+        for (const o of job.outputs) ctx.forward(o.record, o.child);
+        job.done();
+      }
+      if (released > 0) jobs = jobs.slice(released);
     };
 
     const finish = (taskId: string, stored: StoredTask) => {
@@ -116,7 +134,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
      * row, with the same event ids, and the invalidation of each dead token again. So a crash
      * between the vendor's answers and the commit of their outcomes loses none of them.
      */
-    function replay(p: DispatchProgress, known: StoredTask): void {
+    function replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
       const d = p.dispatch;
       const now = config.clock.now();
       for (const a of known.trail) {
@@ -129,7 +147,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       options.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
     }
 
-    async function run(p: DispatchProgress, fresh: boolean): Promise<void> {
+    async function run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
       const d = p.dispatch;
       const emit = (a: FanOutAnswer) => {
         ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, config.clock.now()), timestamp: p.timestamp } });
@@ -142,7 +160,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         const claimStarted = config.clock.now();
         const known = recent.get(d.task_id) ?? (await ledger.claim(task));
         options.listener?.onClaimed?.(d, config.clock.now() - claimStarted);
-        if (known.status !== TASK_STATUS.pending) return replay(p, known);
+        if (known.status !== TASK_STATUS.pending) return replay(p, known, ready);
       }
       let { attempts, last } = p;
       const trail: ChannelAnswer[] = [...(p.trail ?? [])];
@@ -242,17 +260,24 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
 
     const start = (p: DispatchProgress, fresh: boolean) => {
       const taskId = p.dispatch.task_id;
+      const entry: Job = { outputs: [], finished: false, done: fresh ? ctx.deferCompletion() : () => undefined };
+      jobs.push(entry);
       // The same task twice in flight (a replayed record): the second waits for the first's verdict.
       const previous = activeTasks.get(taskId) ?? Promise.resolve();
-      const job = previous.then(() => run(p, fresh)).catch((error) => {
-        failure ??= error;
-      });
+      const job = previous
+        .then(() => run(p, fresh, entry.outputs))
+        .catch((error) => {
+          failure ??= error;
+        })
+        .finally(() => {
+          entry.finished = true;
+          inFlight.delete(job);
+          resumed.delete(job);
+          if (activeTasks.get(taskId) === job) activeTasks.delete(taskId);
+        });
       activeTasks.set(taskId, job);
       inFlight.add(job);
-      void job.finally(() => {
-        inFlight.delete(job);
-        if (activeTasks.get(taskId) === job) activeTasks.delete(taskId);
-      });
+      if (!fresh) resumed.add(job);
     };
 
     const rethrow = () => {
@@ -263,8 +288,12 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       }
     };
 
+    // Finished dispatches wait behind a slow earlier one: they count against the bound too.
     const backpressure = async () => {
-      while (inFlight.size >= config.maxInFlight) await Promise.race(inFlight);
+      while (inFlight.size >= config.maxInFlight || jobs.length >= 4 * config.maxInFlight) {
+        if (inFlight.size > 0) await Promise.race(inFlight);
+        drain();
+      }
     };
 
     return {
@@ -292,6 +321,13 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         await backpressure();
         drain();
         rethrow();
+      },
+      /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. */
+      async flushFinished() {
+        while (resumed.size > 0) await Promise.all([...resumed]);
+        drain();
+        rethrow();
+        await ledger.flush();
       },
       async flush() {
         while (inFlight.size > 0) await Promise.all([...inFlight]);
