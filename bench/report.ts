@@ -223,7 +223,8 @@ export function describeStep(s: StepResult): string {
   const cpu = `worker CPU ${s.workerCpuMsPerMessage} ms/msg`;
   if (!b) return `${cpu}; no worker metrics`;
   const commits = Object.entries(b.commitsPerSecondByApp).map(([app, n]) => `${app} ${n}`).join(', ');
-  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}), fetched ${b.recordsFetchedPerMessage}; commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
+  const requests = Object.entries(b.kafkaRequestsPerMessageByApi ?? {}).map(([api, n]) => `${api} ${n}`).join(', ');
+  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
 }
 
 function pad(cells: string[], widths: number[]): string {

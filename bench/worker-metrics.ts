@@ -136,6 +136,9 @@ export interface StepBreakdown {
   readonly producedPerMessageByApp: Readonly<Record<string, { readonly output: number; readonly changelog: number }>>;
   /** Records fetched by every application (transaction markers excluded) per persisted message. */
   readonly recordsFetchedPerMessage: number;
+  /** Kafka requests the workers sent (consumers and task producers) per persisted message, and the busiest APIs. */
+  readonly kafkaRequestsPerMessage: number;
+  readonly kafkaRequestsPerMessageByApi: Readonly<Record<string, number>>;
   /** Input records processed and committed per persisted message. */
   readonly recordsProcessedPerMessage: number;
   /** Commits that wrote something per second, all applications (transactions under exactly-once; clickhouse commits offsets). */
@@ -148,6 +151,13 @@ export interface StepBreakdown {
 }
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
+
+/** Requests per message by API, the five busiest. */
+function requestsByApi(requests: ReturnType<typeof series>, per: (n: number) => number): Record<string, number> {
+  const byApi = new Map<string, number>();
+  for (const { labels, value } of requests) byApi.set(labels.api ?? '?', (byApi.get(labels.api ?? '?') ?? 0) + value);
+  return Object.fromEntries([...byApi].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([api, n]) => [api, per(n)]));
+}
 
 /** The breakdown of one span from the workers' counter deltas. */
 export function stepBreakdown(d: MetricsSnapshot, o: { applicationId: string; persistedMessages: number; seconds: number; workerCpuMs: number }): StepBreakdown {
@@ -172,6 +182,8 @@ export function stepBreakdown(d: MetricsSnapshot, o: { applicationId: string; pe
     producedPerMessageByApp: Object.fromEntries(Object.entries(byApp).map(([app, v]) => [app, { output: per(v.output), changelog: per(v.changelog) }])),
     recordsFetchedPerMessage: per(sum(series(d, 'push_records_fetched_total'))),
     recordsProcessedPerMessage: per(sum(series(d, 'push_records_processed_total'))),
+    kafkaRequestsPerMessage: per(sum(series(d, 'push_kafka_requests_total'))),
+    kafkaRequestsPerMessageByApi: requestsByApi(series(d, 'push_kafka_requests_total'), per),
     commitsPerSecond: perSecond(Object.values(commitsByApp).reduce((a, b) => a + b, 0)),
     commitsPerSecondByApp: Object.fromEntries(Object.entries(commitsByApp).map(([app, n]) => [app, perSecond(n)])),
     gcSeconds: Math.round(gcSeconds * 1000) / 1000,

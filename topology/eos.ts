@@ -97,7 +97,7 @@ export class TransactionalCommitter implements TaskCommitter {
   private readonly groupId: string;
   private readonly machine = new TransactionStateMachine();
 
-  constructor(kafka: Kafka, options: { transactionalId: string; groupId: string; transactionTimeoutMs?: number }) {
+  constructor(kafka: Kafka, options: { transactionalId: string; groupId: string; transactionTimeoutMs?: number; onProducer?: (producer: Producer) => void }) {
     this.transactionalId = options.transactionalId;
     this.groupId = options.groupId;
     this.producer = kafka.producer({
@@ -107,6 +107,7 @@ export class TransactionalCommitter implements TaskCommitter {
       transactionTimeout: options.transactionTimeoutMs ?? 30_000,
       retry: { initialRetryTime: 30, retries: 8, maxRetryTime: 2000 },
     });
+    options.onProducer?.(this.producer);
   }
 
   get state(): TransactionState {

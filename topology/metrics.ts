@@ -16,6 +16,8 @@ export interface MetricsListener {
   onLag?(event: { applicationId: string; topic: string; partition: number; lag: number }): void;
   /** Records of one fetched batch handed to a task (transaction markers and aborted records are not in it). */
   onFetch?(event: { applicationId: string; topic: string; partition: number; records: number }): void;
+  /** One Kafka request sent by the application's consumer or a task's producer, by API (Fetch, Produce, EndTxn, …). */
+  onKafkaRequest?(event: { applicationId: string; api: string }): void;
   /** A record sent to the DLQ. */
   onDeadLetter?(event: { applicationId: string; topic: string; partition: number; code: string }): void;
   /** Tasks assigned to this instance after a rebalance. */
@@ -39,6 +41,7 @@ export function safeMetrics(listener: MetricsListener | undefined, logger?: Logg
     onRestoreProgress: wrap('onRestoreProgress'),
     onLag: wrap('onLag'),
     onFetch: wrap('onFetch'),
+    onKafkaRequest: wrap('onKafkaRequest'),
     onDeadLetter: wrap('onDeadLetter'),
     onAssignment: wrap('onAssignment'),
   };

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer, type RequestEvent } from 'kafkajs';
 import { ConfigError, PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { sleep, withTimeout } from '../common/retry.ts';
@@ -147,6 +147,7 @@ export class StreamsApp {
     ]);
     if (this.options.processingGuarantee === 'at_least_once') {
       this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      this.countRequests(this.sharedProducer);
       await this.sharedProducer.connect();
     }
     await this.startConsumer();
@@ -173,6 +174,14 @@ export class StreamsApp {
     await this.sharedProducer?.disconnect().catch(() => undefined);
     await this.admin?.disconnect().catch(() => undefined);
     this.log.info('streams app closed');
+  }
+
+  /** Counts every request a client sends (the bench reads them per message). */
+  private countRequests(client: Consumer | Producer): void {
+    const applicationId = this.options.applicationId;
+    const count = ({ payload }: RequestEvent) => this.metrics.onKafkaRequest({ applicationId, api: payload.apiName });
+    if ('subscribe' in client) client.on(client.events.REQUEST, count);
+    else client.on(client.events.REQUEST, count);
   }
 
   /** Task ids currently owned by this instance. */
@@ -202,6 +211,7 @@ export class StreamsApp {
     });
     this.consumer = consumer;
     this.generation++;
+    this.countRequests(consumer);
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       if (retired()) {
         this.log.warn('a retired consumer rejoined; disconnecting it', { memberId: payload.memberId });
@@ -281,7 +291,7 @@ export class StreamsApp {
     });
     const committer: TaskCommitter =
       this.options.processingGuarantee === 'exactly_once'
-        ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId })
+        ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId, onProducer: (producer) => this.countRequests(producer) })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
     const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, generation: this.generation, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false, input: new TaskInputQueue(this.options.maxBufferedRecords), processingQueued: false };
     this.handles.set(id, handle);

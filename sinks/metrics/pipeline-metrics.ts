@@ -32,6 +32,7 @@ export class PipelineMetrics {
   readonly mergeRatio = this.registry.gauge('push_merge_ratio', 'Dispatches per trigger reaching the merge stage (dispatches / (dispatches + merged)); lower is fewer pushes');
   readonly recordsProduced = this.registry.counter('push_records_produced_total', 'Records written by committed tasks, by application and kind (output, changelog); transaction markers not included');
   readonly recordsProcessed = this.registry.counter('push_records_processed_total', 'Input records processed by committed tasks, by application');
+  readonly kafkaRequests = this.registry.counter('push_kafka_requests_total', 'Kafka requests sent by the consumers and task producers, by application and API');
   readonly recordsFetched = this.registry.counter('push_records_fetched_total', 'Records fetched and handed to tasks (transaction markers and aborted records excluded), by application');
   readonly gcSeconds = this.registry.counter('push_gc_seconds_total', 'Garbage-collection pauses of this process, s, by kind (main-thread time)');
   readonly latencySegments = this.registry.histogram(
@@ -98,6 +99,7 @@ export class PipelineMetrics {
     onRestoreProgress: (e) => this.restored.set({ app: e.applicationId, task: e.taskId, store: e.store }, e.restoredRecords),
     onLag: (e) => this.lag.set({ app: e.applicationId, topic: e.topic, partition: String(e.partition) }, e.lag),
     onFetch: (e) => this.recordsFetched.inc({ app: e.applicationId }, e.records),
+    onKafkaRequest: (e) => this.kafkaRequests.inc({ app: e.applicationId, api: e.api }),
     onDeadLetter: (e) => this.deadLetters.inc({ app: e.applicationId, topic: e.topic, code: e.code }),
     onAssignment: (e) => this.assignedTasks.set({ app: e.applicationId }, e.taskIds.length),
   };
