@@ -191,7 +191,7 @@ class Reader {
 
 /** Default connections per origin: APNs multiplexes streams over HTTP/2, the others use HTTP/1.1. */
 const HTTP2_CONNECTIONS = 2;
-const HTTP1_CONNECTIONS = 16;
+const HTTP1_CONNECTIONS = 64;
 
 const drop = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
