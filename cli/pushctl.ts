@@ -8,6 +8,7 @@ import { arrivalCommand, arrivalHelp } from './commands/arrival.ts';
 import { tokensCommand, tokensHelp } from './commands/tokens.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
+import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
 const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
@@ -15,6 +16,7 @@ const commands: Record<string, { help: string; run: (args: string[]) => Promise<
   topics: { help: topicsHelp, run: topicsCommand },
   migrate: { help: migrateHelp, run: migrateCommand },
   run: { help: runHelp, run: runCommand },
+  receiver: { help: receiverHelp, run: receiverCommand },
   demo: { help: demoHelp, run: demoCommand },
   status: { help: statusHelp, run: statusCommand },
   tokens: { help: tokensHelp, run: tokensCommand },

@@ -27,8 +27,26 @@ export interface ReceiptReceiverConfig {
   readonly maxBodyBytes: number;
   /** PUSH_RECEIPTS_HMS_MAX_SKEW_MS: how far an HMS signature timestamp may be from now. Default 300 000. */
   readonly hmsMaxSkewMs: number;
-  /** Time allowed to read a request body, ms. Default 10 000. */
+  /**
+   * PUSH_RECEIPTS_HEADERS_TIMEOUT_MS: time from a connection's opening (or its previous answer) to
+   * the end of the next request's headers; a slower client is disconnected. Default 5 000, range 100–60 000.
+   */
+  readonly headersTimeoutMs: number;
+  /**
+   * PUSH_RECEIPTS_BODY_TIMEOUT_MS: time to read an authenticated request's body once its headers
+   * are in; a slower body gets 408 and the connection is closed. Default 10 000, range 100–120 000.
+   */
   readonly bodyTimeoutMs: number;
+  /** PUSH_RECEIPTS_MAX_CONNECTIONS: open connections; further ones are closed at once. Default 1 024, range 1–100 000. */
+  readonly maxConnections: number;
+  /** PUSH_RECEIPTS_MAX_CONNECTIONS_PER_CLIENT: open connections per remote address. Default 64, range 1–100 000. */
+  readonly maxConnectionsPerClient: number;
+  /**
+   * PUSH_RECEIPTS_CLIENT_REQUESTS_PER_SECOND: requests per remote address and second (a token bucket
+   * holding one second's worth); more get 429 before anything else is looked at. Default 1 000,
+   * range 1–1 000 000.
+   */
+  readonly clientRequestsPerSecond: number;
   readonly apps: ReadonlyMap<string, ReceiptAppConfig>;
 }
 
@@ -83,24 +101,47 @@ export interface ReceiptReceiverOptions {
   port?: number;
   maxBodyBytes?: number;
   hmsMaxSkewMs?: number;
+  headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
+  maxConnections?: number;
+  maxConnectionsPerClient?: number;
+  clientRequestsPerSecond?: number;
   apps: ReadonlyMap<string, ReceiptAppConfig> | readonly ReceiptAppConfig[];
 }
+
+/** Each limit with its environment key, default and allowed range. */
+const LIMITS = {
+  port: { key: 'PUSH_RECEIPTS_PORT', fallback: 18090, min: 0, max: 65535 },
+  maxBodyBytes: { key: 'PUSH_RECEIPTS_MAX_BODY_BYTES', fallback: 1_048_576, min: 1024, max: 16 * 1_048_576 },
+  hmsMaxSkewMs: { key: 'PUSH_RECEIPTS_HMS_MAX_SKEW_MS', fallback: 300_000, min: 1_000, max: 3_600_000 },
+  headersTimeoutMs: { key: 'PUSH_RECEIPTS_HEADERS_TIMEOUT_MS', fallback: 5_000, min: 100, max: 60_000 },
+  bodyTimeoutMs: { key: 'PUSH_RECEIPTS_BODY_TIMEOUT_MS', fallback: 10_000, min: 100, max: 120_000 },
+  maxConnections: { key: 'PUSH_RECEIPTS_MAX_CONNECTIONS', fallback: 1_024, min: 1, max: 100_000 },
+  maxConnectionsPerClient: { key: 'PUSH_RECEIPTS_MAX_CONNECTIONS_PER_CLIENT', fallback: 64, min: 1, max: 100_000 },
+  clientRequestsPerSecond: { key: 'PUSH_RECEIPTS_CLIENT_REQUESTS_PER_SECOND', fallback: 1_000, min: 1, max: 1_000_000 },
+} as const;
+
+type Limit = keyof typeof LIMITS;
 
 /** Validates options once into a frozen config. */
 export function compileReceiverConfig(options: ReceiptReceiverOptions): ReceiptReceiverConfig {
   const apps = options.apps instanceof Map ? options.apps : new Map((options.apps as readonly ReceiptAppConfig[]).map((a) => [a.appId, a]));
+  const limit = (name: Limit) => checkRange(name, options[name] ?? LIMITS[name].fallback, LIMITS[name]);
   return Object.freeze({
     host: options.host ?? '127.0.0.1',
-    port: checkRange('port', options.port ?? 18090, { min: 0, max: 65535 }),
-    maxBodyBytes: checkRange('maxBodyBytes', options.maxBodyBytes ?? 1_048_576, { min: 1024, max: 16 * 1_048_576 }),
-    hmsMaxSkewMs: checkRange('hmsMaxSkewMs', options.hmsMaxSkewMs ?? 300_000, { min: 1_000, max: 3_600_000 }),
-    bodyTimeoutMs: checkRange('bodyTimeoutMs', options.bodyTimeoutMs ?? 10_000, { min: 100, max: 120_000 }),
+    port: limit('port'),
+    maxBodyBytes: limit('maxBodyBytes'),
+    hmsMaxSkewMs: limit('hmsMaxSkewMs'),
+    headersTimeoutMs: limit('headersTimeoutMs'),
+    bodyTimeoutMs: limit('bodyTimeoutMs'),
+    maxConnections: limit('maxConnections'),
+    maxConnectionsPerClient: limit('maxConnectionsPerClient'),
+    clientRequestsPerSecond: limit('clientRequestsPerSecond'),
     apps,
   });
 }
 
-/** Reads the receiver's configuration from `PUSH_RECEIPTS_*` keys. */
+/** Reads the receiver's configuration from `PUSH_RECEIPTS_*` keys; a bad value fails naming its key. */
 export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfig {
   const path = readString(env, 'PUSH_RECEIPTS_CONFIG', '');
   if (path === '') throw new ConfigError('PUSH_RECEIPTS_CONFIG', 'expected the path of the receipt apps JSON file');
@@ -110,11 +151,6 @@ export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfi
   } catch (error) {
     throw new ConfigError('PUSH_RECEIPTS_CONFIG', `cannot read ${path} as JSON (${(error as Error).message})`);
   }
-  return compileReceiverConfig({
-    host: readString(env, 'PUSH_RECEIPTS_HOST', '127.0.0.1'),
-    port: readInt(env, 'PUSH_RECEIPTS_PORT', 18090, { min: 0, max: 65535 }),
-    maxBodyBytes: readInt(env, 'PUSH_RECEIPTS_MAX_BODY_BYTES', 1_048_576, { min: 1024, max: 16 * 1_048_576 }),
-    hmsMaxSkewMs: readInt(env, 'PUSH_RECEIPTS_HMS_MAX_SKEW_MS', 300_000, { min: 1_000, max: 3_600_000 }),
-    apps: parseReceiptApps(raw),
-  });
+  const limits = Object.fromEntries(Object.entries(LIMITS).map(([name, l]) => [name, readInt(env, l.key, l.fallback, l)])) as Record<Limit, number>;
+  return compileReceiverConfig({ host: readString(env, 'PUSH_RECEIPTS_HOST', '127.0.0.1'), ...limits, apps: parseReceiptApps(raw) });
 }

@@ -1,3 +1,4 @@
+import mysql from 'mysql2/promise';
 import { readString, type Env } from '../common/config.ts';
 import { ConfigError } from '../common/errors.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -6,6 +7,7 @@ import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry } from '../sinks/vendors/registry.ts';
 import { readReceiverConfig } from './config.ts';
 import type { ReceiptMetricsListener } from './metrics.ts';
+import { MysqlNonceStore } from './nonces.ts';
 import { receiptParserFromRegistry } from './parsers.ts';
 import { KafkaReceiptPublisher } from './publisher.ts';
 import { ReceiptReceiver } from './server.ts';
@@ -18,16 +20,27 @@ export interface RunningReceiver {
 /**
  * Starts the receipt receiver from the environment: PUSH_RECEIPTS_* (receipts/config.ts),
  * PUSH_APPS_CONFIG (the vendor apps file, whose adapters parse receipt bodies), PUSH_KAFKA_BROKERS,
- * PUSH_SCHEMA_REGISTRY_URL and PUSH_TOPIC_PREFIX.
+ * PUSH_SCHEMA_REGISTRY_URL, PUSH_TOPIC_PREFIX and PUSH_MYSQL_URL (the HMS nonce table,
+ * migrations/mysql/005_push_receipt_nonce.sql, shared by every receiver). Every key is validated
+ * before anything is opened.
  */
 export async function startReceiptReceiver(env: Env = process.env, metrics?: ReceiptMetricsListener, logger: Logger = createLogger({ service: 'push-receipts' })): Promise<RunningReceiver> {
   const config = readReceiverConfig(env);
   const appsPath = readString(env, 'PUSH_APPS_CONFIG', '');
   if (appsPath === '') throw new ConfigError('PUSH_APPS_CONFIG', 'expected the path of the vendor apps JSON file');
+  const endpoints = readEndpoints(env);
   const registry = createVendorRegistry(loadAppsConfig(appsPath));
-  const publisher = new KafkaReceiptPublisher({ endpoints: readEndpoints(env), topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', '') });
-  const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), metrics, logger });
-  const port = await receiver.listen();
+  const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 4, timezone: 'Z' });
+  const nonces = new MysqlNonceStore({ pool, ttlMs: 2 * config.hmsMaxSkewMs });
+  const publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', '') });
+  const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), nonces, metrics, logger });
+  let port: number;
+  try {
+    port = await receiver.listen();
+  } catch (error) {
+    await Promise.allSettled([publisher.close(), registry.close(), nonces.close(), pool.end()]);
+    throw error;
+  }
   logger.info('receipt receiver listening', { host: config.host, port, apps: config.apps.size });
   return {
     port,
@@ -35,6 +48,7 @@ export async function startReceiptReceiver(env: Env = process.env, metrics?: Rec
       await receiver.close();
       await publisher.close();
       await registry.close();
+      await pool.end();
     },
   };
 }

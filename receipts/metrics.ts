@@ -14,13 +14,24 @@ export type RejectReason =
   | 'replayed_nonce'
   | 'missing_secret'
   | 'bad_secret'
-  | 'malformed';
+  | 'malformed'
+  | 'rate_limited';
+
+/** Why a connection was closed without an answer. */
+export type ConnectionRefusal = 'max_connections' | 'max_client_connections' | 'headers_timeout';
 
 export interface ReceiptMetricsListener {
   /** A verified callback was handed to Kafka; `receipts` is how many receipts its body holds. */
   accepted?(vendor: string, appId: string, receipts: number, duplicate: boolean): void;
-  /** A callback was refused with a 4xx status. */
+  /**
+   * A callback was refused with a 4xx status. Every authentication failure (unknown app included)
+   * is answered alike (401); `reason` says which it was.
+   */
   rejected?(vendor: string, reason: RejectReason, status: number): void;
+  /** A connection was closed without an answer: over a connection cap, or its headers were too slow. */
+  connectionRefused?(reason: ConnectionRefusal): void;
+  /** The shared HMS nonce memory could not be asked; the vendor got 503 and will retry. */
+  nonceCheckFailed?(errorCode: string): void;
   /** Kafka did not take a verified callback; the vendor got 503 and will retry. */
   publishFailed?(vendor: string, errorCode: string): void;
 }
@@ -30,6 +41,8 @@ export class ReceiptCounters implements ReceiptMetricsListener {
   readonly acceptedReceipts = new Map<string, number>();
   readonly rejections = new Map<string, number>();
   readonly publishFailures = new Map<string, number>();
+  readonly refusedConnections = new Map<ConnectionRefusal, number>();
+  nonceFailures = 0;
 
   accepted(vendor: string, _appId: string, receipts: number): void {
     bump(this.acceptedCallbacks, vendor, 1);
@@ -44,6 +57,14 @@ export class ReceiptCounters implements ReceiptMetricsListener {
     bump(this.publishFailures, vendor, 1);
   }
 
+  connectionRefused(reason: ConnectionRefusal): void {
+    bump(this.refusedConnections, reason, 1);
+  }
+
+  nonceCheckFailed(): void {
+    this.nonceFailures++;
+  }
+
   /** Rejections counted for a reason (all vendors), or for one vendor and reason. */
   rejectedCount(reason: RejectReason, vendor?: string): number {
     let total = 0;
@@ -52,6 +73,6 @@ export class ReceiptCounters implements ReceiptMetricsListener {
   }
 }
 
-function bump(map: Map<string, number>, key: string, by: number): void {
+function bump<K>(map: Map<K, number>, key: K, by: number): void {
   map.set(key, (map.get(key) ?? 0) + by);
 }

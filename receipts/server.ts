@@ -7,7 +7,9 @@ import type { ParsedReceipt } from '../sinks/vendors/types.ts';
 import { RECEIPT_VENDORS, type ReceiptReceiverConfig, type ReceiptVendor } from './config.ts';
 import type { ReceiptMetricsListener, RejectReason } from './metrics.ts';
 import type { ReceiptPublisher } from './publisher.ts';
-import { NonceCache, verifyHmsCallback, verifySharedSecret, type VerifyResult } from './verify.ts';
+import { ConnectionGuard } from './guard.ts';
+import type { NonceStore, NonceVerdict } from './nonces.ts';
+import { verifyHmsSignature, verifySharedSecret } from './verify.ts';
 
 /**
  * Parses one verified callback body into receipts: the vendor adapters' `parseReceipt`
@@ -19,6 +21,8 @@ export interface ReceiptReceiverDeps {
   readonly config: ReceiptReceiverConfig;
   readonly publisher: ReceiptPublisher;
   readonly parse: ReceiptParser;
+  /** HMS nonce memory; shared by every receiver in a deployment (`MysqlNonceStore`). */
+  readonly nonces: NonceStore;
   readonly metrics?: ReceiptMetricsListener;
   readonly logger?: Logger;
   /** Clock for signature freshness, epoch ms. Default Date.now. */
@@ -37,22 +41,37 @@ class Rejection {
   constructor(readonly status: number, readonly reason: RejectReason) {}
 }
 
+/** Every authentication failure gets this one answer, so a caller cannot tell which apps exist. */
+const UNAUTHORIZED = { status: 401, body: 'unauthorized' } as const;
+
+/** Compared against when the app or its vendor route is unknown, so that path costs what a real check costs. */
+const NO_SECRET = 'no-such-receipt-secret-configured';
+
 /**
  * The vendor receipt receiver (node:http). Routes: `POST /receipts/{hms|xiaomi|oppo|vivo}/{appId}`
  * (the URL registered with the vendor for that app; Xiaomi/OPPO/vivo URLs end in
- * `?key=<sharedSecret>`), `GET /health`. A callback is answered 200 only after Kafka acknowledged
- * it; forged, malformed and oversized callbacks get 4xx, are counted, and never reach Kafka.
+ * `?key=<sharedSecret>`), `GET /health`. In order, and before any body byte is read: connection
+ * caps and the headers deadline (guard.ts), the client's request rate (429), the route, and the
+ * app's key or HMS signature header (one 401 answer for unknown apps and bad credentials alike).
+ * Only then is the body read, within `bodyTimeoutMs` and `maxBodyBytes`; an HMS nonce is checked
+ * against the shared nonce memory; the callback is answered 200 only after Kafka acknowledged it.
+ * Refused callbacks are counted and never reach Kafka.
  */
 export class ReceiptReceiver {
   private readonly server: Server;
-  private readonly nonces: NonceCache;
+  private readonly guard: ConnectionGuard;
   private readonly now: () => number;
 
   constructor(private readonly deps: ReceiptReceiverDeps) {
+    const config = deps.config;
     this.now = deps.now ?? Date.now;
-    this.nonces = new NonceCache(2 * deps.config.hmsMaxSkewMs);
-    this.server = createServer((req, res) => void this.handle(req, res));
-    this.server.requestTimeout = deps.config.bodyTimeoutMs;
+    // Node's own timeouts stay as a backstop; the guard and readBody enforce the configured ones to the ms.
+    this.server = createServer({ connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs), headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs }, (req, res) =>
+      void this.handle(req, res),
+    );
+    this.server.keepAliveTimeout = Math.min(5_000, config.headersTimeoutMs);
+    this.guard = new ConnectionGuard(config, (reason) => deps.metrics?.connectionRefused?.(reason));
+    this.guard.attach(this.server);
   }
 
   /** Starts listening; resolves with the bound port (useful with port 0). */
@@ -67,11 +86,19 @@ export class ReceiptReceiver {
     return (this.server.address() as AddressInfo).port;
   }
 
+  /** Stops accepting, closes open connections, and forgets the nonce store's timers. */
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+    await this.deps.nonces.close();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const socket = req.socket;
+    this.guard.requestStarted(socket);
+    res.once('finish', () => this.guard.requestDone(socket));
+    if (!this.guard.allowRequest(socket.remoteAddress ?? 'unknown')) return this.reject(req, res, 'unknown', new Rejection(429, 'rate_limited'));
     const url = new URL(req.url ?? '/', 'http://receiver');
     if (url.pathname === '/health' && req.method === 'GET') return reply(res, 200, 'text/plain', 'ok');
     const match = /^\/receipts\/([a-z]+)\/([A-Za-z0-9._-]{1,128})\/?$/.exec(url.pathname);
@@ -79,21 +106,44 @@ export class ReceiptReceiver {
     if (!match || !vendor || !RECEIPT_VENDORS.includes(vendor)) return this.reject(req, res, 'unknown', new Rejection(404, 'unknown_route'));
     if (req.method !== 'POST') return this.reject(req, res, vendor, new Rejection(405, 'method_not_allowed'));
     const appId = match[2]!;
+
+    // Credentials first: nothing of the body is read for an unknown app or a bad key or signature.
     const auth = this.deps.config.apps.get(appId)?.vendors[vendor];
-    if (!auth) return this.reject(req, res, vendor, new Rejection(404, 'unknown_app'));
+    const now = this.now();
+    let nonce: string | undefined;
+    if (!auth) {
+      verifySharedSecret(url.searchParams.get('key') ?? header(req, 'x-push-receipt-key') ?? '', NO_SECRET);
+      return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, 'unknown_app'));
+    }
+    if (auth.kind === 'hms-hmac') {
+      const signature = verifyHmsSignature(header(req, 'x-huawei-callback-id'), auth.credentials, now, this.deps.config.hmsMaxSkewMs);
+      if (!signature.ok) return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, signature.reason));
+      nonce = signature.nonce;
+    } else {
+      const secret = verifySharedSecret(url.searchParams.get('key') ?? header(req, 'x-push-receipt-key'), auth.sharedSecret);
+      if (!secret.ok) return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, secret.reason));
+    }
 
     let body: Buffer;
     try {
-      body = await readBody(req, this.deps.config.maxBodyBytes);
+      body = await readBody(req, this.deps.config.maxBodyBytes, this.deps.config.bodyTimeoutMs);
     } catch (error) {
       return this.reject(req, res, vendor, error instanceof Rejection ? error : new Rejection(400, 'malformed'));
     }
 
-    const verdict: VerifyResult =
-      auth.kind === 'hms-hmac'
-        ? verifyHmsCallback(header(req, 'x-huawei-callback-id'), auth.credentials, body, this.now(), this.deps.config.hmsMaxSkewMs, this.nonces)
-        : verifySharedSecret(url.searchParams.get('key') ?? header(req, 'x-push-receipt-key'), auth.sharedSecret);
-    if (!verdict.ok) return this.reject(req, res, vendor, new Rejection(401, verdict.reason));
+    let duplicate = false;
+    if (nonce !== undefined) {
+      let verdict: NonceVerdict;
+      try {
+        verdict = await this.deps.nonces.check(`${vendor}/${appId}`, nonce, body, now);
+      } catch (error) {
+        this.deps.metrics?.nonceCheckFailed?.(errorCode(error));
+        this.deps.logger?.warn('HMS nonce memory unavailable; answering 503', { vendor, appId, code: errorCode(error) });
+        return reply(res, 503, 'text/plain', 'unavailable');
+      }
+      if (verdict === 'replayed') return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, 'replayed_nonce'));
+      duplicate = verdict === 'duplicate';
+    }
 
     const contentType = header(req, 'content-type');
     let receipts: readonly ParsedReceipt[];
@@ -112,7 +162,7 @@ export class ReceiptReceiver {
           app_id: appId,
           content_type: contentType ?? null,
           body,
-          received_at: this.now(),
+          received_at: now,
         },
       ]);
     } catch (error) {
@@ -120,18 +170,26 @@ export class ReceiptReceiver {
       this.deps.logger?.warn('receipt not handed to Kafka; answering 503', { vendor, appId, code: errorCode(error) });
       return reply(res, 503, 'text/plain', 'unavailable');
     }
-    this.deps.metrics?.accepted?.(vendor, appId, receipts.length, verdict.duplicate);
+    this.deps.metrics?.accepted?.(vendor, appId, receipts.length, duplicate);
     const ack = ACK_BODY[vendor];
     reply(res, 200, ack.contentType, ack.body);
   }
 
+  /**
+   * Answers and closes the connection, without reading what is left of the body. Authentication
+   * failures all get the same status, headers and body; the reason goes only to the metrics.
+   */
   private reject(req: IncomingMessage, res: ServerResponse, vendor: string, rejection: Rejection): void {
     this.deps.metrics?.rejected?.(vendor, rejection.reason, rejection.status);
     this.deps.logger?.debug('receipt callback rejected', { vendor, reason: rejection.reason, status: rejection.status });
-    // Do not read the rest of an oversized or unauthenticated body: answer and close.
-    if (!req.complete) res.setHeader('connection', 'close');
-    reply(res, rejection.status, 'text/plain', rejection.reason);
-    if (!req.complete) res.once('finish', () => req.destroy());
+    res.setHeader('connection', 'close');
+    if (rejection.status === 429) res.setHeader('retry-after', '1');
+    reply(res, rejection.status, 'text/plain', rejection.status === UNAUTHORIZED.status ? UNAUTHORIZED.body : rejection.reason);
+    const socket = req.socket;
+    const destroy = () => socket.destroy();
+    res.once('finish', destroy);
+    // A client that does not read its answer does not keep the connection either.
+    setTimeout(destroy, 1_000).unref();
   }
 }
 
@@ -146,17 +204,22 @@ function reply(res: ServerResponse, status: number, contentType: string, body: s
   res.end(body);
 }
 
-/** Reads the body up to `limit` bytes; a larger body (declared or streamed) is a 413 rejection. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads the body up to `limit` bytes within `timeoutMs` of the call; a larger body (declared or
+ * streamed) is a 413 rejection, a slower one a 408.
+ */
+function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(new Rejection(413, 'oversized'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    const timer = setTimeout(() => fail(new Rejection(408, 'body_timeout')), timeoutMs);
     const fail = (rejection: Rejection) => {
       if (done) return;
       done = true;
+      clearTimeout(timer);
       req.pause();
       reject(rejection);
     };
@@ -169,9 +232,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('end', () => {
       if (done) return;
       done = true;
+      clearTimeout(timer);
       resolve(Buffer.concat(chunks, size));
     });
     req.on('error', () => fail(new Rejection(400, 'malformed')));
-    req.on('aborted', () => fail(new Rejection(400, 'body_timeout')));
+    req.on('close', () => fail(new Rejection(400, 'malformed')));
   });
 }

@@ -3,8 +3,8 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 /**
  * Callback authentication. HMS signs callbacks with `X-HUAWEI-CALLBACK-ID:
  * timestamp=<ms>;nonce=<uuid>;value=<base64(HMAC-SHA256(callbackKey, timestamp+nonce+callbackUsername))>`
- * (research/vendor-protocols.md §3.6). The signature does not cover the body, so a fresh timestamp
- * and a nonce seen once (per body) are required as well. Vendors without signatures (Xiaomi, OPPO,
+ * (docs/vendors.md). The signature does not cover the body, so a fresh timestamp and a nonce seen
+ * once (per body, across every receiver: nonces.ts) are required as well. Vendors without signatures (Xiaomi, OPPO,
  * vivo) call a receipt URL that carries a per-app shared secret.
  */
 export type VerifyFailure = 'missing_signature' | 'bad_signature' | 'stale_signature' | 'replayed_nonce' | 'missing_secret' | 'bad_secret';
@@ -36,7 +36,7 @@ export function parseHmsCallbackHeader(header: string): { timestamp: string; non
   const timestamp = fields.get('timestamp');
   const nonce = fields.get('nonce');
   const value = fields.get('value');
-  if (!timestamp || !nonce || !value || !/^\d{1,16}$/.test(timestamp)) return undefined;
+  if (!timestamp || !nonce || nonce.length > 256 || !value || !/^\d{1,16}$/.test(timestamp)) return undefined;
   return { timestamp, nonce, value };
 }
 
@@ -46,55 +46,22 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return timingSafeEqual(left, right) && a.length === b.length;
 }
 
+/** A genuine HMS signature header: its nonce still has to be checked against the body (nonces.ts). */
+export type HmsSignatureResult = { readonly ok: true; readonly nonce: string } | { readonly ok: false; readonly reason: VerifyFailure };
+
 /**
- * Remembers HMS nonces for the signature's validity window. The same nonce with the same body is
- * a vendor retry (accepted, flagged duplicate); the same nonce with another body is a replayed
- * header on a forged body (rejected).
+ * Checks the signature header alone (HMAC and freshness), before any of the body is read. The
+ * nonce is checked once the body is in (`NonceStore.check`), since a replay is a known nonce with
+ * another body.
  */
-export class NonceCache {
-  private readonly seen = new Map<string, { bodyHash: string; expiresAt: number }>();
-
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 100_000) {}
-
-  check(nonce: string, body: Buffer, nowMs: number): 'new' | 'duplicate' | 'replayed' {
-    this.evict(nowMs);
-    const bodyHash = createHash('sha256').update(body).digest('hex');
-    const earlier = this.seen.get(nonce);
-    if (earlier) return earlier.bodyHash === bodyHash ? 'duplicate' : 'replayed';
-    if (this.seen.size >= this.maxEntries) {
-      const oldest = this.seen.keys().next().value;
-      if (oldest !== undefined) this.seen.delete(oldest);
-    }
-    this.seen.set(nonce, { bodyHash, expiresAt: nowMs + this.ttlMs });
-    return 'new';
-  }
-
-  private evict(nowMs: number): void {
-    // Insertion order is expiry order (fixed ttl), so stop at the first live entry.
-    for (const [nonce, entry] of this.seen) {
-      if (entry.expiresAt > nowMs) break;
-      this.seen.delete(nonce);
-    }
-  }
-}
-
-export function verifyHmsCallback(
-  header: string | undefined,
-  credentials: HmsCallbackCredentials,
-  body: Buffer,
-  nowMs: number,
-  maxSkewMs: number,
-  nonces: NonceCache,
-): VerifyResult {
+export function verifyHmsSignature(header: string | undefined, credentials: HmsCallbackCredentials, nowMs: number, maxSkewMs: number): HmsSignatureResult {
   if (!header) return { ok: false, reason: 'missing_signature' };
   const parsed = parseHmsCallbackHeader(header);
   if (!parsed) return { ok: false, reason: 'bad_signature' };
   const expected = hmsCallbackSignature(credentials, parsed.timestamp, parsed.nonce);
   if (!constantTimeEqual(parsed.value, expected)) return { ok: false, reason: 'bad_signature' };
   if (Math.abs(nowMs - Number(parsed.timestamp)) > maxSkewMs) return { ok: false, reason: 'stale_signature' };
-  const seen = nonces.check(parsed.nonce, body, nowMs);
-  if (seen === 'replayed') return { ok: false, reason: 'replayed_nonce' };
-  return { ok: true, duplicate: seen === 'duplicate' };
+  return { ok: true, nonce: parsed.nonce };
 }
 
 /** Shared-secret check for vendors that do not sign: the secret is in the receipt URL's query. */

@@ -11,6 +11,7 @@ import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
 import { receiptParserFromRegistry, receiptParsersFromRegistry } from '../../receipts/parsers.ts';
+import { MysqlNonceStore } from '../../receipts/nonces.ts';
 import { KafkaReceiptPublisher } from '../../receipts/publisher.ts';
 import { ReceiptReceiver } from '../../receipts/server.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
@@ -26,7 +27,7 @@ import { buildWorkload, type ArrivalTruth } from '../clickhouse/fixtures.ts';
 import { createTestDatabase, type TestDatabase } from '../clickhouse/support.ts';
 import { freePort, startForwarder, type Forwarder } from '../clickhouse/forwarder.ts';
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
-import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+import { RECEIPT_SECRETS, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -113,7 +114,7 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     await startSinkApp().start();
 
     publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: prefix });
-    receiver = new ReceiptReceiver({ config: compileReceiverConfig({ port: 0, apps: receiptApps() }), publisher, parse: receiptParserFromRegistry(vendorRegistry), metrics });
+    receiver = new ReceiptReceiver({ config: compileReceiverConfig({ port: 0, apps: receiptApps(['app-a', 'app-b']) }), publisher, parse: receiptParserFromRegistry(vendorRegistry), nonces: new MysqlNonceStore({ pool: mysql.pool, ttlMs: 600_000 }), metrics });
     receiverPort = await receiver.listen();
   });
 
@@ -138,7 +139,7 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     await producer.disconnect();
   }
 
-  /** Posts one receipt the way the vendor would (HMS signed, Xiaomi form with the shared secret). */
+  /** Posts one receipt the way the vendor would (HMS signed, Xiaomi form with the shared secret), to its app's receipt URL. */
   async function postReceipt(r: PushReceiptRecord): Promise<void> {
     const token = `tok-${r.device_id}`;
     let path: string;
@@ -146,12 +147,12 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     const headers: Record<string, string> = {};
     if (r.vendor === 'hms') {
       body = receiptBodies.hms(r.vendor_message_id, token, r.status === 'DELIVERED' ? 0 : r.status === 'DEAD_TOKEN' ? 5 : 6, r.at);
-      path = `/receipts/hms/${TEST_APP}`;
+      path = `/receipts/hms/${r.app_id}`;
       headers['content-type'] = 'application/json';
       headers['x-huawei-callback-id'] = hmsCallbackHeader(RECEIPT_SECRETS.hms, Date.now(), randomUUID());
     } else {
       body = receiptBodies.xiaomi(r.vendor_message_id, token, r.status === 'DELIVERED' ? 1 : r.status === 'DEAD_TOKEN' ? 16 : 32, r.at);
-      path = `/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`;
+      path = `/receipts/xiaomi/${r.app_id}?key=${RECEIPT_SECRETS.xiaomi}`;
       headers['content-type'] = 'application/x-www-form-urlencoded';
     }
     const answer = await fetch(`http://127.0.0.1:${receiverPort}${path}`, { method: 'POST', headers, body });

@@ -12,37 +12,50 @@ export const RECEIPT_SECRETS = {
   vivo: 'vivo-shared-secret-0123456789ab',
 } as const;
 
-export function receiptApps(): ReceiptAppConfig[] {
-  return [
+/** Receipt routes for `appIds` (default the test app), each with the credentials above. */
+export function receiptApps(appIds: readonly string[] = [TEST_APP]): ReceiptAppConfig[] {
+  return appIds.map((appId) => ({
+    appId,
+    vendors: {
+      hms: { kind: 'hms-hmac', credentials: RECEIPT_SECRETS.hms },
+      xiaomi: { kind: 'shared-secret', sharedSecret: RECEIPT_SECRETS.xiaomi },
+      oppo: { kind: 'shared-secret', sharedSecret: RECEIPT_SECRETS.oppo },
+      vivo: { kind: 'shared-secret', sharedSecret: RECEIPT_SECRETS.vivo },
+    },
+  }));
+}
+
+/** A vendor apps file (docs/vendors.md) for the test app; only its adapters' `parseReceipt` is used. */
+export const PARSING_APPS = {
+  apps: [
     {
       appId: TEST_APP,
       vendors: {
-        hms: { kind: 'hms-hmac', credentials: RECEIPT_SECRETS.hms },
-        xiaomi: { kind: 'shared-secret', sharedSecret: RECEIPT_SECRETS.xiaomi },
-        oppo: { kind: 'shared-secret', sharedSecret: RECEIPT_SECRETS.oppo },
-        vivo: { kind: 'shared-secret', sharedSecret: RECEIPT_SECRETS.vivo },
+        hms: { clientId: '10001', clientSecret: 'hms-secret' },
+        xiaomi: { appSecret: 'mi-secret', packageName: 'im.test', channelId: 'im' },
+        oppo: { appKey: 'oppo-key', masterSecret: 'oppo-master', channelId: 'im' },
+        vivo: { appId: '20001', appKey: 'vivo-key', appSecret: 'vivo-secret' },
       },
     },
-  ];
-}
+  ],
+};
 
 /** A vendor registry whose adapters are used only for `parseReceipt` (no vendor is called). */
 export function parsingRegistry(): VendorRegistry {
-  return createVendorRegistry(
-    parseAppsConfig({
-      apps: [
-        {
-          appId: TEST_APP,
-          vendors: {
-            hms: { clientId: '10001', clientSecret: 'hms-secret' },
-            xiaomi: { appSecret: 'mi-secret', packageName: 'im.test', channelId: 'im' },
-            oppo: { appKey: 'oppo-key', masterSecret: 'oppo-master', channelId: 'im' },
-            vivo: { appId: '20001', appKey: 'vivo-key', appSecret: 'vivo-secret' },
-          },
-        },
-      ],
-    }),
-  );
+  return createVendorRegistry(parseAppsConfig(PARSING_APPS));
+}
+
+/** The receipt apps file (PUSH_RECEIPTS_CONFIG, receipts/config.ts) with the credentials above. */
+export function receiptAppsFile(appIds: readonly string[] = [TEST_APP]): { apps: object[] } {
+  return {
+    apps: appIds.map((appId) => ({
+      appId,
+      hms: RECEIPT_SECRETS.hms,
+      xiaomi: { sharedSecret: RECEIPT_SECRETS.xiaomi },
+      oppo: { sharedSecret: RECEIPT_SECRETS.oppo },
+      vivo: { sharedSecret: RECEIPT_SECRETS.vivo },
+    })),
+  };
 }
 
 /** Receipt bodies in each vendor's documented callback format (research/vendor-protocols.md). */
