@@ -44,17 +44,17 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     const chDb = dbName('migch');
     createdClickhouse.push(chDb);
     const first = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
-    assert.deepEqual(first.mysql, { applied: [1, 2, 3, 4], alreadyApplied: [] });
+    assert.deepEqual(first.mysql, { applied: [1, 2, 3, 4, 5], alreadyApplied: [] });
     // Every ClickHouse file in order (the list grows with new migrations; MySQL's is spelled out above).
     const chAll = readMigrations(CLICKHOUSE_MIGRATIONS_DIR).map((m) => m.version);
     assert.ok(chAll.length >= 2 && chAll.every((v, i) => v === i + 1), 'ClickHouse migrations are numbered 1..n');
     assert.deepEqual(first.clickhouse?.applied, chAll);
     const second = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
-    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4] });
+    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5] });
     assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: chAll });
 
     const [versions] = await admin.query<mysql.RowDataPacket[]>(`SELECT version, name FROM \`${db}\`.schema_migrations ORDER BY version`);
-    assert.deepEqual(versions.map((r) => `${r.version} ${r.name}`), ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token', '4 im_push_task_trail']);
+    assert.deepEqual(versions.map((r) => `${r.version} ${r.name}`), ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token', '4 im_push_task_trail', '5 push_receipt_nonce']);
     const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
     assert.deepEqual(chVersions.trim().split('\n'), chAll.map(String));
     const chTables = await clickhouseQuery(chTarget(chDb), `SELECT name FROM system.tables WHERE database = '${chDb}' AND name = 'push_events' FORMAT TabSeparated`);
@@ -102,7 +102,7 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       appendFileSync(`${dir}/003_im_push_token.sql`, '\n-- edited\n');
       await assert.rejects(migrate({ mysqlUrl: url, mysqlDir: dir }), (e: { code?: string; message: string }) => e.code === 'MIGRATION_CHANGED' && /003_im_push_token/.test(e.message));
       const tolerant = await migrate({ mysqlUrl: url, mysqlDir: dir, allowChangedFiles: true });
-      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4] }, 'allowChangedFiles skips, never re-applies');
+      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5] }, 'allowChangedFiles skips, never re-applies');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -112,9 +112,9 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     const { db, url } = await fresh();
     const results = await Promise.all([migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url })]);
     const applied = results.flatMap((r) => r.mysql.applied).sort();
-    assert.deepEqual(applied, [1, 2, 3, 4]);
+    assert.deepEqual(applied, [1, 2, 3, 4, 5]);
     const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${db}\`.schema_migrations`);
-    assert.equal(Number(rows[0]?.n), 4);
+    assert.equal(Number(rows[0]?.n), 5);
   });
 
   test('archiveTasks moves rows older than 7 days, in batches, and nothing else', async () => {
