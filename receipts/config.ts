@@ -57,7 +57,7 @@ export interface ReceiptReceiverConfig {
  *     "hms":    { "callbackUsername": "…", "callbackKey": "…" },
  *     "xiaomi": { "sharedSecret": "…" }, "oppo": { "sharedSecret": "…" }, "vivo": { "sharedSecret": "…" } } ] }
  * ```
- * A vendor absent from an app's entry has no receipt route for that app (404).
+ * A vendor absent from an app's entry has no receipt route for that app (answered as a bad key: 401).
  */
 export function parseReceiptApps(raw: unknown, key = 'PUSH_RECEIPTS_CONFIG'): Map<string, ReceiptAppConfig> {
   const root = raw as { apps?: unknown };
