@@ -2,66 +2,23 @@ import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type
 import { ConfigError, PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { sleep, withTimeout } from '../common/retry.ts';
-import { checkRange } from '../common/config.ts';
-import { TOPICS } from '../pipeline/topics.ts';
-import type { Topology } from './builder.ts';
-import { StreamTask, type ProcessingErrorPolicy } from './task.ts';
+import { StreamTask } from './task.ts';
 import { changelogTopicName, ensureTopics, restoreChangelogs, type RestoreTarget } from './changelog.ts';
 import { AtLeastOnceCommitter, TransactionalCommitter, type TaskCommitter } from './eos.ts';
 import { TaskCommits } from './task-commits.ts';
 import { taskAssigner, taskId, type TaskId } from './assignor.ts';
-import { safeMetrics, type MetricsListener } from './metrics.ts';
+import { safeMetrics } from './metrics.ts';
 import { SerialExecutor } from './serial-executor.ts';
 import { toInput, type TaskHandle } from './task-handle.ts';
 import { TaskInputQueue } from './task-input.ts';
 import { isRebalancing } from './kafka-errors.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
+import { resolveStreamsAppOptions, type ResolvedStreamsAppOptions, type StreamsAppOptions } from './runtime-options.ts';
 
-export type ProcessingGuarantee = 'at_least_once' | 'exactly_once';
+export type { ProcessingGuarantee, StreamsAppOptions } from './runtime-options.ts';
 
 /** Records a task processes in one turn of its executor before punctuators and commits get a turn. */
 const RECORDS_PER_TURN = 500;
-
-/** Options of a streams application instance. Instances with the same applicationId share the work. */
-export interface StreamsAppOptions {
-  /** Consumer group id, prefix of changelog topics and transactional ids. Kebab-case recommended. */
-  applicationId: string;
-  topology: Topology;
-  /** host:port list. */
-  brokers: string[];
-  /** Default `exactly_once`. */
-  processingGuarantee?: ProcessingGuarantee;
-  /** Commit interval in ms. Default 100 under exactly_once, 5000 under at_least_once. Range 10–600 000. */
-  commitIntervalMs?: number;
-  /** DLQ topic for undecodable records (and processing errors under policy `dlq`). Default `push.dlq`. */
-  dlqTopic?: string;
-  /** What a non-retriable processing error does: `fail` stops the app, `dlq` dead-letters the record. Default `dlq`. */
-  processingErrorPolicy?: ProcessingErrorPolicy;
-  /** Where a new application starts reading. Default `earliest`. */
-  autoOffsetReset?: 'earliest' | 'latest';
-  /** Consumer session timeout in ms (how long a dead instance keeps its tasks). Default 10 000. */
-  sessionTimeoutMs?: number;
-  /**
-   * Longest time newly assigned tasks may take to fence, read offsets and restore, in ms. Past it
-   * the instance restarts its consumer and rejoins, so a task stuck behind a broker that was
-   * restarting (coordinator loading, leaders moving) never holds its partitions without
-   * processing them. Default 120 000.
-   */
-  taskInitTimeoutMs?: number;
-  /** Input partitions processed at once (each in its own task). Default 4. */
-  partitionsConsumedConcurrently?: number;
-  /**
-   * Fetched records that may wait in one task's input queue before the fetch loop waits for that
-   * task (Kafka Streams' buffered.records.per.partition). Default 1000.
-   */
-  maxBufferedRecords?: number;
-  /** kafkajs client id. Default `<applicationId>`. */
-  clientId?: string;
-  metricsListener?: MetricsListener;
-  logger?: Logger;
-  /** Called once when the app stops because of an error it cannot recover from (after cleanup). */
-  onFatalError?: (error: unknown) => void;
-}
 
 /**
  * Runs a topology on Kafka: one task per input partition of each sub-topology, stores restored from
@@ -74,7 +31,7 @@ export interface StreamsAppOptions {
  * skips records below its own next offset, so nothing is processed twice into its state.
  */
 export class StreamsApp {
-  private readonly options: Required<Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId'>> & StreamsAppOptions;
+  private readonly options: ResolvedStreamsAppOptions;
   private readonly kafka: Kafka;
   private readonly log: Logger;
   private readonly metrics: ReturnType<typeof safeMetrics>;
@@ -99,21 +56,7 @@ export class StreamsApp {
   private restartAgain?: { reason: unknown };
 
   constructor(options: StreamsAppOptions) {
-    const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
-    this.options = {
-      processingGuarantee: 'exactly_once',
-      dlqTopic: TOPICS.dlq.name,
-      processingErrorPolicy: 'dlq',
-      autoOffsetReset: 'earliest',
-      sessionTimeoutMs: 10_000,
-      taskInitTimeoutMs: 120_000,
-      partitionsConsumedConcurrently: 4,
-      maxBufferedRecords: 1000,
-      ...options,
-      commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
-    };
-    if (!/^[a-zA-Z0-9._-]+$/.test(options.applicationId)) throw new ConfigError('applicationId', 'must be a valid Kafka topic and group name');
-    if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
+    this.options = resolveStreamsAppOptions(options);
     this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
     this.metrics = safeMetrics(options.metricsListener, this.log);
     this.commits = new TaskCommits(options.applicationId, this.options.commitIntervalMs, this.metrics, (handle, error) => this.onTaskError(handle, error));

@@ -1,0 +1,72 @@
+import { ConfigError } from '../common/errors.ts';
+import { checkRange } from '../common/config.ts';
+import type { Logger } from '../common/log.ts';
+import { TOPICS } from '../pipeline/topics.ts';
+import type { Topology } from './builder.ts';
+import type { MetricsListener } from './metrics.ts';
+import type { ProcessingErrorPolicy } from './task.ts';
+
+export type ProcessingGuarantee = 'at_least_once' | 'exactly_once';
+
+/** Options of a streams application instance. Instances with the same applicationId share the work. */
+export interface StreamsAppOptions {
+  /** Consumer group id, prefix of changelog topics and transactional ids. Kebab-case recommended. */
+  applicationId: string;
+  topology: Topology;
+  /** host:port list. */
+  brokers: string[];
+  /** Default `exactly_once`. */
+  processingGuarantee?: ProcessingGuarantee;
+  /** Commit interval in ms. Default 100 under exactly_once, 5000 under at_least_once. Range 10–600 000. */
+  commitIntervalMs?: number;
+  /** DLQ topic for undecodable records (and processing errors under policy `dlq`). Default `push.dlq`. */
+  dlqTopic?: string;
+  /** What a non-retriable processing error does: `fail` stops the app, `dlq` dead-letters the record. Default `dlq`. */
+  processingErrorPolicy?: ProcessingErrorPolicy;
+  /** Where a new application starts reading. Default `earliest`. */
+  autoOffsetReset?: 'earliest' | 'latest';
+  /** Consumer session timeout in ms (how long a dead instance keeps its tasks). Default 10 000. */
+  sessionTimeoutMs?: number;
+  /**
+   * Longest time newly assigned tasks may take to fence, read offsets and restore, in ms. Past it
+   * the instance restarts its consumer and rejoins, so a task stuck behind a broker that was
+   * restarting (coordinator loading, leaders moving) never holds its partitions without
+   * processing them. Default 120 000.
+   */
+  taskInitTimeoutMs?: number;
+  /** Input partitions processed at once (each in its own task). Default 4. */
+  partitionsConsumedConcurrently?: number;
+  /**
+   * Fetched records that may wait in one task's input queue before the fetch loop waits for that
+   * task (Kafka Streams' buffered.records.per.partition). Default 1000.
+   */
+  maxBufferedRecords?: number;
+  /** kafkajs client id. Default `<applicationId>`. */
+  clientId?: string;
+  metricsListener?: MetricsListener;
+  logger?: Logger;
+  /** Called once when the app stops because of an error it cannot recover from (after cleanup). */
+  onFatalError?: (error: unknown) => void;
+}
+
+export type ResolvedStreamsAppOptions = Required<Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId'>> & StreamsAppOptions;
+
+/** The options with their defaults, validated (a bad value throws a ConfigError naming it). */
+export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedStreamsAppOptions {
+  const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
+  if (!/^[a-zA-Z0-9._-]+$/.test(options.applicationId)) throw new ConfigError('applicationId', 'must be a valid Kafka topic and group name');
+  if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
+  return {
+    processingGuarantee: 'exactly_once',
+    dlqTopic: TOPICS.dlq.name,
+    processingErrorPolicy: 'dlq',
+    autoOffsetReset: 'earliest',
+    sessionTimeoutMs: 10_000,
+    taskInitTimeoutMs: 120_000,
+    partitionsConsumedConcurrently: 4,
+    maxBufferedRecords: 1000,
+    ...options,
+    commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
+    ...(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),
+  };
+}
