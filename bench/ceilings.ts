@@ -21,7 +21,7 @@ export interface CeilingOptions {
   readonly records?: number;
   /** Partitions of every topic (use the pipeline's). Default 6. */
   readonly partitions?: number;
-  /** Exactly-once hops in the chain (the pipeline's event path has 4). Default 4. */
+  /** Exactly-once hops in the chain (the pipeline's event path has 2: decisions, fan-out). Default 2. */
   readonly hops?: number;
   /** Value size, bytes (about a persisted-message record in Avro). Default 200. */
   readonly valueBytes?: number;
@@ -56,7 +56,7 @@ export async function measureCeilings(options: CeilingOptions = {}): Promise<Cei
   const brokers = options.brokers ?? readEndpoints().kafkaBrokers;
   const records = options.records ?? 100_000;
   const partitions = options.partitions ?? 6;
-  const hops = options.hops ?? 4;
+  const hops = options.hops ?? 2;
   const valueBytes = options.valueBytes ?? 200;
   const commitIntervalMs = options.commitIntervalMs ?? 100;
   const say = options.onProgress ?? (() => undefined);
