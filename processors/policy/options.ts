@@ -131,6 +131,7 @@ export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
     partitionCount: readInt(env, 'PUSH_PARTITIONS', 1, { min: 1, max: 10_000 }),
     quotaTimeZone: readString(env, 'PUSH_QUOTA_TIME_ZONE', 'Asia/Shanghai'),
     deferredRelease: readBool(env, 'PUSH_QUIET_HOURS_RELEASE', false),
+    summaryMaxChars: readInt(env, 'PUSH_SUMMARY_MAX_CHARS', 100, { min: 1, max: 100 }),
   };
 }
 
