@@ -97,7 +97,7 @@ export interface StormFigures {
   /** Requests the emulators received for the storm population's tokens (any answer). */
   readonly submissions: number;
   readonly acceptedSubmissions: number;
-  /** submissions ÷ triggers (the DESIGN §7 figure; the stricter reading when users have several devices). */
+  /** submissions ÷ triggers (the docs/design.md §7 figure; the stricter reading when users have several devices). */
   readonly submissionsPerTrigger: number;
   /** submissions ÷ deviceTriggers. */
   readonly submissionsPerDeviceTrigger: number;

@@ -1,5 +1,5 @@
 /**
- * The benchmark's result document (written as JSON) and its readable table: every DESIGN §7 target
+ * The benchmark's result document (written as JSON) and its readable table: every docs/design.md §7 target
  * beside the figure measured in the same run, with `met`, `MISSED` or `not measured`.
  */
 import type { CeilingResult } from './ceilings.ts';
@@ -46,7 +46,7 @@ export interface BenchResult {
   readonly idleWorkerCpuMsPerSecond: number;
   /** Sustained rate ÷ the exactly-once identity chain's records/s (reference). */
   readonly pipelineToCeiling: number | null;
-  /** Sustained rate ÷ the raw kafkajs consume→produce records/s (the DESIGN §7 ratio). */
+  /** Sustained rate ÷ the raw kafkajs consume→produce records/s (the docs/design.md §7 ratio). */
   readonly pipelineToRawCeiling: number | null;
   /** The workers' figures at the sustained step; null when no step kept up. */
   readonly atSustainedRate: AtRate | null;
@@ -90,13 +90,13 @@ export function atRate(step: StepResult, idleMsPerSecond: number): AtRate {
   };
 }
 
-/** `met`: the DESIGN §7 target is met; `milestone`: only the next milestone is; `MISSED`: not even that. */
+/** `met`: the docs/design.md §7 target is met; `milestone`: only the next milestone is; `MISSED`: not even that. */
 type Verdict = 'met' | 'milestone' | 'MISSED' | 'not measured';
 
 interface Row {
   readonly what: string;
   readonly target: string;
-  /** The next milestone (DESIGN §7, issue 12's "Done when"); the target again where they agree. */
+  /** The next milestone (docs/design.md §7, issue 12's "Done when"); the target again where they agree. */
   readonly milestone: string;
   readonly measured: string;
   readonly verdict: Verdict | '';
@@ -233,7 +233,7 @@ function pad(cells: string[], widths: number[]): string {
 
 export function formatTable(r: BenchResult): string {
   const rows = tableRows(r);
-  const header = ['what', 'DESIGN §7 target', 'next milestone', 'measured', 'verdict'];
+  const header = ['what', 'docs/design.md §7 target', 'next milestone', 'measured', 'verdict'];
   const cells = rows.map((row) => [row.what, row.target, row.milestone, row.measured, row.verdict]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const lines = [pad(header, widths), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map((c) => pad(c, widths))];
@@ -247,7 +247,7 @@ export function formatTable(r: BenchResult): string {
   );
   return [
     ...lines,
-    'verdict: met = the DESIGN §7 target is met; milestone = only the next milestone is; MISSED = the milestone is not',
+    'verdict: met = the docs/design.md §7 target is met; milestone = only the next milestone is; MISSED = the milestone is not',
     '',
     'load steps (open loop, persisted messages/s):',
     ...steps,

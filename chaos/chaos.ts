@@ -1,5 +1,5 @@
 /**
- * The fault-injection run (DESIGN §8, `npm run chaos`): the scripted scenario of chaos/scenario.ts
+ * The fault-injection run (docs/design.md §8, `npm run chaos`): the scripted scenario of chaos/scenario.ts
  * through N worker processes while the run SIGKILLs workers at random points, cuts MySQL and
  * ClickHouse off, optionally restarts the Kafka broker, scripts vendor 429 / 5xx / GOAWAY /
  * expired-auth / slow-answer storms on the emulators, and produces malformed inputs. The verdict:

@@ -1,5 +1,5 @@
 /**
- * Hot-retry-loop detection from the vendor side (DESIGN §8): after a vendor refused a request
+ * Hot-retry-loop detection from the vendor side (docs/design.md §8): after a vendor refused a request
  * during a storm, the next request for the same push (device token, conv_id, seq) must not come
  * sooner than the Retry-After the vendor gave (or, without one, sooner than a backoff would allow).
  */

@@ -1,5 +1,5 @@
 /**
- * Moves push tasks older than the hot retention (7 days, DESIGN §3) from im_push_task into
+ * Moves push tasks older than the hot retention (7 days, docs/design.md §3) from im_push_task into
  * im_push_task_archive, in batches, each batch one transaction (copy, then delete), so the hot table
  * is never locked for long and a crash mid-way loses and duplicates nothing (INSERT IGNORE on the
  * archive's primary key makes a repeated batch harmless).

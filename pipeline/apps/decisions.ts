@@ -1,5 +1,5 @@
 /**
- * Wiring of the decision stages (DESIGN §2, §2.1–2.3) into one topology with ONE sub-topology:
+ * Wiring of the decision stages (docs/design.md §2, §2.1–2.3) into one topology with ONE sub-topology:
  *
  *   im.message.persisted ─┐
  *   im.presence ──────────┼─► online-filter ─► merge ─► policy ─► push.dispatch

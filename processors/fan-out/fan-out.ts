@@ -68,7 +68,7 @@ const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' |
 };
 
 /**
- * The fan-out stage (DESIGN §2.4): push.dispatch → vendor submissions → push.outcomes (+ token
+ * The fan-out stage (docs/design.md §2.4): push.dispatch → vendor submissions → push.outcomes (+ token
  * invalidations to push.tokens). Per dispatch: claim the task in im_push_task (status 0; a task no
  * longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
  * channels in order through each (vendor, app)'s gate: accepted → 1; dead token → invalidate, next

@@ -1,5 +1,5 @@
 /**
- * The fan-out's view of `im_push_task` (DESIGN §1.5, §3): what it needs to submit each task at
+ * The fan-out's view of `im_push_task` (docs/design.md §1.5, §3): what it needs to submit each task at
  * most once. Injected, so the processor stays pure; `sinks/mysql/tasks.ts` implements it on MySQL.
  */
 

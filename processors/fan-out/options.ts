@@ -20,7 +20,7 @@ export interface FanOutListener {
   onClaimed?(dispatch: PushDispatch, ms: number): void;
 }
 
-/** Options of the fan-out stage (DESIGN §2.4). */
+/** Options of the fan-out stage (docs/design.md §2.4). */
 export interface FanOutOptions {
   /** Adapters and per (vendor, app) limits. */
   readonly vendors: VendorDirectory;

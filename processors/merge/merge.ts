@@ -1,5 +1,5 @@
 /**
- * The merge stage (DESIGN §2.2): one notification stands per (uid, conv_id) window, per device,
+ * The merge stage (docs/design.md §2.2): one notification stands per (uid, conv_id) window, per device,
  * carrying the latest seq and unread count. Input: push candidates (TRIGGER and READ). Outputs:
  * merged notifications, and a MERGED / SUPPRESSED outcome for every trigger that does not become one.
  *

@@ -1,5 +1,5 @@
 /**
- * The online-filter's holds (DESIGN §2.1, row "online"): messages held for an online device until
+ * The online-filter's holds (docs/design.md §2.1, row "online"): messages held for an online device until
  * its downlink ACK or the hold window's end.
  *
  * One store is durable: `online-filter-holds`, (uid, device, conv) → the held messages, each with

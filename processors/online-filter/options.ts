@@ -3,7 +3,7 @@ import { checkRange, readInt, type Env } from '../../common/config.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 import { presenceStoreSerde } from './presence.ts';
 
-/** Options of the online-filter stage (DESIGN §2.1). All durations in milliseconds. */
+/** Options of the online-filter stage (docs/design.md §2.1). All durations in milliseconds. */
 export interface OnlineFilterOptions {
   /**
    * How long a message for an online, ACKing device is held waiting for its downlink ACK before it is

@@ -122,7 +122,7 @@ function applyEvent(p: DevicePresence, event: PresenceEvent): boolean {
   return false;
 }
 
-/** The row of DESIGN §2.1 a message at `at` falls into for this device. */
+/** The row of docs/design.md §2.1 a message at `at` falls into for this device. */
 export type DeviceDecision = 'background' | 'offline' | 'suspect' | 'online';
 
 export function decide(p: DevicePresence, at: number, heartbeatTimeoutMs: number): DeviceDecision {

@@ -1,5 +1,5 @@
 /**
- * Channel choice per device (DESIGN §2.3): iOS → APNs; Huawei → HMS; Xiaomi/OPPO/vivo → their own;
+ * Channel choice per device (docs/design.md §2.3): iOS → APNs; Huawei → HMS; Xiaomi/OPPO/vivo → their own;
  * others → FCM. A device may hold several valid tokens (one per vendor); the preferred vendor comes
  * first and the rest follow in a fixed priority, so the fan-out can fall back in order.
  */

@@ -1,5 +1,5 @@
 /**
- * Deferred release at the end of quiet hours (DESIGN §2.3, optional): while a user's quiet hours
+ * Deferred release at the end of quiet hours (docs/design.md §2.3, optional): while a user's quiet hours
  * suppress a conversation, the newest notification per (uid, device, conv) is kept; when the quiet
  * period ends it is released as one DEFERRED push, unless the conversation was read meanwhile.
  * Every notification it supersedes is counted as SUPPRESSED `dnd`; a read one as SUPPRESSED `read`.

@@ -12,7 +12,7 @@ import type { DailyQuotas } from './quota.ts';
  */
 export type MentionRule = 'none' | 'mute' | 'mute-and-quiet-hours';
 
-/** Options of the policy stage (DESIGN §2.3). */
+/** Options of the policy stage (docs/design.md §2.3). */
 export interface PolicyOptions {
   /** Env PUSH_MENTION_RULE; default `mute`. */
   mentionRule?: MentionRule;

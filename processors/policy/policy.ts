@@ -1,5 +1,5 @@
 /**
- * The policy stage (DESIGN §2.3): per merged notification and device, apply the user's filters
+ * The policy stage (docs/design.md §2.3): per merged notification and device, apply the user's filters
  * (conversation mute, night quiet hours, with the configured @mention rule), render the payload
  * (generic text for private mode and sensitive conversations: the summary never leaves), and choose
  * the device's channels (valid tokens in fallback order, skipping vendors over their daily quota).

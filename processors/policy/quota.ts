@@ -1,5 +1,5 @@
 /**
- * The vendor daily quota ledger (DESIGN §2.3): usage per (vendor, app, day) in a changelogged store.
+ * The vendor daily quota ledger (docs/design.md §2.3): usage per (vendor, app, day) in a changelogged store.
  * Coordination-free: each partition may spend an even share of the daily quota (keys are uniformly
  * hashed over partitions). A channel over its share is skipped; overflow is never retried.
  */

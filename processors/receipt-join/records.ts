@@ -92,7 +92,7 @@ export type ReceiptParsers = (vendor: Vendor) => ReceiptBodyParser | undefined;
  */
 export const RECEIPT_VENDORS: readonly Vendor[] = ['hms', 'xiaomi', 'oppo', 'vivo'];
 
-/** im_push_task status codes (DESIGN §3). */
+/** im_push_task status codes (docs/design.md §3). */
 export const TASK_STATUS = { delivered: 2, failed: 3 } as const;
 
 export interface TaskStatusUpdate {

@@ -5,7 +5,7 @@ import type { PushOutcome, TokenReport, TokenSource } from '../shared/records.ts
 import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
 
 /**
- * Token health per (device_id, vendor) (DESIGN §2.5), keyed by uid like every input it reads:
+ * Token health per (device_id, vendor) (docs/design.md §2.5), keyed by uid like every input it reads:
  * push.tokens (client reports and invalidations fed back), push.receipts (matched receipts) and
  * push.outcomes (synchronous vendor answers).
  *

@@ -1,6 +1,6 @@
 /**
  * A scripted workload for the decision stages on the real stack, and an independent ground-truth
- * model of what it must dispatch. The model restates DESIGN §2.1–2.3 for this script only (it shares
+ * model of what it must dispatch. The model restates docs/design.md §2.1–2.3 for this script only (it shares
  * no code with processors/): every device kind and setting below has its expected pushes spelled
  * out here.
  */

@@ -1,5 +1,5 @@
 /**
- * DESIGN §2.2 merge rules through the TopologyTestDriver: offline device (every message becomes a
+ * docs/design.md §2.2 merge rules through the TopologyTestDriver: offline device (every message becomes a
  * trigger at once), window 5 s.
  */
 import { test, describe } from 'node:test';
@@ -125,7 +125,7 @@ async function run(row: Row): Promise<{ dispatches: string[]; outcomes: string[]
   }
 }
 
-describe('merge: DESIGN 2.2 rules', () => {
+describe('merge: docs/design.md §2.2 rules', () => {
   for (const row of rows) {
     test(row.name, async () => {
       assert.deepEqual(await run(row), { dispatches: row.dispatches, outcomes: row.outcomes });

@@ -1,5 +1,5 @@
 /**
- * DESIGN §2.1, row by row, per device, through the TopologyTestDriver with the whole decisions
+ * docs/design.md §2.1, row by row, per device, through the TopologyTestDriver with the whole decisions
  * topology (merge window 5 s, leading mode; so each first message of a conversation dispatches at once).
  */
 import { test, describe } from 'node:test';
@@ -144,7 +144,7 @@ const rows: Row[] = [
   },
 ];
 
-describe('online-filter: DESIGN 2.1 decision table (one device)', () => {
+describe('online-filter: docs/design.md §2.1 decision table (one device)', () => {
   for (const row of rows) {
     test(row.name, async () => {
       const h = DecisionsHarness.create();
