@@ -32,7 +32,7 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
   try {
     const run = spawnSync(process.execPath, ['--import', 'tsx', RUN, '--quick', '--out', out], { encoding: 'utf8', timeout: 240_000 });
     assert.equal(run.status, 0, `bench exited with ${run.status}: ${run.stderr.slice(-2000)}`);
-    assert.match(run.stdout, /docs/design.md §7 target/);
+    assert.match(run.stdout, /docs\/design\.md §7 target/);
     assert.match(run.stdout, /sustained end-to-end ingest/);
     assert.match(run.stdout, /Kafka records produced per persisted msg/);
     assert.match(run.stdout, /persist → vendor segments at 100 msgs\/s/);
