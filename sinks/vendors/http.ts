@@ -68,7 +68,9 @@ export class VendorHttp {
       connect: (opts, callback) => {
         const backoff = this.backoffFor(originKey(opts.protocol, opts.hostname, opts.port));
         const ticket = backoff.tryOpen();
-        if (!ticket) return callback(new ReconnectBackoffError('reconnect backoff'), null);
+        // Refused later, never synchronously: undici ignores a resume asked for from inside its own
+        // connect call, and the client would keep its queue without connecting again.
+        if (!ticket) return void setImmediate(() => callback(new ReconnectBackoffError('reconnect backoff'), null));
         tls(opts, (error, socket) => {
           if (error) backoff.failed(ticket);
           else backoff.succeeded(ticket);
@@ -104,19 +106,36 @@ export class VendorHttp {
     const origin = new URL(url).origin;
     const u = new URL(url);
     const backoff = this.backoffFor(originKey(u.protocol, u.hostname, u.port));
-    const wait = backoff.waitMs();
+    const wait = backoff.delayMs();
     if (wait > 0) throw new NetworkError(`POST ${origin}: reconnecting in ${wait} ms`, false, { retryAfterMs: wait });
     const timeoutMs = Math.ceil(Math.min(this.timeoutMs, deadline === undefined ? Infinity : deadline - performance.now()));
     if (timeoutMs <= 0) throw new NetworkError(`POST ${origin}: no time left`, false);
     let written = false;
     const dispatcher = { dispatch: (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => this.agent.dispatch(opts, markWritten(handler, () => (written = true))) };
-    try {
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: dispatcher as unknown as Dispatcher, signal: AbortSignal.timeout(timeoutMs) });
+    const abort = new AbortController();
+    // Our own timer, not only undici's abort: a request waiting in the pool's queue while its
+    // connections fail is not failed by undici until a connection frees up.
+    let timer: NodeJS.Timeout | undefined;
+    const deadlinePassed = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new Error(`no answer within ${timeoutMs} ms`);
+        abort.abort(error);
+        reject(error);
+      }, timeoutMs);
+    });
+    const call = (async () => {
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: dispatcher as unknown as Dispatcher, signal: abort.signal });
       const text = await res.body.text();
       return { status: res.statusCode, headers: res.headers, text };
+    })();
+    call.catch(() => undefined); // settled by the race below; a late failure is not unhandled
+    try {
+      return await Promise.race([call, deadlinePassed]);
     } catch (error) {
       const retryAfterMs = error instanceof ReconnectBackoffError ? backoff.waitMs() : undefined;
       throw new NetworkError(`POST ${origin} failed: ${(error as Error).message}`, written, { cause: error, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -45,7 +45,7 @@ export function outcomeOf(rule: CodeRule, code: string, extra: { retryAfterMs?: 
  * - `ANSWER_LOST`: the request was written (or may have been) and no answer came before the
  *   deadline or the connection dropped. The vendor may have accepted it: the outcome is unknown,
  *   not a refusal. Retry on the same channel only (the collapse id makes a resend harmless);
- *   moving to another vendor could show the push twice (docs/vendors.md, "Connection faults").
+ *   moving to another vendor could show the push twice.
  */
 export const NO_ANSWER = { notSent: 'CONNECTION_LOST', unknown: 'ANSWER_LOST' } as const;
 

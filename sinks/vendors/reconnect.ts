@@ -56,11 +56,19 @@ export class ReconnectBackoff {
     return { step: this.step };
   }
 
-  /** How long until a connection may be opened, ms (0: now). */
+  /**
+   * How long until the current backoff step opens, ms (0: healthy, or the step is open). While it
+   * is not open no call should be tried; once open, calls may queue behind the step's connections.
+   */
+  delayMs(): number {
+    return this.failures === 0 ? 0 : Math.max(0, Math.ceil(this.opensAt - this.now()));
+  }
+
+  /** How long until a new connection may be opened, ms (0: now). */
   waitMs(): number {
     if (this.failures === 0) return 0;
-    const wait = this.opensAt - this.now();
-    if (wait > 0) return Math.ceil(wait);
+    const wait = this.delayMs();
+    if (wait > 0) return wait;
     // The step's connections are all under way: the next step starts when they fail.
     return this.openedThisStep >= this.perStep ? Math.max(1, Math.round(this.initialDelayMs / 2)) : 0;
   }

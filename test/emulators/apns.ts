@@ -1,7 +1,7 @@
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { EmulatorCore, sleep, type Fault } from './common.ts';
+import { EmulatorCore, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
 import type { TestTls } from './tls.ts';
 
 /** Status of every APNs reason (vendor-protocols.md §1.4), for scripted `code` faults. */
@@ -45,7 +45,8 @@ export interface ApnsEmulatorOptions {
  * The APNs provider API over HTTP/2 + TLS: verifies the ES256 provider token (kid registered,
  * signature in JOSE r||s form, iss = the key's team, iat ≤ 1 h old, one team per connection, no
  * token change within 20 min on a connection), validates every apns-* header and the payload size,
- * and answers with Apple's statuses and `{"reason"}` bodies. GOAWAY can be scripted mid-stream.
+ * and answers with Apple's statuses and `{"reason"}` bodies. GOAWAY can be scripted mid-stream, and
+ * connection faults (common.ts ConnectionFault: TCP reset without GOAWAY, stalled or late answers).
  */
 export class ApnsEmulator extends EmulatorCore {
   private server: Http2SecureServer | undefined;
@@ -57,6 +58,7 @@ export class ApnsEmulator extends EmulatorCore {
   baseUrl = '';
   /** GOAWAY frames sent so far. */
   goaways = 0;
+  private closing = false;
 
   constructor(private readonly options: ApnsEmulatorOptions = {}) {
     super('apns');
@@ -68,8 +70,11 @@ export class ApnsEmulator extends EmulatorCore {
   }
 
   async start(tls: TestTls, port = 0): Promise<string> {
+    this.closing = false;
     this.server = createSecureServer({ key: tls.key, cert: tls.cert, allowHTTP1: false });
     this.server.on('session', (session) => {
+      // A connection accepted just before close() is dropped too.
+      if (this.closing) return session.destroy();
       this.sessions.add(session);
       session.on('error', () => undefined);
       session.on('close', () => this.sessions.delete(session));
@@ -92,13 +97,16 @@ export class ApnsEmulator extends EmulatorCore {
 
   async close(): Promise<void> {
     this.stopTimers();
+    // Stop listening first: clients that reconnect at once must not keep the server open.
+    this.closing = true;
+    const server = this.server;
+    const stopped = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     const closing = [...this.sessions].map((s) => new Promise<void>((resolve) => {
       if (s.destroyed) return resolve();
       s.once('close', () => resolve());
       s.destroy();
     }));
-    await Promise.all(closing);
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await Promise.all([...closing, stopped]);
   }
 
   private answer(stream: ServerHttp2Stream, status: number, reason?: string, extra: Record<string, string> = {}, apnsId: string = randomUUID()): void {
@@ -162,7 +170,13 @@ export class ApnsEmulator extends EmulatorCore {
     const apnsIdHeader = headers['apns-id'] as string | undefined;
     if (apnsIdHeader !== undefined && !UUID.test(apnsIdHeader)) return this.answer(stream, 400, 'BadMessageId');
     const apnsId = apnsIdHeader ?? randomUUID();
-    const reply = (status: number, reason?: string, extra?: Record<string, string>) => this.answer(stream, status, reason, extra, apnsId);
+    let connectionFault: ConnectionFault | undefined;
+    const reply = (status: number, reason?: string, extra?: Record<string, string>) => {
+      const answer = () => this.answer(stream, status, reason, extra, apnsId);
+      if (connectionFault?.kind === 'reset') return resetConnection(stream.session!.socket);
+      if (connectionFault?.kind === 'late') return void setTimeout(answer, connectionFault.delayMs);
+      if (connectionFault?.kind !== 'stall') answer();
+    };
     if (headers[':method'] !== 'POST') return reply(405, 'MethodNotAllowed');
     const path = String(headers[':path'] ?? '');
     if (!path.startsWith('/3/device/')) return reply(404, 'BadPath');
@@ -177,6 +191,12 @@ export class ApnsEmulator extends EmulatorCore {
     if (auth.reason) {
       record(auth.reason);
       return reply(APNS_REASON_STATUS[auth.reason]!, auth.reason);
+    }
+    connectionFault = this.takeConnectionFault([token]);
+    if (connectionFault && connectionFault.kind !== 'late' && !connectionFault.after) {
+      // Before processing: reset the connection, or leave the stream unanswered.
+      if (connectionFault.kind === 'reset') resetConnection(stream.session!.socket);
+      return;
     }
     const fault = this.takeFault([token]);
     if (fault?.kind === 'goaway') return this.goaway(stream);

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Vendor } from '../../sinks/vendors/types.ts';
 import type { TestTls } from './tls.ts';
 
@@ -33,6 +33,20 @@ export type Fault =
   /** APNs: GOAWAY on the connection carrying this stream; the stream is refused, unanswered. */
   | { readonly kind: 'goaway' }
   | { readonly kind: 'code'; readonly code: string; readonly variant?: string };
+
+/**
+ * A scripted fault of the connection rather than of the vendor's answer, the same for every
+ * vendor (HTTP/1.1 and APNs' HTTP/2):
+ * - `reset`: the TCP connection carrying the request is reset (RST, no GOAWAY, no FIN). With
+ *   `after`, the push is processed (accepted and recorded) first and only the answer is lost.
+ * - `stall`: the request is never answered; the connection stays up (PINGs are still answered).
+ *   With `after`, the push is processed first.
+ * - `late`: the push is processed and its answer sent `delayMs` later (after the client gave up).
+ */
+export type ConnectionFault =
+  | { readonly kind: 'reset'; readonly after?: boolean }
+  | { readonly kind: 'stall'; readonly after?: boolean }
+  | { readonly kind: 'late'; readonly delayMs: number };
 
 export interface FaultRule {
   readonly fault: Fault;
@@ -95,6 +109,9 @@ export class EmulatorCore {
   limitedClassCapPerDevice = 0;
   private readonly limitedClassCounts = new Map<string, number>();
   private rules: FaultRule[] = [];
+  private connectionRules: Array<{ fault: ConnectionFault; token?: string; remaining: number }> = [];
+  /** Connection faults applied so far. */
+  connectionFaults = 0;
   private readonly lastReceipt = new Map<string, () => Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
 
@@ -105,14 +122,31 @@ export class EmulatorCore {
     this.rules.push({ fault, ...(options.token === undefined ? {} : { token: options.token }), remaining: options.times ?? Infinity });
   }
 
+  /** Adds a connection fault for the next `times` send requests (default: every one), optionally for one token. */
+  scriptConnection(fault: ConnectionFault, options: { token?: string; times?: number } = {}): void {
+    this.connectionRules.push({ fault, ...(options.token === undefined ? {} : { token: options.token }), remaining: options.times ?? Infinity });
+  }
+
+  /** The connection fault that applies to a send request carrying `tokens` (consumed), if any. */
+  takeConnectionFault(tokens: readonly string[]): ConnectionFault | undefined {
+    const rule = this.connectionRules.find((r) => r.remaining > 0 && (r.token === undefined || tokens.includes(r.token)));
+    if (!rule) return undefined;
+    rule.remaining--;
+    this.connectionFaults++;
+    return rule.fault;
+  }
+
   /** Removes the scripted faults only (ends a storm). */
   clearFaults(): void {
     this.rules = [];
+    this.connectionRules = [];
   }
 
   /** Removes all scripted faults, dead tokens and recordings. */
   reset(): void {
     this.rules = [];
+    this.connectionRules = [];
+    this.connectionFaults = 0;
     this.deadTokens.clear();
     this.received.length = 0;
     this.latencyMs = 0;
@@ -188,6 +222,69 @@ export class EmulatorCore {
   }
 }
 
+/** Resets (RST) the TCP connection under a TLS socket: the peer gets ECONNRESET, no close_notify, no GOAWAY. */
+export function resetConnection(socket: Socket): void {
+  const raw = (socket as Socket & { _parent?: Socket })._parent ?? socket;
+  if (!raw.destroyed) raw.resetAndDestroy();
+}
+
+/**
+ * Applies a connection fault to an HTTP/1.1 exchange the emulator is about to process. Returns
+ * true when the request must not be processed (reset or stalled before); otherwise the vendor's
+ * answer, once written, is lost (reset / stall after) or delayed (late).
+ */
+export function applyConnectionFault(fault: ConnectionFault, req: IncomingMessage, res: ServerResponse): boolean {
+  if (fault.kind !== 'late' && !fault.after) {
+    if (fault.kind === 'reset') resetConnection(req.socket);
+    return true;
+  }
+  const writeHead = res.writeHead.bind(res);
+  const end = res.end.bind(res);
+  let head: Parameters<typeof res.writeHead> | undefined;
+  res.writeHead = ((...args: Parameters<typeof res.writeHead>) => {
+    head = args;
+    return res;
+  }) as typeof res.writeHead;
+  res.end = ((...args: Parameters<typeof res.end>) => {
+    if (fault.kind === 'reset') resetConnection(req.socket);
+    else if (fault.kind === 'late') {
+      setTimeout(() => {
+        if (res.destroyed || req.socket.destroyed) return;
+        if (head) writeHead(...head);
+        end(...(args as unknown as [string]));
+      }, fault.delayMs);
+    }
+    return res;
+  }) as typeof res.end;
+  return false;
+}
+
+/** What a restart needs of an emulator. */
+export interface RestartableEmulator {
+  start(tls: TestTls, port: number): Promise<string>;
+  close(): Promise<void>;
+  readonly baseUrl: string;
+}
+
+/**
+ * A vendor server restart: every connection is dropped, the port refuses connections for
+ * `downMs`, then the server listens again on the same port (registered apps and credentials kept).
+ */
+export async function restartEmulator(emulator: RestartableEmulator, tls: TestTls, downMs: number, hooks: RestartHooks = {}): Promise<void> {
+  const port = Number(new URL(emulator.baseUrl).port);
+  await emulator.close();
+  hooks.down?.();
+  await sleep(downMs);
+  hooks.up?.();
+  await emulator.start(tls, port);
+}
+
+/** Called when the server has gone down and just before it listens again (tests count reconnects in between). */
+export interface RestartHooks {
+  down?(): void;
+  up?(): void;
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export async function readBody(req: IncomingMessage): Promise<string> {
@@ -217,14 +314,25 @@ export async function startHttpsServer(tls: TestTls, port: number, route: (path:
       });
   });
   server.keepAliveTimeout = 60_000;
+  // Every accepted TCP connection, TLS handshake or not, so that close() can drop them all.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  openSockets.set(server, sockets);
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { server, baseUrl: `https://localhost:${(server.address() as AddressInfo).port}` };
 }
 
+const openSockets = new WeakMap<Server, Set<Socket>>();
+
+/** Stops listening and drops every connection, including those still in their TLS handshake. */
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
     server.close(() => resolve());
     server.closeAllConnections();
+    for (const socket of openSockets.get(server) ?? []) socket.destroy();
   });
 }
 

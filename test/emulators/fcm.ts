@@ -1,7 +1,7 @@
 import { createPublicKey, randomBytes, verify, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { applyConnectionFault, closeServer, EmulatorCore, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -133,6 +133,8 @@ export class FcmEmulator extends EmulatorCore {
     if (Buffer.byteLength(JSON.stringify({ notification: message.notification, data: message.data })) > 4096) return invalid('Message is too big', 'message');
     const priority = message.android?.priority;
     if (priority !== undefined && !/^(normal|high)$/i.test(priority)) return invalid('Invalid value at message.android.priority', 'message.android.priority');
+    const connectionFault = this.takeConnectionFault([token]);
+    if (connectionFault && applyConnectionFault(connectionFault, req, res)) return;
     const fault = this.takeFault([token]) ?? (this.deadTokens.has(token) ? { kind: 'dead-token' as const } : undefined);
     if (fault) return this.fault(res, fault, record);
     record('accepted');

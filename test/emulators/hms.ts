@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -123,6 +123,8 @@ export class HmsEmulator extends EmulatorCore {
     const ck = message.android?.collapse_key;
     if (ck !== undefined && (!Number.isInteger(ck) || ck < -1 || ck > 100)) return refuse('80100013', 'collapse_key is illegal');
     if (message.android?.category !== undefined && !CATEGORIES.has(message.android.category)) return refuse('80100001', 'category is invalid');
+    const connectionFault = this.takeConnectionFault(tokens);
+    if (connectionFault && applyConnectionFault(connectionFault, req, res)) return;
     const fault = this.takeFault(tokens);
     if (fault) return this.fault(fault, refuse);
     const illegal = tokens.filter((t) => this.deadTokens.has(t));

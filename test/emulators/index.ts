@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { parseAppsConfig, type AppsConfig } from '../../sinks/vendors/apps-config.ts';
 import type { Vendor } from '../../sinks/vendors/types.ts';
 import { ApnsEmulator } from './apns.ts';
-import { EmulatorClock, type EmulatorCore } from './common.ts';
+import { EmulatorClock, restartEmulator, type EmulatorCore, type RestartHooks } from './common.ts';
 import { FcmEmulator } from './fcm.ts';
 import { HmsEmulator, type HmsReceiptSigning } from './hms.ts';
 import { OppoEmulator } from './oppo.ts';
@@ -10,7 +10,7 @@ import { testTls } from './tls.ts';
 import { VivoEmulator } from './vivo.ts';
 import { XiaomiEmulator } from './xiaomi.ts';
 
-export type { Fault, ReceivedPush } from './common.ts';
+export type { ConnectionFault, Fault, ReceivedPush } from './common.ts';
 export { ApnsEmulator, FcmEmulator, HmsEmulator, OppoEmulator, VivoEmulator, XiaomiEmulator };
 
 export interface StartEmulatorsOptions {
@@ -54,6 +54,8 @@ export interface StartedEmulators {
   all(): EmulatorCore[];
   /** Clears faults, dead tokens and recordings of every emulator. */
   reset(): void;
+  /** Restarts one vendor's server: connections dropped, port refusing for `downMs`, then back on the same port. */
+  restart(vendor: Vendor, downMs: number, hooks?: RestartHooks): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -130,6 +132,7 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     token: (vendor, seed) => (vendor === 'apns' ? Buffer.from(seed).toString('hex').padEnd(64, '0').slice(0, 64) : `${vendor}-${seed}`),
     all,
     reset: () => all().forEach((e) => e.reset()),
+    restart: (vendor, downMs, hooks) => restartEmulator({ apns, fcm, hms, xiaomi, oppo, vivo }[vendor], tls, downMs, hooks),
     close: async () => {
       await Promise.all([apns.close(), fcm.close(), hms.close(), xiaomi.close(), oppo.close(), vivo.close()]);
     },

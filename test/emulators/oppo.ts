@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
+import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -101,6 +101,8 @@ export class OppoEmulator extends EmulatorCore {
       appId: app.appId, token: String(m.target_value ?? ''), request: m, answer, title: m.notification?.title, body: m.notification?.content,
       collapseId: m.notification?.notify_id === undefined ? undefined : String(m.notification.notify_id), data: tryJson(m.notification?.action_parameters),
     });
+    const connectionFault = this.takeConnectionFault(tokens);
+    if (connectionFault && applyConnectionFault(connectionFault, req, res)) return;
     const fault = this.takeFault(tokens);
     if (fault && fault.kind !== 'dead-token') {
       const code = faultCode(fault);

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
+import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -120,6 +120,8 @@ export class VivoEmulator extends EmulatorCore {
     if (regIds.length === 0 || regIds.some((r) => r === '') || (mode === 'list' && (regIds.length < 2 || regIds.length > 1000))) return refuse(10050, 'regId invalid');
     const invalid = this.validate(content);
     if (invalid) return refuse(invalid, 'invalid parameter');
+    const connectionFault = this.takeConnectionFault(regIds);
+    if (connectionFault && applyConnectionFault(connectionFault, req, res)) return;
     const fault = this.takeFault(regIds);
     if (fault && fault.kind !== 'dead-token') return this.fault(fault, refuse, res);
     const dead = regIds.filter((r) => this.deadTokens.has(r) || fault?.kind === 'dead-token');

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
+import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
 import type { TestTls } from './tls.ts';
 
 export interface XiaomiAppRegistration {
@@ -80,6 +80,8 @@ export class XiaomiEmulator extends EmulatorCore {
     if (!channel || !app.channelIds.includes(channel)) return refuse(27001, 'channel info mismatch');
     const size = Buffer.byteLength(form.get('title') ?? '') + Buffer.byteLength(form.get('description') ?? '') + Buffer.byteLength(form.get('payload') ?? '');
     if (size > 4096) return refuse(65009, 'message content too long');
+    const connectionFault = this.takeConnectionFault(regIds);
+    if (connectionFault && applyConnectionFault(connectionFault, req, res)) return;
     const fault = this.takeFault(regIds);
     // MiPush accepts dead regIds and reports them later (receipt type 16).
     if (fault?.kind === 'dead-token') regIds.forEach((r) => this.deadTokens.add(r));

@@ -69,6 +69,11 @@ export class FcmAdapter implements VendorAdapter {
     };
   }
 
+  /** Connections attempted so far, reconnects included (for tests and metrics). */
+  get connectionsOpened(): number {
+    return this.http.connectionsOpened;
+  }
+
   payloadBytes(m: PushMessage): number {
     return Buffer.byteLength(fcmCountedPayload(m, fcmNotification(m)));
   }

@@ -51,6 +51,11 @@ export class HmsAdapter implements VendorAdapter {
     return hmsMessage(m, this.config);
   }
 
+  /** Connections attempted so far, reconnects included (for tests and metrics). */
+  get connectionsOpened(): number {
+    return this.http.connectionsOpened;
+  }
+
   payloadBytes(m: PushMessage): number {
     return Buffer.byteLength(hmsCountedBody(this.message(m)));
   }

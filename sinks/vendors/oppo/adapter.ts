@@ -75,6 +75,11 @@ export class OppoAdapter implements VendorAdapter {
     };
   }
 
+  /** Connections attempted so far, reconnects included (for tests and metrics). */
+  get connectionsOpened(): number {
+    return this.http.connectionsOpened;
+  }
+
   payloadBytes(m: PushMessage): number {
     return Buffer.byteLength(oppoActionParameters(m));
   }

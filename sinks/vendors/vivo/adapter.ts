@@ -78,6 +78,11 @@ export class VivoAdapter implements VendorAdapter {
     };
   }
 
+  /** Connections attempted so far, reconnects included (for tests and metrics). */
+  get connectionsOpened(): number {
+    return this.http.connectionsOpened;
+  }
+
   payloadBytes(m: PushMessage): number {
     return vivoCustomMapBytes(m);
   }

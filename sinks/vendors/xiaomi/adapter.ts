@@ -53,6 +53,11 @@ export class XiaomiAdapter implements VendorAdapter {
     return form;
   }
 
+  /** Connections attempted so far, reconnects included (for tests and metrics). */
+  get connectionsOpened(): number {
+    return this.http.connectionsOpened;
+  }
+
   payloadBytes(m: PushMessage): number {
     return xiaomiPayloadBytes(m);
   }
