@@ -45,7 +45,7 @@ describe('HMS nonce memory across receivers', () => {
   });
 
   after(async () => {
-    for (const r of running) await stop(r);
+    for (const r of [...running]) await stop(r);
     await publisher?.close();
     await registry?.close();
     await mysql?.drop();
