@@ -2,6 +2,7 @@ import { backoffDelay } from '../../common/retry.ts';
 import type { ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { VENDORS, type SubmitOutcome, type Vendor } from '../../sinks/vendors/types.ts';
+import { isUnknownOutcome } from '../../sinks/vendors/outcomes.ts';
 import type { PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { SubmitBatcher } from './batcher.ts';
 import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
@@ -169,7 +170,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         trail.push(a);
         emit({ ...a, reason: a.reason as FanOutReason });
       };
-      for (let ci = p.channel; ci < d.channels.length; ci++) {
+      channels: for (let ci = p.channel; ci < d.channels.length; ci++) {
         const channel = d.channels[ci]!;
         const vendor = channel.vendor as Vendor;
         const hasNext = ci < d.channels.length - 1;
@@ -239,11 +240,16 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             continue;
           }
           if (outcome.kind === 'retryable') {
-            if (call < config.maxRetryableAttempts) {
+            // Written but unanswered: the vendor may have it. Another channel could show the user a
+            // second notification, so only this channel is tried again (the collapse id makes a
+            // resend harmless), for as long as the push is worth sending.
+            const unknown = isUnknownOutcome(outcome) && now - d.decided_at < config.unknownRetryMaxAgeMs;
+            if (call < config.maxRetryableAttempts || unknown) {
               if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
               continue;
             }
             fail('FAILED', UNREACHED_CODES.has(outcome.code) ? 'vendor_unreachable' : 'retries_exhausted', outcome.code);
+            if (isUnknownOutcome(outcome)) break channels; // the vendor may have it: no other channel
             break;
           }
           fail('FAILED', FAILURE_REASON[outcome.kind], outcome.code);
