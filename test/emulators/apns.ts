@@ -170,6 +170,8 @@ export class ApnsEmulator extends EmulatorCore {
     const apnsIdHeader = headers['apns-id'] as string | undefined;
     if (apnsIdHeader !== undefined && !UUID.test(apnsIdHeader)) return this.answer(stream, 400, 'BadMessageId');
     const apnsId = apnsIdHeader ?? randomUUID();
+    // Known once the token is read; reply() may answer (a bad request) before that.
+    // eslint-disable-next-line prefer-const -- assigned below, after reply() is defined and maybe used
     let connectionFault: ConnectionFault | undefined;
     const reply = (status: number, reason?: string, extra?: Record<string, string>) => {
       const answer = () => this.answer(stream, status, reason, extra, apnsId);
