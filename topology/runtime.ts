@@ -90,7 +90,7 @@ export class StreamsApp {
     ]);
     if (this.options.processingGuarantee === 'at_least_once') {
       this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-      this.countRequests(this.sharedProducer);
+      this.sharedProducer.on(this.sharedProducer.events.REQUEST, this.countRequest);
       await this.sharedProducer.connect();
     }
     await this.startConsumer();
@@ -119,13 +119,8 @@ export class StreamsApp {
     this.log.info('streams app closed');
   }
 
-  /** Counts every request a client sends (the bench reads them per message). */
-  private countRequests(client: Consumer | Producer): void {
-    const applicationId = this.options.applicationId;
-    const count = ({ payload }: RequestEvent) => this.metrics.onKafkaRequest({ applicationId, api: payload.apiName });
-    if ('subscribe' in client) client.on(client.events.REQUEST, count);
-    else client.on(client.events.REQUEST, count);
-  }
+  /** Counts each request a client sends, by API (the bench reads them per message). */
+  private readonly countRequest = ({ payload }: RequestEvent): void => this.metrics.onKafkaRequest({ applicationId: this.options.applicationId, api: payload.apiName });
 
   /** Task ids currently owned by this instance. */
   assignedTasks(): TaskId[] {
@@ -154,7 +149,7 @@ export class StreamsApp {
     });
     this.consumer = consumer;
     this.generation++;
-    this.countRequests(consumer);
+    consumer.on(consumer.events.REQUEST, this.countRequest);
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       if (retired()) {
         this.log.warn('a retired consumer rejoined; disconnecting it', { memberId: payload.memberId });
@@ -234,7 +229,7 @@ export class StreamsApp {
     });
     const committer: TaskCommitter =
       this.options.processingGuarantee === 'exactly_once'
-        ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId, onProducer: (producer) => this.countRequests(producer) })
+        ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId, onProducer: (producer) => producer.on(producer.events.REQUEST, this.countRequest) })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
     const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, generation: this.generation, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false, input: new TaskInputQueue(this.options.maxBufferedRecords), processingQueued: false };
     this.handles.set(id, handle);
