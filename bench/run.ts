@@ -118,7 +118,7 @@ export async function main(args: string[]): Promise<number> {
   let ceilings: CeilingResult | null = null;
   if (!args.includes('--no-ceilings')) {
     say('[bench] ceilings on the same broker ...');
-    ceilings = await measureCeilings({ records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000), partitions, hops: 4, commitIntervalMs, onProgress: say });
+    ceilings = await measureCeilings({ records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000), partitions, commitIntervalMs, onProgress: say });
   }
 
   let mergeState: MemoryBenchResult | null = null;
