@@ -83,6 +83,7 @@ export class StreamTask {
   private readonly offsets = new Map<string, string>();
   /** Last offset per source topic that a drain handed to a commit. */
   private readonly committedThrough = new Map<string, bigint>();
+  /** Per source topic, the records whose completion is deferred, oldest first. */
   private readonly deferred = new Map<string, Array<{ readonly offset: string; done: boolean }>>();
   private readonly recordsIn = new Map<string, number>();
   private readonly recordsOut = new Map<string, number>();
@@ -265,7 +266,7 @@ export class StreamTask {
     return out;
   }
 
-  /** Records of `topic` whose completion is deferred (see ProcessorContext.deferCompletion), oldest first. */
+  /** Holds the current record's offset out of commits until the returned function is called (ProcessorContext.deferCompletion). */
   private defer(): () => void {
     const metadata = this.metadata;
     if (!metadata) return () => undefined;
