@@ -25,7 +25,7 @@ import { compositeKey, keyParts } from '../shared/keys.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../shared/records.ts';
 import { compileMergeOptions, type MergeConfig, type MergeOptions } from './options.ts';
-import { carry, coveredSeq, earliestUntil, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
+import { carry, coveredSeq, earliestUntil, isRepeat, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
 import { decodeConvWindows, dueOfEncoded, encodeConvWindows, type EncodedConvWindows } from './window-codec.ts';
 
 type Out = PushMerged | PushOutcome;
@@ -68,7 +68,10 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     if (w?.open && at >= w.until) changed = this.closeWindow(c.uid, c.conv_id, c.device_id, w, w.until);
     if (w && !w.open && at >= w.until) w = undefined;
 
-    if (w && c.seq <= w.read_seq) {
+    if (w && isRepeat(w, c)) {
+      // The same message for this device again (its persisted record was produced twice): it has
+      // its outcome from the first copy; a second would count one input twice (docs/design.md §1.5).
+    } else if (w && c.seq <= w.read_seq) {
       this.outcome('SUPPRESSED', 'read', c, at);
     } else if (w && c.seq <= coveredSeq(w)) {
       // Out of order, or already carried: a push with a higher seq stands for it.

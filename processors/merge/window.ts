@@ -42,6 +42,11 @@ export function strongerMention(a: Mention, b: Mention): Mention {
 }
 
 /** The highest seq this device has been (or is about to be) notified about. */
+/** The window's device was already pushed, or is carrying, exactly this message. */
+export function isRepeat(w: DeviceWindow, c: PushCandidate): boolean {
+  return c.seq === w.pushed_seq || c.seq === w.carried?.seq;
+}
+
 export function coveredSeq(w: DeviceWindow): number {
   return Math.max(w.pushed_seq, w.carried?.seq ?? -1);
 }

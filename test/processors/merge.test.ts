@@ -168,6 +168,25 @@ describe('merge: docs/design.md §2.2 rules', () => {
       await h.close();
     }
   });
+
+  test('a persisted message produced twice ends in one class: its pushed or carried copy is not counted again', async () => {
+    const h = DecisionsHarness.create();
+    try {
+      await h.token('u1', 'd1', 'fcm');
+      const first = await h.message('u1', 'c1'); // leading push
+      await h.advanceTo(500);
+      const second = await h.message('u1', 'c1'); // carried for the trailing update
+      await h.advanceTo(1_000);
+      await h.message('u1', 'c1', { ...first }); // the producer wrote seq 1 again
+      await h.message('u1', 'c1', { ...second }); // ... and seq 2
+      await h.advanceTo(10_000);
+      const { dispatches, outcomes } = h.drain();
+      assert.deepEqual(dispatches.map(brief), ['d1:c1#1 LEADING badge=1', 'd1:c1#2 TRAILING silent badge=2']);
+      assert.deepEqual(outcomes.map(briefOutcome), [], 'no MERGED outcome for the repeats');
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 describe('merge options', () => {
