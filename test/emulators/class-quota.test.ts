@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { message } from '../vendors/support.ts';
-import { startEmulators, type StartedEmulators } from './index.ts';
+import { describe, test } from 'node:test';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { message, useEmulators } from '../vendors/support.ts';
+import type { StartedEmulators } from './index.ts';
 
 /**
  * The emulators cap the vendors' limited classes per device and day (HMS marketing 2, OPPO content
@@ -12,15 +12,7 @@ describe('vendor message classes in the emulators', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
 
-  before(async () => {
-    em = await startEmulators();
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-  });
-  beforeEach(() => em.reset());
+  useEmulators((env) => ({ em, registry } = env));
 
   const cases = [
     { vendor: 'hms', marketing: { category: 'MARKETING' }, cap: 2 },

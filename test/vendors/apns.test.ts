@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { apnsIdOf, ApnsAdapter } from '../../sinks/vendors/apns/adapter.ts';
 import { ProviderToken } from '../../sinks/vendors/apns/provider-token.ts';
 import type { ApnsAppConfig } from '../../sinks/vendors/apps-config.ts';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../sinks/vendors/types.ts';
 import { APNS_REASON_STATUS } from '../emulators/apns.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
-import { message } from './support.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
+import { message, useEmulators } from './support.ts';
 
 /** Apple's reasons and the outcome each must produce (research/vendor-protocols.md §1.5). */
 const EXPECTED: Record<string, OutcomeKind> = {
@@ -27,15 +27,7 @@ describe('APNs adapter against the APNs emulator', () => {
   let registry: VendorRegistry;
   const config = (): ApnsAppConfig => em.appsConfig.apps[0]!.vendors.apns!;
 
-  before(async () => {
-    em = await startEmulators({ apps: ['app-1', 'app-2'] });
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-  });
-  beforeEach(() => em.reset());
+  useEmulators((env) => ({ em, registry } = env), () => ({ apps: ['app-1', 'app-2'] }));
 
   test('an accepted push reaches the emulator with token, topic, collapse id, expiry, badge and apns-id', async () => {
     const m = message(em, 'apns', 'alice');

@@ -1,12 +1,12 @@
 import type { VendorJson } from '../emulators/common.ts';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { FcmAdapter } from '../../sinks/vendors/fcm/adapter.ts';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { SubmitOutcome } from '../../sinks/vendors/types.ts';
-import { startEmulators, type Fault, type StartedEmulators } from '../emulators/index.ts';
-import { message } from './support.ts';
+import type { Fault, StartedEmulators } from '../emulators/index.ts';
+import { message, useEmulators } from './support.ts';
 
 /** Each FCM error shape (research/vendor-protocols.md §2.5) and the outcome it must produce. */
 const CASES: Array<[string, Fault, SubmitOutcome]> = [
@@ -26,15 +26,7 @@ describe('FCM adapter against the Google OAuth + FCM v1 emulator', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
 
-  before(async () => {
-    em = await startEmulators();
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-  });
-  beforeEach(() => em.reset());
+  useEmulators((env) => ({ em, registry } = env));
 
   test('an accepted push carries token, collapse key, tag, badge and string data; the bearer is minted once and cached', async () => {
     const adapter = registry.adapter('fcm', 'app-1')!;

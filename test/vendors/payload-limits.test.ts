@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
+import { describe, test } from 'node:test';
+import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { PushMessage, Vendor } from '../../sinks/vendors/types.ts';
 import { vendorCharCount, type ReceivedPush, type VendorJson } from '../emulators/common.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
-import { message } from './support.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
+import { message, useEmulators } from './support.ts';
 import { assertWholeGraphemes, HARD_GRAPHEMES, textOf } from './texts.ts';
 
 /**
@@ -67,14 +67,7 @@ const VENDORS = Object.keys(WITHIN_LIMITS) as Vendor[];
 describe('payload limits: every vendor takes long and hard texts, cut by grapheme clusters', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
-  before(async () => {
-    em = await startEmulators();
-    registry = createVendorRegistry(em.appsConfig, { now: () => em.clock.now() });
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-  });
+  useEmulators((env) => ({ em, registry } = env));
 
   function cases(vendor: Vendor): Case[] {
     return Object.entries(SCRIPTS).flatMap(([script, pool], s) => LENGTHS.map((length, l) => {

@@ -67,23 +67,41 @@ export async function startReceiver(): Promise<{ url: string; calls: CapturedCal
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
+/** What a vendor suite's hooks hand to it. */
+export interface EmulatorEnv {
+  readonly em: StartedEmulators;
+  readonly registry: VendorRegistry;
+}
+
 /**
- * Hooks of a vendor's adapter suite: before all, a receipt receiver, the six emulators (the
- * vendor's receipts posted to the receiver, `receiptQuery` appended) and a vendor registry on
- * them; after all, everything closed; before each test, the emulators reset. `use` receives them.
+ * Hooks of an adapter suite: before all, the six emulators (`options()` for startEmulators) and a
+ * vendor registry on them; after all, both closed; before each test, the emulators reset. `use`
+ * receives them.
  */
-export function useVendorEmulators(vendor: 'hms' | 'xiaomi' | 'oppo' | 'vivo', use: (env: { em: StartedEmulators; registry: VendorRegistry; receiver: Receiver }) => void, receiptQuery = ''): void {
-  let env: { em: StartedEmulators; registry: VendorRegistry; receiver: Receiver };
+export function useEmulators(use: (env: EmulatorEnv) => void, options: () => Parameters<typeof startEmulators>[0] = () => ({})): void {
+  let env: EmulatorEnv;
   before(async () => {
-    const receiver = await startReceiver();
-    const em = await startEmulators({ receiptUrls: { [vendor]: `${receiver.url}/receipts/${vendor}${receiptQuery}` } });
-    env = { em, receiver, registry: createVendorRegistry(em.appsConfig, { now: () => em.clock.now() }) };
+    const em = await startEmulators(options());
+    env = { em, registry: createVendorRegistry(em.appsConfig, { now: () => em.clock.now() }) };
     use(env);
   });
   after(async () => {
     await env.registry.close();
     await env.em.close();
-    await env.receiver.close();
   });
   beforeEach(() => env.em.reset());
+}
+
+/**
+ * Hooks of a receipt vendor's adapter suite: a receipt receiver, started first and closed last,
+ * and the emulators of `useEmulators` with the vendor's receipts posted to it (`receiptQuery`
+ * appended).
+ */
+export function useVendorEmulators(vendor: 'hms' | 'xiaomi' | 'oppo' | 'vivo', use: (env: EmulatorEnv & { receiver: Receiver }) => void, receiptQuery = ''): void {
+  let receiver: Receiver;
+  before(async () => {
+    receiver = await startReceiver();
+  });
+  useEmulators((env) => use({ ...env, receiver }), () => ({ receiptUrls: { [vendor]: `${receiver.url}/receipts/${vendor}${receiptQuery}` } }));
+  after(() => receiver.close());
 }
