@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { checkRange, readInt, readString, type Env } from '../common/config.ts';
 import { ConfigError } from '../common/errors.ts';
+import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../processors/shared/ingest.ts';
 import type { HmsCallbackCredentials } from './verify.ts';
 
 /** Vendors that post receipt callbacks (APNs and FCM have none: research/vendor-protocols.md §1.6, §2.7). */
@@ -47,6 +48,11 @@ export interface ReceiptReceiverConfig {
    * range 1–1 000 000.
    */
   readonly clientRequestsPerSecond: number;
+  /**
+   * PUSH_INGEST_MAX_PAST_SKEW_MS, PUSH_INGEST_MAX_FUTURE_SKEW_MS: how far a receipt's own time may
+   * be from now; a callback holding one further off gets 400 (processors/shared/ingest.ts).
+   */
+  readonly ingest: IngestRules;
   readonly apps: ReadonlyMap<string, ReceiptAppConfig>;
 }
 
@@ -106,6 +112,7 @@ export interface ReceiptReceiverOptions {
   maxConnections?: number;
   maxConnectionsPerClient?: number;
   clientRequestsPerSecond?: number;
+  ingest?: IngestOptions;
   apps: ReadonlyMap<string, ReceiptAppConfig> | readonly ReceiptAppConfig[];
 }
 
@@ -126,7 +133,7 @@ type Limit = keyof typeof LIMITS;
 /** Validates options once into a frozen config. */
 export function compileReceiverConfig(options: ReceiptReceiverOptions): ReceiptReceiverConfig {
   const apps = options.apps instanceof Map ? options.apps : new Map((options.apps as readonly ReceiptAppConfig[]).map((a) => [a.appId, a]));
-  const limit = (name: Limit) => checkRange(name, options[name] ?? LIMITS[name].fallback, LIMITS[name]);
+  const limit = (name: Limit) => checkRange(LIMITS[name].key, options[name] ?? LIMITS[name].fallback, LIMITS[name]);
   return Object.freeze({
     host: options.host ?? '127.0.0.1',
     port: limit('port'),
@@ -137,6 +144,7 @@ export function compileReceiverConfig(options: ReceiptReceiverOptions): ReceiptR
     maxConnections: limit('maxConnections'),
     maxConnectionsPerClient: limit('maxConnectionsPerClient'),
     clientRequestsPerSecond: limit('clientRequestsPerSecond'),
+    ingest: compileIngestRules(options.ingest),
     apps,
   });
 }
@@ -152,5 +160,5 @@ export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfi
     throw new ConfigError('PUSH_RECEIPTS_CONFIG', `cannot read ${path} as JSON (${(error as Error).message})`);
   }
   const limits = Object.fromEntries(Object.entries(LIMITS).map(([name, l]) => [name, readInt(env, l.key, l.fallback, l)])) as Record<Limit, number>;
-  return compileReceiverConfig({ host: readString(env, 'PUSH_RECEIPTS_HOST', '127.0.0.1'), ...limits, apps: parseReceiptApps(raw) });
+  return compileReceiverConfig({ host: readString(env, 'PUSH_RECEIPTS_HOST', '127.0.0.1'), ...limits, ingest: ingestOptionsFromEnv(env), apps: parseReceiptApps(raw) });
 }

@@ -15,6 +15,8 @@ export type RejectReason =
   | 'missing_secret'
   | 'bad_secret'
   | 'malformed'
+  /** The body parses but a receipt breaks an ingest rule (an absurd or fractional time stamp, an oversized id). */
+  | 'invalid_receipt'
   | 'rate_limited';
 
 /** Why a connection was closed without an answer. */

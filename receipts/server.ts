@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { ParsedReceipt } from '../sinks/vendors/types.ts';
+import { receiptViolation } from '../processors/receipt-join/validate.ts';
 import { RECEIPT_VENDORS, type ReceiptReceiverConfig, type ReceiptVendor } from './config.ts';
 import type { ReceiptMetricsListener, RejectReason } from './metrics.ts';
 import type { ReceiptPublisher } from './publisher.ts';
@@ -54,7 +55,9 @@ const NO_SECRET = 'no-such-receipt-secret-configured';
  * caps and the headers deadline (guard.ts), the client's request rate (429), the route, and the
  * app's key or HMS signature header (one 401 answer for unknown apps and bad credentials alike).
  * Only then is the body read, within `bodyTimeoutMs` and `maxBodyBytes`; an HMS nonce is checked
- * against the shared nonce memory; the callback is answered 200 only after Kafka acknowledged it.
+ * against the shared nonce memory; a body that does not parse is a 400 `malformed`, one whose
+ * receipts break an ingest rule (processors/receipt-join/validate.ts) a 400 `invalid_receipt`; the
+ * callback is answered 200 only after Kafka acknowledged it.
  * Refused callbacks are counted and never reach Kafka.
  */
 export class ReceiptReceiver {
@@ -153,6 +156,15 @@ export class ReceiptReceiver {
       receipts = [];
     }
     if (receipts.length === 0 || receipts.some((r) => r.vendor !== vendor)) return this.reject(req, res, vendor, new Rejection(400, 'malformed'));
+    // The ingest rules the receipts stage applies again (it dead-letters what breaks them): an
+    // absurd or fractional time would otherwise sit in the join until it fails to be written.
+    for (const r of receipts) {
+      const broken = r.vendorMessageId ? receiptViolation(r, now, this.deps.config.ingest) : undefined;
+      if (broken) {
+        this.deps.logger?.debug('receipt callback breaks an ingest rule', { vendor, appId, rule: broken });
+        return this.reject(req, res, vendor, new Rejection(400, 'invalid_receipt'));
+      }
+    }
 
     try {
       await this.deps.publisher.publish([

@@ -13,7 +13,9 @@
  * run fused in one task per partition and forward in-process: one exactly-once transaction between
  * the persisted message and its dispatch instead of three topic hops. push.candidates and push.merged
  * stay Avro topics as optional taps (`taps`, PUSH_DECISION_TAPS) for audit and debugging; nothing
- * reads them. Node and store names are stable: store names name the changelog topics.
+ * reads them. Node and store names are stable: store names name the changelog topics. push.tokens and
+ * push.settings are compacted and read as tables: the stages get their names, so a tombstone on
+ * them deletes the user's tokens or settings.
  */
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
@@ -27,9 +29,9 @@ import type { TopicKey } from '../topics.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface DecisionsTopologyOptions extends WiringOptions {
-  onlineFilter?: Omit<OnlineFilterOptions, 'outputs' | 'stores'>;
+  onlineFilter?: Omit<OnlineFilterOptions, 'outputs' | 'stores' | 'tables'>;
   merge?: Omit<MergeOptions, 'outputs' | 'stores'>;
-  policy?: Omit<PolicyOptions, 'outputs' | 'stores'>;
+  policy?: Omit<PolicyOptions, 'outputs' | 'stores' | 'tables'>;
   /**
    * Also write the in-process hand-overs to push.candidates (online-filter → merge) and push.merged
    * (merge → policy), for audit and debugging. Env PUSH_DECISION_TAPS; default false. Costs two
@@ -46,16 +48,16 @@ export const DECISION_TOPICS = {
 
 /** Builds the decisions topology. Processor options are validated here (ConfigError naming the PUSH_* key). */
 export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topology {
-  const { source, sink } = topicIo(options);
+  const { topic, source, sink } = topicIo(options);
   const tapped = (child: string, tap: string): string[] => (options.taps ? [child, tap] : [child]);
   const b = new TopologyBuilder()
     .addSource('persisted-source', source('persisted'))
     .addSource('presence-source', source('presence'))
     .addSource('tokens-source', source('tokens'))
     .addSource('settings-source', source('settings'))
-    .addProcessor('online-filter', onlineFilter({ ...options.onlineFilter, outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
+    .addProcessor('online-filter', onlineFilter({ ...options.onlineFilter, tables: { tokens: topic('tokens') }, outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
     .addProcessor('merge', merge({ ...options.merge, outputs: { merged: tapped('policy', 'merged-tap'), outcomes: 'outcomes-sink' } }), 'online-filter')
-    .addProcessor('policy', policy({ ...options.policy, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merge', 'settings-source', 'tokens-source', 'presence-source')
+    .addProcessor('policy', policy({ ...options.policy, tables: { tokens: topic('tokens'), settings: topic('settings') }, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merge', 'settings-source', 'tokens-source', 'presence-source')
     .addSink('dispatch-sink', sink('dispatch'), 'policy')
     .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
   if (options.taps) b.addSink('candidates-tap', sink('candidates'), 'online-filter').addSink('merged-tap', sink('merged'), 'merge');
@@ -69,7 +71,8 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
  * The stages' options from PUSH_* environment keys (PUSH_HOLD_WINDOW_MS, PUSH_HEARTBEAT_TIMEOUT_MS,
  * PUSH_BACKGROUND_COOLDOWN_MS, PUSH_MERGE_WINDOW_MS, PUSH_MERGE_MODE, PUSH_MERGE_RETENTION_MS,
  * PUSH_MENTION_RULE, PUSH_MENTION_ALL, PUSH_GENERIC_TITLE, PUSH_GENERIC_TEXT, PUSH_VENDOR_QUOTAS,
- * PUSH_PARTITIONS, PUSH_QUOTA_TIME_ZONE, PUSH_DECISION_TAPS). A bad value throws a ConfigError naming its key.
+ * PUSH_PARTITIONS, PUSH_QUOTA_TIME_ZONE, PUSH_DECISION_TAPS, PUSH_INGEST_MAX_PAST_SKEW_MS,
+ * PUSH_INGEST_MAX_FUTURE_SKEW_MS). A bad value throws a ConfigError naming its key.
  */
 export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
   return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env), taps: readBool(env, 'PUSH_DECISION_TAPS', false) };

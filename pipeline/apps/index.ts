@@ -19,6 +19,7 @@ import type { Endpoints } from '../../common/endpoints.ts';
 import type { Env } from '../../common/config.ts';
 import type { Topology } from '../../topology/builder.ts';
 import { fanOutOptionsFromEnv } from '../../processors/fan-out/options.ts';
+import { ingestOptionsFromEnv } from '../../processors/shared/ingest.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
@@ -85,6 +86,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
       const topology = buildReceiptTopology({
         ...wiring,
         parsers: receiptParsersFromRegistry(ctx.vendors),
+        ingest: ingestOptionsFromEnv(ctx.env),
         join: { taskStatus: new MysqlTaskStatusWriter({ pool: ctx.mysql }) },
         tokens: { tokens: new MysqlTokenWriter({ pool: ctx.mysql }), listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) } },
       });

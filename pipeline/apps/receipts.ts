@@ -4,6 +4,7 @@ import { tokenLifecycleProcessor, tokenLifecycleStores, type TokenLifecycleOptio
 import { receiptJoinProcessor, receiptJoinStores, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import { RECEIPT_VENDORS, type ByMessageRecord, type ReceiptJoinListener, type ReceiptParsers } from '../../processors/receipt-join/records.ts';
 import { receiptParseProcessor, submissionIndexProcessor } from '../../processors/receipt-join/rekey.ts';
+import type { IngestOptions } from '../../processors/shared/ingest.ts';
 import { perTopicSerde } from '../serdes.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
@@ -20,6 +21,8 @@ export interface ReceiptTopologyOptions extends WiringOptions {
    * them token health waits for receipts. Default `RECEIPT_VENDORS` (hms, xiaomi, oppo, vivo).
    */
   readonly receiptVendors?: readonly string[];
+  /** The ingest rules raw callbacks are checked against (PUSH_INGEST_*, as the receiver); default their defaults. */
+  readonly ingest?: IngestOptions;
 }
 
 /**
@@ -45,7 +48,7 @@ export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
   const [tokenHealth, tokenStaleDue] = tokenLifecycleStores();
   return new TopologyBuilder()
     .addSource('receipts-raw', source('receiptsRaw'))
-    .addProcessor('receipt-parse', receiptParseProcessor(o.parsers, o.listener), 'receipts-raw')
+    .addProcessor('receipt-parse', receiptParseProcessor(o.parsers, o.listener, o.ingest), 'receipts-raw')
     .addSink('receipt-parse-out', byMessage, 'receipt-parse')
     .addSource('uid-keyed', { topics: uidKeyed.map(([name]) => name), keySerde: stringSerde, valueSerde: perTopicSerde(o.valueSerdes, uidKeyed) })
     .addProcessor('submission-index', submissionIndexProcessor(receiptVendors), 'uid-keyed')

@@ -17,7 +17,7 @@
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../shared/keys.ts';
-import { classifyInput } from '../shared/inputs.ts';
+import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../shared/records.ts';
 import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
@@ -58,7 +58,8 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
   }
 
   process(record: StreamRecord<string, unknown>): void {
-    const input = classifyInput(record.value, record.key);
+    if (record.value === null) return this.onTombstone(record.key);
+    const input = classifyInput(record.value, record.key, this.ctx.wallClockTimeMs(), this.config.ingest);
     switch (input.kind) {
       case 'token': {
         const devices = this.devices.get(input.value.uid) ?? {};
@@ -74,6 +75,12 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       default:
         throw new Error(`online-filter: unexpected ${input.kind} record`);
     }
+  }
+
+  /** A tombstone on the token topic (keyed by uid): the user has no devices to wake any more. */
+  private onTombstone(key: string | null): void {
+    const { table, uid } = classifyTombstone(this.ctx.recordMetadata()?.topic, key, this.config.tables);
+    if (table === 'tokens' && this.devices.get(uid)) this.devices.delete(uid);
   }
 
   /** Releases every hold window that is due by the wall clock. */

@@ -1,6 +1,8 @@
 import type { ChildNames } from '../../topology/api.ts';
 import { checkRange, readInt, type Env } from '../../common/config.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
+import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
+import type { TableTopics } from '../shared/inputs.ts';
 import { presenceStoreSerde } from './presence.ts';
 
 /** Options of the online-filter stage (docs/design.md §2.1). All durations in milliseconds. */
@@ -17,6 +19,13 @@ export interface OnlineFilterOptions {
   backgroundCooldownMs?: number;
   /** Wall-clock interval at which due hold windows are released. Default 100. */
   punctuateIntervalMs?: number;
+  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/shared/ingest.ts). */
+  ingest?: IngestOptions;
+  /**
+   * The token topic as the wiring names it: a tombstone on it removes the user's devices. Default
+   * none (a null value goes to the DLQ).
+   */
+  tables?: Pick<TableTopics, 'tokens'>;
   /** Names of the child nodes the stage forwards to. Defaults `candidates` and `outcomes`. */
   outputs?: { candidates?: ChildNames; outcomes?: ChildNames };
   /** Store names; defaults are ONLINE_FILTER_STORE_NAMES. */
@@ -49,6 +58,8 @@ export interface OnlineFilterConfig {
   readonly heartbeatTimeoutMs: number;
   readonly backgroundCooldownMs: number;
   readonly punctuateIntervalMs: number;
+  readonly ingest: IngestRules;
+  readonly tables: Readonly<Pick<TableTopics, 'tokens'>>;
   readonly outputs: { readonly candidates: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<OnlineFilterStoreNames>;
 }
@@ -60,6 +71,8 @@ export function compileOnlineFilterOptions(options: OnlineFilterOptions = {}): O
     heartbeatTimeoutMs: checkRange('PUSH_HEARTBEAT_TIMEOUT_MS', options.heartbeatTimeoutMs ?? 90_000, { min: 1_000, max: 3_600_000 }),
     backgroundCooldownMs: checkRange('PUSH_BACKGROUND_COOLDOWN_MS', options.backgroundCooldownMs ?? 10_000, { min: 0, max: 600_000 }),
     punctuateIntervalMs: checkRange('PUSH_ONLINE_FILTER_PUNCTUATE_MS', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
+    ingest: compileIngestRules(options.ingest),
+    tables: Object.freeze({ tokens: options.tables?.tokens }),
     outputs: Object.freeze({ candidates: options.outputs?.candidates ?? 'candidates', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...ONLINE_FILTER_STORE_NAMES, ...options.stores }),
   });
@@ -71,6 +84,7 @@ export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilter
     holdWindowMs: readInt(env, 'PUSH_HOLD_WINDOW_MS', 10_000, { min: 5_000, max: 30_000 }),
     heartbeatTimeoutMs: readInt(env, 'PUSH_HEARTBEAT_TIMEOUT_MS', 90_000, { min: 1_000, max: 3_600_000 }),
     backgroundCooldownMs: readInt(env, 'PUSH_BACKGROUND_COOLDOWN_MS', 10_000, { min: 0, max: 600_000 }),
+    ingest: ingestOptionsFromEnv(env),
   };
 }
 

@@ -4,6 +4,8 @@ import { checkRange, readBool, readEnum, readInt, readString, type Env } from '.
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 import { isValidTimeZone } from './quiet-hours.ts';
 import type { DailyQuotas } from './quota.ts';
+import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
+import type { TableTopics } from '../shared/inputs.ts';
 
 /**
  * How @mentions interact with the user's filters: `none` (a mention is filtered like any message),
@@ -38,6 +40,13 @@ export interface PolicyOptions {
   deferredRelease?: boolean;
   /** Wall-clock interval at which due deferred releases are sent, ms. Default 1 000. */
   releaseCheckIntervalMs?: number;
+  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/shared/ingest.ts). */
+  ingest?: IngestOptions;
+  /**
+   * The token and settings topics as the wiring names them: a tombstone on one deletes the user's
+   * tokens or settings. Default none (a null value goes to the DLQ).
+   */
+  tables?: TableTopics;
   /** Child node names. Defaults `dispatch` and `outcomes`. */
   outputs?: { dispatch?: ChildNames; outcomes?: ChildNames };
   stores?: Partial<PolicyStoreNames>;
@@ -75,6 +84,8 @@ export interface PolicyConfig {
   readonly quotaTimeZone: string;
   readonly deferredRelease: boolean;
   readonly releaseCheckIntervalMs: number;
+  readonly ingest: IngestRules;
+  readonly tables: Readonly<TableTopics>;
   readonly outputs: { readonly dispatch: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<PolicyStoreNames>;
 }
@@ -105,6 +116,8 @@ export function compilePolicyOptions(options: PolicyOptions = {}): PolicyConfig 
     quotaTimeZone,
     deferredRelease: options.deferredRelease ?? false,
     releaseCheckIntervalMs: checkRange('PUSH_QUIET_HOURS_RELEASE_CHECK_MS', options.releaseCheckIntervalMs ?? 1_000, { min: 10, max: 600_000 }),
+    ingest: compileIngestRules(options.ingest),
+    tables: Object.freeze({ tokens: options.tables?.tokens, settings: options.tables?.settings }),
     outputs: Object.freeze({ dispatch: options.outputs?.dispatch ?? 'dispatch', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...POLICY_STORE_NAMES, ...options.stores }),
   });
@@ -132,6 +145,7 @@ export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
     quotaTimeZone: readString(env, 'PUSH_QUOTA_TIME_ZONE', 'Asia/Shanghai'),
     deferredRelease: readBool(env, 'PUSH_QUIET_HOURS_RELEASE', false),
     summaryMaxChars: readInt(env, 'PUSH_SUMMARY_MAX_CHARS', 100, { min: 1, max: 100 }),
+    ingest: ingestOptionsFromEnv(env),
   };
 }
 

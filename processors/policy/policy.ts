@@ -10,7 +10,8 @@ import type { Processor, ProcessorContext, StreamRecord } from '../../topology/a
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { firstGraphemes } from '../../sinks/vendors/text.ts';
 import { taskId } from '../shared/ids.ts';
-import { classifyInput } from '../shared/inputs.ts';
+import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
+import { canonicalZone } from '../shared/ingest.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../shared/records.ts';
 import { DeferredReleases, type DeferredPush } from './deferred.ts';
@@ -52,7 +53,8 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
   }
 
   process(record: StreamRecord<string, unknown>): void {
-    const input = classifyInput(record.value, record.key);
+    if (record.value === null) return this.onTombstone(record.key);
+    const input = classifyInput(record.value, record.key, this.ctx.wallClockTimeMs(), this.config.ingest);
     switch (input.kind) {
       case 'token': {
         const user = this.tokens.get(input.value.uid) ?? {};
@@ -72,6 +74,16 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
       default:
         throw new Error(`policy: unexpected ${input.kind} record`);
     }
+  }
+
+  /**
+   * A tombstone on a table topic (both keyed by uid): the user deleted their settings (later
+   * notifications are decided with the defaults), or all of the user's tokens are gone.
+   */
+  private onTombstone(key: string | null): void {
+    const { table, uid } = classifyTombstone(this.ctx.recordMetadata()?.topic, key, this.config.tables);
+    const store = table === 'settings' ? this.settings : this.tokens;
+    if (store.get(uid) !== undefined) store.delete(uid);
   }
 
   /** Only READs matter here: they cancel notifications kept for release after quiet hours. */
@@ -144,11 +156,14 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
   }
 }
 
-/** Settings as a plain JSON-able object (decoded Avro records are class instances). */
+/**
+ * Settings as a plain JSON-able object (decoded Avro records are class instances), the zone by its
+ * canonical name (checked at ingest), so differently spelled aliases share one cached formatter.
+ */
 function plainSettings(s: UserSettings): UserSettings {
   return {
     uid: s.uid,
-    time_zone: s.time_zone,
+    time_zone: canonicalZone(s.time_zone) ?? s.time_zone,
     quiet_hours: s.quiet_hours ? { start_minute: s.quiet_hours.start_minute, end_minute: s.quiet_hours.end_minute } : null,
     muted_conversations: [...s.muted_conversations],
     private_mode: s.private_mode,

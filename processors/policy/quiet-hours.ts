@@ -14,7 +14,10 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** Whether Intl knows the zone (an unknown zone in user settings falls back to UTC). */
+/**
+ * Whether Intl knows the zone. Settings naming an unknown zone are refused at ingest
+ * (processors/shared/inputs.ts); one kept in state from before that rule falls back to UTC here.
+ */
 const invalidZones = new Set<string>();
 
 export function isValidTimeZone(timeZone: string): boolean {

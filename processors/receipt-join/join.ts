@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, type TimerStore } from '../../topology/stores.ts';
 import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
+import { writableReceipt } from './validate.ts';
 import { TASK_STATUS, type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
 
 /** Header carrying the task's persisted_at (epoch ms) on matched receipts, for latency figures. */
@@ -68,7 +69,12 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     this.ctx = ctx;
     this.messages = ctx.getStateStore(RECEIPT_JOIN_STORES.messages);
     this.due = ctx.getStateStore(RECEIPT_JOIN_STORES.due);
-    if (this.due.size === 0) for (const [key, entry] of this.messages.entries()) this.due.set(key, dueOf(entry, this.retentionMs, this.pendingMs));
+    if (this.due.size === 0) {
+      for (const [key, entry] of this.messages.entries()) {
+        this.dropUnwritable(key, entry);
+        this.due.set(key, dueOf(entry, this.retentionMs, this.pendingMs));
+      }
+    }
     ctx.schedule(this.options.expiryIntervalMs ?? 60_000, 'wall-clock', (now) => this.expire(now));
   }
 
@@ -85,6 +91,19 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
 
   flush(): Promise<void> {
     return this.options.taskStatus.flush();
+  }
+
+  /**
+   * Pending receipts restored from state written before the ingest rules (validate.ts) may hold a
+   * time no Avro long can carry; emitting one (matched, or unmatched at expiry) would fail the
+   * stage on every restart. They are dropped here, once, and counted.
+   */
+  private dropUnwritable(key: string, entry: MessageEntry): void {
+    const keep = entry.pending.filter(writableReceipt);
+    if (keep.length === entry.pending.length) return;
+    for (const r of entry.pending) if (!writableReceipt(r)) this.listener.invalid?.(r.vendor);
+    entry.pending = keep;
+    this.messages.put(key, entry);
   }
 
   /** A new submission: the receipts waiting for it are matched, and the entry waits the full retention. */

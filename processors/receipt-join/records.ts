@@ -125,4 +125,6 @@ export interface ReceiptJoinListener {
    * (`receiptAppId`): ignored, it changes no task and no token.
    */
   crossApp?(vendor: string, receiptAppId: string | null): void;
+  /** A pending receipt restored from state breaks the ingest rules (validate.ts): dropped. */
+  invalid?(vendor: string): void;
 }

@@ -2,8 +2,10 @@ import { ContractError, errorMessage } from '../../common/errors.ts';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { VENDORS, type ParsedReceipt, type Vendor } from '../../sinks/vendors/types.ts';
 import { compositeKey } from '../shared/keys.ts';
+import { compileIngestRules, type IngestOptions } from '../shared/ingest.ts';
 import type { PushOutcome } from '../shared/records.ts';
 import { RECEIPT_VENDORS, tokenHash, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus, type SubmissionRef } from './records.ts';
+import { rawReceiptViolation, receiptViolation } from './validate.ts';
 
 const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { delivered: 'DELIVERED', failed: 'FAILED', 'dead-token': 'DEAD_TOKEN' };
 
@@ -15,9 +17,13 @@ export { tokenHash };
 /**
  * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per
  * receipt it holds, keyed by (vendor, vendor message id), for the join. Bodies are parsed by the
- * vendor adapters; a body no adapter can parse is a contract error (the runtime's DLQ).
+ * vendor adapters; a body no adapter can parse, or a callback that breaks an ingest rule (its
+ * receive time, or a receipt's own time, out of range: validate.ts), is a contract error (the
+ * runtime's DLQ, reason naming the rule), so nothing absurd reaches the join's state. `ingest`
+ * takes the PUSH_INGEST_* options the receiver uses (default their defaults).
  */
-export function receiptParseProcessor(parsers: ReceiptParsers, listener: ReceiptJoinListener = {}): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
+export function receiptParseProcessor(parsers: ReceiptParsers, listener: ReceiptJoinListener = {}, ingest: IngestOptions = {}): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
+  const rules = compileIngestRules(ingest);
   return () => {
     let ctx: ProcessorContext<string, ByMessageRecord>;
     const processor: Processor<string, ReceiptRaw, string, ByMessageRecord> = {
@@ -26,15 +32,23 @@ export function receiptParseProcessor(parsers: ReceiptParsers, listener: Receipt
       },
       process(record: StreamRecord<string, ReceiptRaw>) {
         const raw = record.value;
+        if (raw === null) throw new ContractError('CONTRACT_VIOLATION', 'receipt breaks ingest rule tombstone: a null value on push.receipts.raw');
         const vendor = raw.vendor as Vendor;
         const parse = VENDORS.includes(vendor) ? parsers(vendor) : undefined;
+        const rawBroken = rawReceiptViolation(raw.receipt_id, raw.app_id, raw.received_at, ctx.wallClockTimeMs(), rules);
+        if (rawBroken) throw new ContractError('CONTRACT_VIOLATION', `receipt (${vendor}) breaks ingest rule ${rawBroken}`);
         let receipts: ParsedReceipt[];
         try {
-          if (!parse) throw new Error(`no receipt parser for vendor ${raw.vendor}`);
+          if (!parse) throw new Error(`no receipt parser for vendor ${raw.vendor.slice(0, 16)}`);
           receipts = parse(Buffer.from(raw.body), raw.content_type ?? undefined);
         } catch (error) {
           listener.unparsable?.(raw.vendor);
           throw new ContractError('RECEIPT_UNPARSABLE', `receipt ${raw.receipt_id} (${raw.vendor}): ${errorMessage(error)}`, error);
+        }
+        // The whole callback or nothing: the DLQ keeps its original bytes for a replay.
+        for (const r of receipts) {
+          const broken = r.vendorMessageId ? receiptViolation(r, raw.received_at, rules) : undefined;
+          if (broken) throw new ContractError('CONTRACT_VIOLATION', `receipt ${raw.receipt_id} (${raw.vendor}) breaks ingest rule ${broken}`);
         }
         for (const r of receipts) {
           if (!r.vendorMessageId) continue;
@@ -44,7 +58,7 @@ export function receiptParseProcessor(parsers: ReceiptParsers, listener: Receipt
             token_hash: r.token ? tokenHash(r.token) : null,
             status: STATUS[r.status] ?? 'FAILED',
             code: r.code,
-            at: Number.isFinite(r.at) && r.at > 0 ? r.at : raw.received_at,
+            at: r.at,
             received_at: raw.received_at,
             app_id: raw.app_id,
           };

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
-import { DAY, ReceiptsHarness, useReceiptsHarness } from '../tokens/harness.ts';
+import { DAY, ReceiptsHarness, T0, useReceiptsHarness } from '../tokens/harness.ts';
 
 /** receipt-join on the TopologyTestDriver (real serdes, real MariaDB writers). */
 describe('receipt-join', () => {
@@ -20,10 +20,10 @@ describe('receipt-join', () => {
 
   test('duplicate callbacks and replays emit one receipt per (submission, status), with a deterministic event id', async () => {
     await h.outcome('d2', 'task-2', 'ACCEPTED', { vendorMessageId: 'req-2' });
-    await h.hmsReceipt('req-2', 'tok-2', 0, 1000);
-    await h.hmsReceipt('req-2', 'tok-2', 0, 2000); // the vendor resends with another timestamp
+    await h.hmsReceipt('req-2', 'tok-2', 0, T0 - 2000);
+    await h.hmsReceipt('req-2', 'tok-2', 0, T0 - 1000); // the vendor resends with another timestamp
     await h.outcome('d2', 'task-2', 'ACCEPTED', { vendorMessageId: 'req-2' }); // outcome replayed
-    await h.hmsReceipt('req-2', 'tok-2', 0, 1000);
+    await h.hmsReceipt('req-2', 'tok-2', 0, T0 - 2000);
     const receipts = h.receipts();
     assert.equal(receipts.length, 1);
     await h.hmsReceipt('req-2', 'tok-2', 6); // a later, different status is news
