@@ -78,7 +78,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'decisions':
       return { name, eventPath: true, internalTopics: [], close: none, topology: buildDecisionsTopology({ ...wiring, ...decisionsOptionsFromEnv(ctx.env) }) };
     case 'fan-out': {
-      const ledger = new MysqlPushTaskLedger({ pool: ctx.mysql });
+      const ledger = new MysqlPushTaskLedger({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener });
       const fanOut = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };
       return { name, eventPath: true, internalTopics: [], close: async () => ledger.close(), topology: buildFanOutTopology({ ...wiring, fanOut }) };
     }
@@ -87,8 +87,8 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
         ...wiring,
         parsers: receiptParsersFromRegistry(ctx.vendors),
         ingest: ingestOptionsFromEnv(ctx.env),
-        join: { taskStatus: new MysqlTaskStatusWriter({ pool: ctx.mysql }) },
-        tokens: { tokens: new MysqlTokenWriter({ pool: ctx.mysql }), listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) } },
+        join: { taskStatus: new MysqlTaskStatusWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }) },
+        tokens: { tokens: new MysqlTokenWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }), listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) } },
       });
       return { name, eventPath: false, internalTopics: [receiptsByMessageTopic(ctx.topicPrefix)], close: none, topology };
     }

@@ -22,11 +22,21 @@ export class PipelineMetrics {
   readonly deadLetters = this.registry.counter('push_dlq_records_total', 'Records sent to the DLQ, by source topic and error code');
   readonly restored = this.registry.gauge('push_restored_records', 'Changelog records restored per store and task');
   readonly assignedTasks = this.registry.gauge('push_assigned_tasks', 'Tasks assigned to this instance');
+  readonly appRestarts = this.registry.counter('push_app_restarts_total', 'Restarts of a streams application (consumer and all its tasks), by application and reason code');
+  readonly restartBackoff = this.registry.gauge('push_app_restart_backoff_ms', 'Wait before the latest restart of the current run of restarts, ms; 0 once the application ran restartBackoffResetMs without one');
+  readonly consecutiveRestarts = this.registry.gauge('push_app_consecutive_restarts', 'Restarts in the current run (each within restartBackoffResetMs of running after the previous); 0 when there is none');
   readonly outcomes = this.registry.counter('push_outcomes_total', 'Outcomes produced, by stage, status, reason and vendor (suppressions and drops by reason)');
   readonly endToEndLatency = this.registry.histogram('push_persist_to_accept_ms', 'Persisted to vendor-accepted latency of pushes, ms, by vendor', LATENCY_BUCKETS_MS);
   readonly vendorLatency = this.registry.histogram('push_vendor_latency_ms', 'Latency of one vendor submit call (a batch for batch vendors), ms, by vendor', LATENCY_BUCKETS_MS);
   readonly vendorResults = this.registry.counter('push_vendor_results_total', 'Vendor answers per message and call, by vendor, app, outcome kind and vendor code');
   readonly tokenInvalidations = this.registry.counter('push_token_invalidations_total', 'Tokens invalidated, by vendor and reason');
+  readonly mysqlRetries = this.registry.counter('push_mysql_retries_total', 'MySQL statements retried after a transient error, by writer (table) and error code');
+  readonly mysqlRowsRefused = this.registry.counter('push_mysql_rows_refused_total', 'Rows MySQL refused as data errors and left out after their record was processed, by writer and error code');
+  /** The MySQL writers' listener (sinks/mysql/errors.ts). */
+  readonly mysqlListener = {
+    onRetry: (writer: string, code: string) => this.mysqlRetries.inc({ writer, code }),
+    onDataError: (writer: string, code: string) => this.mysqlRowsRefused.inc({ writer, code }),
+  };
   readonly quotaUsed = this.registry.counter('push_quota_used_total', 'Pushes the vendor accepted (what vendor daily quotas count), by vendor and app');
   readonly dispatches = this.registry.counter('push_dispatches_total', 'Push decisions sent to the fan-out, by kind (LEADING, TRAILING, IMMEDIATE, DEFERRED)');
   readonly mergeRatio = this.registry.gauge('push_merge_ratio', 'Dispatches per trigger reaching the merge stage (dispatches / (dispatches + merged)); lower is fewer pushes');
@@ -102,6 +112,15 @@ export class PipelineMetrics {
     onKafkaRequest: (e) => this.kafkaRequests.inc({ app: e.applicationId, api: e.api }),
     onDeadLetter: (e) => this.deadLetters.inc({ app: e.applicationId, topic: e.topic, code: e.code }),
     onAssignment: (e) => this.assignedTasks.set({ app: e.applicationId }, e.taskIds.length),
+    onRestart: (e) => {
+      this.appRestarts.inc({ app: e.applicationId, code: e.code });
+      this.restartBackoff.set({ app: e.applicationId }, e.backoffMs);
+      this.consecutiveRestarts.set({ app: e.applicationId }, e.consecutive);
+    },
+    onRestartsSettled: (e) => {
+      this.restartBackoff.set({ app: e.applicationId }, 0);
+      this.consecutiveRestarts.set({ app: e.applicationId }, 0);
+    },
   };
 
   /**

@@ -1,6 +1,5 @@
 import type { Pool } from 'mysql2/promise';
-import { PushError, errorCode } from '../../common/errors.ts';
-import { backoffDelay, sleep } from '../../common/retry.ts';
+import { withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import type { TaskStatusUpdate, TaskStatusWriter } from '../../processors/receipt-join/records.ts';
 
 export interface MysqlTaskStatusWriterOptions {
@@ -15,15 +14,15 @@ export interface MysqlTaskStatusWriterOptions {
   readonly maxBatchIds?: number;
   readonly retryInitialDelayMs?: number;
   readonly retryMaxDelayMs?: number;
+  /** Retries (metrics). */
+  readonly listener?: MysqlWriteListener;
 }
-
-const RETRIABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN']);
 
 /**
  * im_push_task.status from receipts, batched: delivered (2) replaces pending, submitted and failed;
  * failed (3) replaces only pending and submitted, so a late failure never undoes a delivery and
- * merged (4) tasks stay merged. Idempotent: replays set the same values. `flush` retries while
- * MySQL is unreachable and resolves once every buffered update is applied.
+ * merged (4) tasks stay merged. Idempotent: replays set the same values. `flush` retries transient
+ * MySQL errors and resolves once every buffered update is applied.
  */
 export class MysqlTaskStatusWriter implements TaskStatusWriter {
   private delivered = new Set<string>();
@@ -57,17 +56,8 @@ export class MysqlTaskStatusWriter implements TaskStatusWriter {
     }
   }
 
+  /** Transient errors are retried (sinks/mysql/errors.ts); an UPDATE by id carries no data that could be refused. */
   private async run(sql: string, ids: string[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.options.pool.query(sql, [ids]);
-        return;
-      } catch (error) {
-        const code = errorCode(error);
-        const failure = new PushError(`MYSQL_${code}`, `im_push_task status update failed (${code})`, { retriable: RETRIABLE.has(code) });
-        if (!failure.retriable) throw failure;
-        await sleep(backoffDelay(attempt, this.options.retryInitialDelayMs ?? 200, this.options.retryMaxDelayMs ?? 10_000));
-      }
-    }
+    await withMysqlRetry('im_push_task.status', 'im_push_task status update', this.options, () => this.options.pool.query(sql, [ids]));
   }
 }

@@ -1,6 +1,6 @@
 import type { Pool } from 'mysql2/promise';
-import { errorCode, PushError } from '../../common/errors.ts';
-import { backoffDelay, sleep } from '../../common/retry.ts';
+import { errorCode } from '../../common/errors.ts';
+import { isMysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow, type TaskStatus } from '../../processors/fan-out/ledger.ts';
 
 export interface MysqlPushTaskLedgerOptions {
@@ -14,9 +14,15 @@ export interface MysqlPushTaskLedgerOptions {
   /** Backoff while MySQL is unreachable, ms. Defaults 200 and 10 000. */
   readonly retryInitialDelayMs?: number;
   readonly retryMaxDelayMs?: number;
+  /** Retries and rows left out (metrics). */
+  readonly listener?: MysqlWriteListener;
 }
 
-const RETRIABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED']);
+const WRITER = 'im_push_task';
+
+/** Widths of columns a vendor's answer fills (migrations/mysql/001_im_push_task.sql). */
+const FAIL_CODE_CHARS = 64;
+const MAX_ATTEMPTS = 65_535;
 
 const COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, collapse_id';
 const rowValues = (t: TaskRow) => [t.taskId, t.uid, t.convId, t.seq, t.deviceId, t.msgId, t.appId, t.platform, t.collapseId];
@@ -52,7 +58,8 @@ interface PendingClaim {
  * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0),
  * plus one `SELECT` of the stored statuses only when some row existed already; results become one `INSERT … ON DUPLICATE KEY UPDATE`
  * per batch that never moves a row backwards (1 over 0 and 3; 3 only over 0). Idempotent: a replay
- * writes the same values. MySQL outages are waited out with backoff.
+ * writes the same values. Transient MySQL errors (outage, failover, lock waits) are waited out
+ * with backoff; a row MySQL refuses as data fails only its own task's claim (sinks/mysql/errors.ts).
  */
 export class MysqlPushTaskLedger implements PushTaskLedger {
   private claims: PendingClaim[] = [];
@@ -85,24 +92,34 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     const batch = this.claims;
     this.claims = [];
     const size = this.options.maxBatchRows ?? 500;
-    for (let i = 0; i < batch.length; i += size) {
-      const chunk = batch.slice(i, i + size);
-      try {
-        const [inserted] = await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
-        // Every row new (the usual case): all are pending, and the claim took one round trip.
-        // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
-        const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
-        const rows = allNew ? [] : ((await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]))[0] as StoredRow[]);
-        const stored = new Map(rows.map((r) => [r.task_id, r]));
-        for (const c of chunk) {
-          const r = stored.get(c.task.taskId);
-          c.resolve(r === undefined
-            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [] }
-            : { status: r.status as TaskStatus, vendor: r.vendor || null, vendorMessageId: r.vendor_message_id, failCode: r.fail_code, attempts: r.attempts, trail: parseTrail(r.channel_trail) });
-        }
-      } catch (error) {
-        for (const c of chunk) c.reject(error);
+    for (let i = 0; i < batch.length; i += size) await this.writeClaimChunk(batch.slice(i, i + size));
+  }
+
+  /**
+   * One `INSERT IGNORE` for the chunk. A data error (one task's row does not fit its columns)
+   * fails the whole statement: the chunk is then claimed row by row, so only that task's claim
+   * rejects (its dispatch goes to the DLQ) and the others go on. Transient errors are waited out.
+   */
+  private async writeClaimChunk(chunk: PendingClaim[]): Promise<void> {
+    try {
+      const [inserted] = await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
+      // Every row new (the usual case): all are pending, and the claim took one round trip.
+      // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
+      const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
+      const rows = allNew ? [] : ((await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]))[0] as StoredRow[]);
+      const stored = new Map(rows.map((r) => [r.task_id, r]));
+      for (const c of chunk) {
+        const r = stored.get(c.task.taskId);
+        c.resolve(r === undefined
+          ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [] }
+          : { status: r.status as TaskStatus, vendor: r.vendor || null, vendorMessageId: r.vendor_message_id, failCode: r.fail_code, attempts: r.attempts, trail: parseTrail(r.channel_trail) });
       }
+    } catch (error) {
+      if (isMysqlDataError(error) && chunk.length > 1) {
+        for (const c of chunk) await this.writeClaimChunk([c]);
+        return;
+      }
+      for (const c of chunk) c.reject(error);
     }
   }
 
@@ -125,42 +142,51 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     this.results = new Map();
     const size = this.options.maxBatchRows ?? 500;
     try {
-      for (let i = 0; i < batch.length; i += size) {
-        const rows = batch.slice(i, i + size).map(({ task, result }) => [
-          ...rowValues(task), result.status, result.vendor, result.vendorMessageId, result.failCode,
-          result.trail.length > 0 ? JSON.stringify(result.trail) : null, result.attempts,
-          result.status === TASK_STATUS.submitted ? new Date() : null,
-        ]);
-        // Assignments run left to right and see earlier ones, so `status` is updated last.
-        const advance = '(status = 0 OR (status = 3 AND VALUES(status) = 1))';
-        await this.run(
-          `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
-            `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
-            `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
-            `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
-            `channel_trail = IF(${advance}, VALUES(channel_trail), channel_trail), ` +
-            `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
-            `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +
-            `status = IF(${advance}, VALUES(status), status)`,
-          [rows],
-        );
-      }
+      for (let i = 0; i < batch.length; i += size) await this.writeResultChunk(batch.slice(i, i + size));
     } catch (error) {
       for (const { task, result } of batch) if (!this.results.has(task.taskId)) this.results.set(task.taskId, { task, result });
       throw error;
     }
   }
 
-  private async run(sql: string, params: unknown[]): Promise<[unknown, unknown]> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await this.options.pool.query(sql, params)) as [unknown, unknown];
-      } catch (error) {
-        const code = errorCode(error);
-        if (!RETRIABLE.has(code)) throw new PushError(`MYSQL_${code}`, `im_push_task write failed (${code})`, { cause: error });
-        await sleep(backoffDelay(attempt, this.options.retryInitialDelayMs ?? 200, this.options.retryMaxDelayMs ?? 10_000));
+  /**
+   * One upsert for the chunk. A row MySQL refuses as data (its claim with the same identifying
+   * columns was accepted, so only a vendor's answer can be at fault) is written row by row, and a
+   * row still refused is left out and reported: its dispatch has already been answered, and
+   * stopping the partition would not make the row fit.
+   */
+  private async writeResultChunk(chunk: Array<{ task: TaskRow; result: TaskResult }>): Promise<void> {
+    const rows = chunk.map(({ task, result }) => [
+      ...rowValues(task), result.status, result.vendor, result.vendorMessageId, result.failCode?.slice(0, FAIL_CODE_CHARS) ?? null,
+      result.trail.length > 0 ? JSON.stringify(result.trail) : null, Math.min(result.attempts, MAX_ATTEMPTS),
+      result.status === TASK_STATUS.submitted ? new Date() : null,
+    ]);
+    // Assignments run left to right and see earlier ones, so `status` is updated last.
+    const advance = '(status = 0 OR (status = 3 AND VALUES(status) = 1))';
+    try {
+      await this.run(
+        `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
+          `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
+          `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
+          `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
+          `channel_trail = IF(${advance}, VALUES(channel_trail), channel_trail), ` +
+          `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
+          `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +
+          `status = IF(${advance}, VALUES(status), status)`,
+        [rows],
+      );
+    } catch (error) {
+      if (!isMysqlDataError(error)) throw error;
+      if (chunk.length > 1) {
+        for (const one of chunk) await this.writeResultChunk([one]);
+        return;
       }
+      this.options.listener?.onDataError?.(WRITER, errorCode(error));
     }
+  }
+
+  private run(sql: string, params: unknown[]): Promise<[unknown, unknown]> {
+    return withMysqlRetry(WRITER, 'im_push_task write', this.options, () => this.options.pool.query(sql, params) as Promise<[unknown, unknown]>);
   }
 
   /** Stops the background flush (call `flush` first to write what is buffered). */

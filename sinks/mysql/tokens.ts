@@ -1,6 +1,6 @@
 import type { Pool, ResultSetHeader } from 'mysql2/promise';
-import { PushError, errorCode } from '../../common/errors.ts';
-import { backoffDelay, sleep } from '../../common/retry.ts';
+import { errorCode, PushError } from '../../common/errors.ts';
+import { isMysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import type { TokenRecordWriter, TokenRow } from '../../processors/token-lifecycle/lifecycle.ts';
 
 /** Column names of im_push_token this writer fills (migrations/mysql/003_im_push_token.sql). */
@@ -50,10 +50,11 @@ export interface MysqlTokenWriterOptions {
   readonly retryInitialDelayMs?: number;
   readonly retryMaxDelayMs?: number;
   readonly onRetry?: (error: PushError, attempt: number, delayMs: number) => void;
+  /** Retries and rows left out (metrics). */
+  readonly listener?: MysqlWriteListener;
 }
 
-/** MySQL error codes another attempt can fix (connection loss, lock wait, deadlock, read-only failover). */
-const RETRIABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_OPTION_PREVENTS_STATEMENT', 'ER_SERVER_SHUTDOWN']);
+const WRITER = 'im_push_token';
 
 const toDate = (ms: number) => new Date(ms);
 
@@ -62,7 +63,7 @@ const toDate = (ms: number) => new Date(ms);
  * token-lifecycle processor calls `upsert` only when a token's stored fields change; within one
  * flush the last change per (device_id, vendor) wins, and across flushes a row is only overwritten
  * by a change that is not older (`changed_at`), so a replay after a crash converges on the same
- * rows. `flush` retries while MySQL is unreachable and resolves once the rows are stored.
+ * rows. `flush` retries transient MySQL errors and resolves once the rows are stored.
  * Tokens are secrets: errors never carry row values.
  */
 export class MysqlTokenWriter implements TokenRecordWriter {
@@ -117,18 +118,24 @@ export class MysqlTokenWriter implements TokenRecordWriter {
       r.uid, r.device_id, r.vendor, r.platform, r.app_id, r.token, r.state === 'VALID' ? 1 : 0, r.reason,
       toDate(r.reported_at), toDate(r.reported_at), r.state === 'INVALID' ? toDate(r.changed_at) : null, toDate(r.changed_at),
     ]);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.options.pool.query<ResultSetHeader>(sql, [values]);
+    // Transient errors are retried (sinks/mysql/errors.ts). A data error refuses the whole batch:
+    // it is written again row by row, and a row still refused is left out and reported (the
+    // report that carried it was processed long ago; its token is never logged).
+    const listener: MysqlWriteListener = {
+      onRetry: (writer, code, attempt, delayMs) => {
+        this.options.listener?.onRetry?.(writer, code, attempt, delayMs);
+        this.options.onRetry?.(new PushError(`MYSQL_${code}`, `im_push_token upsert failed (${code})`, { retriable: true }), attempt, delayMs);
+      },
+    };
+    try {
+      await withMysqlRetry(WRITER, 'im_push_token upsert', { ...this.options, listener }, () => this.options.pool.query<ResultSetHeader>(sql, [values]));
+    } catch (error) {
+      if (!isMysqlDataError(error)) throw error;
+      if (rows.length > 1) {
+        for (const row of rows) await this.write([row]);
         return;
-      } catch (error) {
-        const code = errorCode(error);
-        const failure = new PushError(`MYSQL_${code}`, `im_push_token upsert failed (${code})`, { retriable: RETRIABLE.has(code) });
-        if (!failure.retriable) throw failure;
-        const delayMs = backoffDelay(attempt, this.options.retryInitialDelayMs ?? 200, this.options.retryMaxDelayMs ?? 10_000);
-        this.options.onRetry?.(failure, attempt, delayMs);
-        await sleep(delayMs);
       }
+      this.options.listener?.onDataError?.(WRITER, errorCode(error));
     }
   }
 }
