@@ -65,8 +65,10 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
    * forward the record's outputs in the same synchronous step in which it calls the function, and
    * never forward outputs of a later record of the topic before that (in input order), or a crash
    * could write them twice. Returns a no-op inside a punctuator (no input record to hold).
+   * Called with an error, the record failed: a non-retriable error sends that record to the DLQ
+   * (under the `dlq` processing-error policy), any other fails the task at its next flush.
    */
-  deferCompletion(): () => void;
+  deferCompletion(): (error?: unknown) => void;
 }
 
 export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> {

@@ -77,6 +77,10 @@ export class StreamTask {
   private readonly schedules: Schedule[] = [];
   private pending: Promise<unknown> | undefined;
   private metadata: RecordMetadata | undefined;
+  /** The encoded record being processed (what a deferred record's DLQ entry carries). */
+  private input: InputRecord | undefined;
+  /** A deferred record's failure that the policy does not absorb; thrown by the next flush. */
+  private deferredFailure: unknown;
   private streamTime = -1;
   private outputs: OutputRecord[] = [];
   /** Last processed offset per source topic. */
@@ -157,6 +161,7 @@ export class StreamTask {
   private run(input: InputRecord, source: SourceNode, key: unknown, value: unknown): ProcessOutcome | Promise<ProcessOutcome> {
     this.count(this.recordsIn, source.name);
     this.metadata = { topic: input.topic, partition: input.partition, offset: input.offset };
+    this.input = input;
     const advanced = input.timestamp > this.streamTime;
     if (advanced) this.streamTime = input.timestamp;
     const outputsBefore = this.outputs.length;
@@ -178,6 +183,7 @@ export class StreamTask {
 
   private processed(advanced: boolean): ProcessOutcome | Promise<ProcessOutcome> {
     this.metadata = undefined;
+    this.input = undefined;
     if (advanced && this.schedules.some((s) => s.type === 'stream-time' && !s.cancelled)) return this.punctuate('stream-time', this.streamTime).then(() => PROCESSED);
     return PROCESSED;
   }
@@ -191,6 +197,7 @@ export class StreamTask {
   private failed(input: InputRecord, error: unknown, outputsBefore: number): ProcessOutcome {
     this.pending = undefined;
     this.metadata = undefined;
+    this.input = undefined;
     if (this.options.processingErrorPolicy === 'fail' || isRetriable(error)) throw new TaskFailedError(this.id, error);
     // Outputs of a failed record are dropped: the record goes to the DLQ as a whole.
     this.outputs.length = outputsBefore;
@@ -216,6 +223,7 @@ export class StreamTask {
    */
   async flush({ complete = true }: { complete?: boolean } = {}): Promise<void> {
     try {
+      if (this.deferredFailure !== undefined) throw this.deferredFailure;
       for (const processor of this.processors.values()) {
         const flush = !complete && processor.flushFinished ? processor.flushFinished : processor.flush;
         if (!flush) continue;
@@ -266,18 +274,27 @@ export class StreamTask {
     return out;
   }
 
-  /** Holds the current record's offset out of commits until the returned function is called (ProcessorContext.deferCompletion). */
-  private defer(): () => void {
+  /**
+   * Holds the current record's offset out of commits until the returned function is called
+   * (ProcessorContext.deferCompletion). Called with an error, the record failed: under the `dlq`
+   * policy a non-retriable error sends that record (not the one being processed now) to the DLQ;
+   * otherwise the next flush fails the task.
+   */
+  private defer(node: string): (error?: unknown) => void {
     const metadata = this.metadata;
+    const input = this.input;
     if (!metadata) return () => undefined;
     let queue = this.deferred.get(metadata.topic);
     if (!queue) this.deferred.set(metadata.topic, (queue = []));
     const entry = { offset: metadata.offset, done: false };
     queue.push(entry);
-    return () => {
+    return (error?: unknown) => {
       if (entry.done) return;
       entry.done = true;
       this.uncommitted = true;
+      if (error === undefined) return;
+      if (this.options.processingErrorPolicy === 'fail' || isRetriable(error) || !input) this.deferredFailure ??= error;
+      else this.outputs.push(deadLetter(this.options.dlqTopic, input, error, 'processing', this.options.applicationId, this.options.clock(), node));
     };
   }
 
@@ -397,7 +414,7 @@ export class StreamTask {
       },
       streamTimeMs: () => task.streamTime,
       wallClockTimeMs: () => task.options.clock(),
-      deferCompletion: () => task.defer(),
+      deferCompletion: () => task.defer(node.name),
     };
   }
 }

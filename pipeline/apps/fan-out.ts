@@ -11,6 +11,8 @@ export interface FanOutTopologyOptions extends WiringOptions {
 /** Stable node names (they appear in `describe()`). */
 export const FAN_OUT_NODES = {
   source: 'dispatch-source',
+  /** im.presence: only its READs matter here (they cancel dispatches waiting to be retried). */
+  reads: 'read-source',
   processor: 'fan-out',
   outcomes: 'outcomes-sink',
   tokens: 'token-invalidations-sink',
@@ -18,7 +20,8 @@ export const FAN_OUT_NODES = {
 
 /**
  * The fan-out application: push.dispatch → `fan-out` → push.outcomes, and dead-token invalidations
- * → push.tokens (source FAN_OUT). Idempotency lives in im_push_task (the injected ledger); the two
+ * → push.tokens (source FAN_OUT). im.presence (co-partitioned by uid) is read too, for its READs:
+ * a READ cancels the conversation's dispatches waiting out retryable vendor failures. Idempotency lives in im_push_task (the injected ledger); the two
  * stores hold dispatches waiting out a long backoff (changelogged, so a restart resumes them). The
  * processor itself (processors/fan-out/fan-out.ts) sees neither topics nor serdes; this wiring does.
  */
@@ -27,7 +30,8 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
   const n = FAN_OUT_NODES;
   return new TopologyBuilder()
     .addSource(n.source, source('dispatch'))
-    .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source)
+    .addSource(n.reads, source('presence'))
+    .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source, n.reads)
     .addSink(n.outcomes, sink('outcomes'), n.processor)
     .addSink(n.tokens, sink('tokens'), n.processor)
     .addStateStore(keyValueStore<DispatchProgress>(FAN_OUT_STORES.parked), n.processor)

@@ -32,17 +32,24 @@ export class SubmitBatcher {
     for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
   }
 
+  /**
+   * Every message of the batch is answered, whatever happens: each answer belongs to the dispatch
+   * that asked, so nothing thrown here may escape (it would surface as an unhandled rejection or
+   * leave the dispatches waiting forever).
+   */
   private async send(batch: Array<{ message: PushMessage; resolve: (o: SubmitOutcome) => void }>): Promise<void> {
     let outcomes: SubmitOutcome[];
-    await this.gate.acquire(batch.length);
     try {
-      this.calls++;
-      outcomes = await this.adapter.submit(batch.map((b) => b.message));
+      await this.gate.acquire(batch.length);
+      try {
+        this.calls++;
+        outcomes = await this.adapter.submit(batch.map((b) => b.message));
+      } finally {
+        this.gate.release();
+      }
     } catch (error) {
       // Adapters answer network trouble with `retryable`; anything thrown is a bug, kept retryable.
-      outcomes = batch.map(() => ({ kind: 'retryable', code: `ADAPTER_${(error as Error).name ?? 'ERROR'}` }));
-    } finally {
-      this.gate.release();
+      outcomes = batch.map(() => ({ kind: 'retryable', code: `ADAPTER_${(error as Error | undefined)?.name ?? 'ERROR'}` }));
     }
     batch.forEach((b, i) => b.resolve(outcomes[i] ?? { kind: 'retryable', code: 'MISSING_OUTCOME' }));
   }

@@ -3,11 +3,12 @@ import type { ProcessorContext, ProcessorSupplier, StreamRecord } from '../../to
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { VENDORS, type SubmitOutcome, type Vendor } from '../../sinks/vendors/types.ts';
 import { isUnknownOutcome } from '../../sinks/vendors/outcomes.ts';
-import type { PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
+import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { SubmitBatcher } from './batcher.ts';
 import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
 import { fanOutConfig, type FanOutOptions } from './options.ts';
 import { ACCEPTED_DISCRIMINATOR, deadTokenReport, fanOutOutcome, pushMessage, replayedAnswer, taskRowOf, type FanOutAnswer, type FanOutReason } from './records.ts';
+import { RetryingDispatches } from './retrying.ts';
 import { VendorGate } from './vendor-gate.ts';
 
 type Output = { child: string; record: StreamRecord<string, PushOutcome | TokenReport> };
@@ -16,8 +17,13 @@ type Output = { child: string; record: StreamRecord<string, PushOutcome | TokenR
 interface Job {
   readonly outputs: Output[];
   finished: boolean;
-  /** Lets the record's input offset into commits (a no-op for a dispatch resumed from the parked store). */
-  readonly done: () => void;
+  /** What stopped this dispatch (not a vendor answer: a record MySQL refuses, a bug); set when finished. */
+  error?: unknown;
+  /**
+   * Lets the record's input offset into commits (a no-op for a dispatch resumed from the parked
+   * store); with an error, the runtime sends that record — not a later one — to the DLQ.
+   */
+  readonly done: (error?: unknown) => void;
 }
 
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
@@ -81,7 +87,7 @@ const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' |
  * punctuations and the flushes, in the order the dispatches started; a periodic commit does not wait
  * for dispatches in flight (their input offsets stay out of it: `deferCompletion`), `flush` does.
  */
-export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDispatch, string, PushOutcome | TokenReport> {
+export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDispatch | PresenceEvent, string, PushOutcome | TokenReport> {
   const config = fanOutConfig(options);
   const { ledger, vendors, outputs } = options;
   // Gates and batchers are per (vendor, app) and shared by every task of this process, so a 429
@@ -114,13 +120,15 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     const resumed = new Set<Promise<void>>();
     const activeTasks = new Map<string, Promise<void>>();
     const recent = new Map<string, StoredTask>();
+    const retrying = new RetryingDispatches();
 
     const drain = () => {
       let released = 0;
       while (released < jobs.length && jobs[released]!.finished) {
         const job = jobs[released++]!;
-        for (const o of job.outputs) ctx.forward(o.record, o.child);
-        job.done();
+        // A failed dispatch forwards nothing: its record goes to the DLQ as a whole.
+        if (job.error === undefined) for (const o of job.outputs) ctx.forward(o.record, o.child);
+        job.done(job.error);
       }
       if (released > 0) jobs = jobs.slice(released);
     };
@@ -143,10 +151,24 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         const token = d.channels[a.channel]?.token;
         if (a.status === 'DEAD_TOKEN' && token !== undefined) ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, a.vendor, token, now), timestamp: p.timestamp } });
       }
+      // A failed task's trail holds every outcome it had, its final one included: nothing else is
+      // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
+      // trail (written before trails existed) re-emit their stored verdict.
+      if (known.status === TASK_STATUS.failed && known.trail.length > 0) return;
       const a = replayedAnswer(known);
       ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, now), timestamp: p.timestamp } });
       options.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
     }
+
+    /** Ends a task as failed (3); its trail, which a replay re-emits, already holds its final outcome. */
+    function endFailed(task: ReturnType<typeof taskRowOf>, taskId: string, vendor: string, code: string, attempts: number, trail: readonly ChannelAnswer[]): void {
+      const result = { status: TASK_STATUS.failed, vendor, vendorMessageId: null, failCode: code, attempts, trail } as const;
+      ledger.record(task, result);
+      finish(taskId, result);
+    }
+
+    /** The outcome of a retrying dispatch whose conversation was read: SUPPRESSED read, final. */
+    const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({ channel: -1, status: 'SUPPRESSED', vendor, reason: 'read', code: 'READ', attempts, discriminator: 'read' });
 
     async function run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
       const d = p.dispatch;
@@ -165,11 +187,18 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       }
       let { attempts, last } = p;
       const trail: ChannelAnswer[] = [...(p.trail ?? [])];
-      /** An answer about one channel that is not the task's last: kept in the trail for replays. */
+      /** An answer of the task (all but ACCEPTED): kept in the trail, which a replay re-emits. */
       const emitChannel = (a: ChannelAnswer) => {
         trail.push(a);
         emit({ ...a, reason: a.reason as FanOutReason });
       };
+      const conversation = RetryingDispatches.conversation(d.uid, d.conv_id);
+      /** The conversation was read while this dispatch waited to retry: it ends here, unsent. */
+      const endRead = (vendor: string) => {
+        emitChannel(readAnswer(vendor, attempts));
+        endFailed(task, d.task_id, vendor, 'READ', attempts, trail);
+      };
+      if (!fresh && retrying.isRead(conversation, d.seq)) return endRead(d.channels[p.channel]?.vendor ?? last.vendor);
       channels: for (let ci = p.channel; ci < d.channels.length; ci++) {
         const channel = d.channels[ci]!;
         const vendor = channel.vendor as Vendor;
@@ -192,6 +221,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         const park = (call: number, ms: number) => {
           parked.put(d.task_id, { ...p, channel: ci, call, attempts, last, trail });
           timers.set(d.task_id, ctx.wallClockTimeMs() + ms);
+          retrying.add(conversation, d.task_id, d.seq);
         };
         for (let call = ci === p.channel ? p.call : 1; ; call++) {
           // The vendor is paused for this app (an earlier 429) for longer than we wait in place:
@@ -240,16 +270,23 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             continue;
           }
           if (outcome.kind === 'retryable') {
-            // Written but unanswered: the vendor may have it. Another channel could show the user a
-            // second notification, so only this channel is tried again (the collapse id makes a
-            // resend harmless), for as long as the push is worth sending.
-            const unknown = isUnknownOutcome(outcome) && now - d.decided_at < config.unknownRetryMaxAgeMs;
-            if (call < config.maxRetryableAttempts || unknown) {
+            // Written but unanswered (ANSWER_LOST): the vendor may have it. Another channel could
+            // show the user a second notification, so only this channel is tried again (the
+            // collapse id makes a resend harmless). A known failure (5xx, refused connection) gets
+            // the retry budget, then the next channel; on the last channel it is retried, parked
+            // between calls, for as long as the push is worth sending (docs/design.md §2.4).
+            const unknown = isUnknownOutcome(outcome);
+            const young = now - d.decided_at < config.retryMaxAgeMs;
+            if (call < config.maxRetryableAttempts || (young && (unknown || !hasNext))) {
+              retrying.add(conversation, d.task_id, d.seq);
               if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
+              if (retrying.isRead(conversation, d.seq)) return endRead(vendor);
               continue;
             }
-            fail('FAILED', UNREACHED_CODES.has(outcome.code) ? 'vendor_unreachable' : 'retries_exhausted', outcome.code);
-            if (isUnknownOutcome(outcome)) break channels; // the vendor may have it: no other channel
+            const unreached = UNREACHED_CODES.has(outcome.code);
+            const expired = config.retryMaxAgeMs > 0 && !young && (unknown || !hasNext);
+            fail('FAILED', unreached ? 'vendor_unreachable' : expired ? 'max_age_exceeded' : 'retries_exhausted', outcome.code);
+            if (unknown) break channels; // the vendor may have it: no other channel
             break;
           }
           fail('FAILED', FAILURE_REASON[outcome.kind], outcome.code);
@@ -257,11 +294,9 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         }
       }
       // Every channel failed: the task is final (3). Quota on every channel is a drop, never retried.
-      const result = { status: TASK_STATUS.failed, vendor: last.vendor, vendorMessageId: null, failCode: last.code, attempts, trail } as const;
-      ledger.record(task, result);
-      finish(d.task_id, result);
-      if (last.quotaOnly) emit({ status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
-      else if (last.throttled) emit({ status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
+      if (last.quotaOnly) emitChannel({ channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
+      else if (last.throttled) emitChannel({ channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
+      endFailed(task, d.task_id, last.vendor, last.code, attempts, trail);
     }
 
     const start = (p: DispatchProgress, fresh: boolean) => {
@@ -272,10 +307,14 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       const previous = activeTasks.get(taskId) ?? Promise.resolve();
       const job = previous
         .then(() => run(p, fresh, entry.outputs))
-        .catch((error) => {
-          failure ??= error;
+        .catch((error: unknown) => {
+          // The error belongs to this dispatch: released with it, in start order (drain). A
+          // resumed dispatch has no input record to dead-letter; its failure fails the task.
+          if (fresh) entry.error = error;
+          else failure ??= error;
         })
         .finally(() => {
+          if (!parked.get(taskId)) retrying.remove(taskId);
           entry.finished = true;
           inFlight.delete(job);
           resumed.delete(job);
@@ -294,6 +333,34 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       }
     };
 
+    /**
+     * A presence event (im.presence, co-partitioned by uid). Only a READ matters: it ends every
+     * parked dispatch of the conversation up to its seq as SUPPRESSED read, and marks the
+     * conversation for those waiting in place or in flight (they check before their next call).
+     * Anything else costs one comparison.
+     */
+    const onPresence = (event: PresenceEvent): void => {
+      if (event.kind !== 'READ' || event.conv_id === null || event.seq === null) return;
+      const conversation = RetryingDispatches.conversation(event.uid, event.conv_id);
+      for (const taskId of retrying.read(conversation, event.seq)) {
+        const p = parked.get(taskId);
+        if (!p) continue; // running: it sees the READ before its next call
+        parked.delete(taskId);
+        timers.cancel(taskId);
+        retrying.remove(taskId);
+        const d = p.dispatch;
+        const vendor = d.channels[p.channel]?.vendor ?? p.last.vendor;
+        const answer = readAnswer(vendor, p.attempts);
+        const trail = [...(p.trail ?? []), answer];
+        endFailed(taskRowOf(d), taskId, vendor, 'READ', p.attempts, trail);
+        const record = { key: p.key, value: fanOutOutcome(d, { ...answer, reason: 'read' }, config.clock.now()), timestamp: p.timestamp };
+        // Released in start order behind the dispatches in flight, like any other outcome.
+        jobs.push({ outputs: [{ child: outputs.outcomes, record }], finished: true, done: () => undefined });
+        options.listener?.onAnswer?.(vendor, d.app_id, 'SUPPRESSED', 'READ');
+      }
+      drain();
+    };
+
     // Finished dispatches wait behind a slow earlier one: they count against the bound too.
     const backpressure = async () => {
       while (inFlight.size >= config.maxInFlight || jobs.length >= 4 * config.maxInFlight) {
@@ -307,6 +374,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         ctx = context;
         parked = ctx.getStateStore<KeyValueStore<DispatchProgress>>(FAN_OUT_STORES.parked);
         timers = ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers);
+        for (const [taskId, p] of parked.entries()) retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq);
         ctx.schedule(config.retryPollMs, 'wall-clock', async (now) => {
           for (const { key } of timers.popDue(now, config.maxInFlight)) {
             const p = parked.get(key);
@@ -318,15 +386,15 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         });
       },
       async process(record) {
-        options.listener?.onDispatchReceived?.(record.value);
-        rethrow();
+        if (!('task_id' in record.value)) return onPresence(record.value);
+        const d = record.value;
+        options.listener?.onDispatchReceived?.(d);
         drain();
-        if (record.headers?.[REPLAY_HEADER]) recent.delete(record.value.task_id);
-        const fresh: DispatchProgress = { dispatch: record.value, key: record.key, timestamp: record.timestamp, channel: 0, call: 1, attempts: 0, last: { vendor: '', code: '', quotaOnly: true, throttled: false } };
+        if (record.headers?.[REPLAY_HEADER]) recent.delete(d.task_id);
+        const fresh: DispatchProgress = { dispatch: d, key: record.key, timestamp: record.timestamp, channel: 0, call: 1, attempts: 0, last: { vendor: '', code: '', quotaOnly: true, throttled: false } };
         start(fresh, true);
         await backpressure();
         drain();
-        rethrow();
       },
       /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. */
       async flushFinished() {

@@ -22,13 +22,15 @@ export interface TaskRow {
 }
 
 /**
- * The answer of one of a task's earlier channels (dead token, failure, throttle), recorded with its
- * final result so that a task re-dispatched after a crash re-emits every answer, not only the last.
+ * One outcome of a task other than ACCEPTED (a channel's dead token, failure or throttle, and a
+ * failed task's final drop, failure or READ cancellation), recorded with its final result so that
+ * a task re-dispatched after a crash re-emits exactly the outcomes it had, with their event ids
+ * (the discriminator), and nothing else.
  */
 export interface ChannelAnswer {
-  /** Index of the channel in the dispatch. */
+  /** Index of the channel in the dispatch; -1 for an outcome about the task as a whole. */
   readonly channel: number;
-  readonly status: 'FAILED' | 'DEAD_TOKEN' | 'THROTTLED';
+  readonly status: 'FAILED' | 'DEAD_TOKEN' | 'THROTTLED' | 'DROPPED' | 'SUPPRESSED';
   readonly vendor: string;
   readonly reason: string;
   readonly code: string;
@@ -46,7 +48,7 @@ export interface TaskResult {
   readonly failCode: string | null;
   /** Vendor calls made for this task. */
   readonly attempts: number;
-  /** Answers of the channels tried before the final one, in order. */
+  /** Every outcome of the task but ACCEPTED, in order (a failed task's final one included). */
   readonly trail: readonly ChannelAnswer[];
 }
 

@@ -35,12 +35,17 @@ export interface FanOutOptions {
   /** Vendor calls per channel when throttled and no other channel is left. Env PUSH_FANOUT_MAX_THROTTLED; default 4; 1–20. */
   readonly maxThrottledAttempts?: number;
   /**
-   * A call whose answer was lost after the request was written (the vendor may have the push) is
-   * retried on the same channel, never another, with backoff, until the dispatch is this old (ms
-   * since it was decided); then it ends FAILED, counted as submitted. Env
-   * PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS; default 3 600 000; 1 000–86 400 000.
+   * How long a push keeps being retried after retryable answers (5xx, timeouts, connection loss,
+   * an answer lost after the request was written), ms since it was decided. A known failure gets
+   * `maxRetryableAttempts` calls per channel and then moves to the next channel; on the last
+   * channel, and for an unknown outcome (the vendor may have the push: only that channel, never
+   * another), it is parked and retried with backoff until this age, then ends FAILED
+   * `max_age_exceeded`. A READ of the conversation up to the push's seq cancels it (SUPPRESSED
+   * `read`). 0 turns parking off: the push ends after `maxRetryableAttempts` calls. Env
+   * PUSH_FANOUT_RETRY_MAX_AGE_MS (PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS is read when it is unset);
+   * default 3 600 000; 0–86 400 000.
    */
-  readonly unknownRetryMaxAgeMs?: number;
+  readonly retryMaxAgeMs?: number;
   /** Backoff before the second call, ms (doubling, full jitter). Default 200; 1–60 000. */
   readonly backoffInitialMs?: number;
   /** Longest backoff, ms. Default 30 000; 1–600 000. */
@@ -67,7 +72,7 @@ export interface FanOutConfig {
   readonly ttlSeconds: number;
   readonly maxRetryableAttempts: number;
   readonly maxThrottledAttempts: number;
-  readonly unknownRetryMaxAgeMs: number;
+  readonly retryMaxAgeMs: number;
   readonly backoffInitialMs: number;
   readonly backoffMaxMs: number;
   readonly defaultThrottleMs: number;
@@ -84,7 +89,7 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
     ttlSeconds: checkRange('fanOut.ttlSeconds', o.ttlSeconds ?? 86_400, { min: 0, max: 2_419_200 }),
     maxRetryableAttempts: checkRange('fanOut.maxRetryableAttempts', o.maxRetryableAttempts ?? 3, { min: 1, max: 10 }),
     maxThrottledAttempts: checkRange('fanOut.maxThrottledAttempts', o.maxThrottledAttempts ?? 4, { min: 1, max: 20 }),
-    unknownRetryMaxAgeMs: checkRange('PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS', o.unknownRetryMaxAgeMs ?? 3_600_000, { min: 1_000, max: 86_400_000 }),
+    retryMaxAgeMs: checkRange('PUSH_FANOUT_RETRY_MAX_AGE_MS', o.retryMaxAgeMs ?? 3_600_000, { min: 0, max: 86_400_000 }),
     backoffInitialMs: checkRange('fanOut.backoffInitialMs', o.backoffInitialMs ?? 200, { min: 1, max: 60_000 }),
     backoffMaxMs: checkRange('fanOut.backoffMaxMs', o.backoffMaxMs ?? 30_000, { min: 1, max: 600_000 }),
     defaultThrottleMs: checkRange('fanOut.defaultThrottleMs', o.defaultThrottleMs ?? 1000, { min: 0, max: 600_000 }),
@@ -97,12 +102,15 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
 }
 
 /** Reads the PUSH_FANOUT_* keys into options (the rest comes from the worker's wiring). */
-export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'unknownRetryMaxAgeMs'> {
+export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs'> {
   return {
     ttlSeconds: readInt(env, 'PUSH_FANOUT_TTL_SECONDS', 86_400, { min: 0, max: 2_419_200 }),
     maxRetryableAttempts: readInt(env, 'PUSH_FANOUT_MAX_RETRIES', 3, { min: 1, max: 10 }),
     maxThrottledAttempts: readInt(env, 'PUSH_FANOUT_MAX_THROTTLED', 4, { min: 1, max: 20 }),
     maxInFlight: readInt(env, 'PUSH_FANOUT_MAX_IN_FLIGHT', 256, { min: 1, max: 100_000 }),
-    unknownRetryMaxAgeMs: readInt(env, 'PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS', 3_600_000, { min: 1_000, max: 86_400_000 }),
+    // The older key (unknown outcomes only) still configures the general maximum age when the new one is unset.
+    retryMaxAgeMs: env.PUSH_FANOUT_RETRY_MAX_AGE_MS === undefined && env.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS !== undefined
+      ? readInt(env, 'PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS', 3_600_000, { min: 0, max: 86_400_000 })
+      : readInt(env, 'PUSH_FANOUT_RETRY_MAX_AGE_MS', 3_600_000, { min: 0, max: 86_400_000 }),
   };
 }

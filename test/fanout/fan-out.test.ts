@@ -154,7 +154,7 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 3);
   });
 
-  test('5xx bursts are retried a bounded number of times', async () => {
+  test('5xx bursts are retried a bounded number of times before the device moves to its next channel', async () => {
     const token = em.token('hms', 'flaky');
     em.hms.script({ kind: 'server-error' }, { token, times: 2 });
     const ok = dispatch({ uid: 'u-5xx', device: 'd1', channels: [{ vendor: 'hms', token }] });
@@ -163,11 +163,11 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     assert.equal(fo.outcomes()[0]!.attempts, 3);
     const down = em.token('hms', 'down');
     em.hms.script({ kind: 'server-error' }, { token: down });
-    const failed = dispatch({ uid: 'u-5xx', device: 'd2', channels: [{ vendor: 'hms', token: down }] });
-    await fo.send(failed);
+    const moved = dispatch({ uid: 'u-5xx', device: 'd2', channels: [{ vendor: 'hms', token: down }, { vendor: 'fcm', token: em.token('fcm', 'down') }] });
+    await fo.send(moved);
     assert.equal(em.hms.received.filter((r) => r.token === down).length, 3);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['FAILED', 'retries_exhausted']]);
-    assert.equal((await taskRow(db.pool, db.table, failed.task_id))!.status, 3);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason]), [['FAILED', 'hms', 'retries_exhausted'], ['ACCEPTED', 'fcm', null]]);
+    assert.equal((await taskRow(db.pool, db.table, moved.task_id))!.status, 1);
   });
 
   test('quota: next channel if there is one, else dropped with reason quota; never retried', async () => {

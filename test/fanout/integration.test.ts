@@ -34,7 +34,7 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     await admin.connect();
     await admin.createTopics({
       waitForLeaders: true,
-      topics: ['push.dispatch', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({ topic: prefix + t, numPartitions: t === 'push.dispatch' ? 3 : 1, replicationFactor: 1 })),
+      topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({ topic: prefix + t, numPartitions: t === 'push.dispatch' || t === 'im.presence' ? 3 : 1, replicationFactor: 1 })),
     });
     await admin.disconnect();
     env = { FANOUT_APP_ID: uniqueName('fan-out'), FANOUT_TOPIC_PREFIX: prefix, FANOUT_APPS_CONFIG: appsFile, FANOUT_TASK_TABLE: db.table };

@@ -48,13 +48,13 @@ describe('fan-out: an answer lost after the push was written', () => {
   });
 
   test('past the maximum age it ends FAILED on that channel, still without trying another vendor', async () => {
-    const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 5, backoffMaxMs: 50, maxRetryableAttempts: 2, unknownRetryMaxAgeMs: 1_000 });
+    const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 5, backoffMaxMs: 50, maxRetryableAttempts: 2, retryMaxAgeMs: 1_000 });
     const token = em.token('fcm', 'late-forever');
     em.fcm.scriptConnection({ kind: 'late', delayMs: TIMEOUT_MS + 300 }, { token });
     const d = dispatch({ uid: 'u-late', device: 'd2', decided_at: Date.now(), channels: [{ vendor: 'fcm', token }, { vendor: 'apns', token: em.token('apns', 'late-forever') }] });
     await fo.send(d);
 
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason, o.code]), [['FAILED', 'fcm', 'retries_exhausted', 'ANSWER_LOST']]);
+    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason, o.code]), [['FAILED', 'fcm', 'max_age_exceeded', 'ANSWER_LOST']]);
     assert.equal(em.apns.received.length, 0, 'the next channel was never tried');
     assert.ok(em.fcm.received.filter((r) => r.token === token).length >= 2);
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 3);

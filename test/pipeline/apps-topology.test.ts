@@ -20,16 +20,18 @@ const unused = <T>() => ({}) as T;
 const lines = (...l: string[]) => l.join('\n') + '\n';
 
 describe('application wiring', () => {
-  test('fan-out: push.dispatch ─► fan-out ─► push.outcomes, push.tokens', () => {
+  test('fan-out: push.dispatch (and READs from im.presence) ─► fan-out ─► push.outcomes, push.tokens', () => {
     const topology = buildFanOutTopology({ ...wiring, fanOut: unused<Omit<FanOutOptions, 'outputs'>>() });
     assert.equal(topology.describe(), lines(
       'Topologies:',
       '  Sub-topology: 0',
       '    Source: dispatch-source (topics: [t.push.dispatch])',
       '      --> fan-out',
+      '    Source: read-source (topics: [t.im.presence])',
+      '      --> fan-out',
       '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
       '      --> outcomes-sink, token-invalidations-sink',
-      '      <-- dispatch-source',
+      '      <-- dispatch-source, read-source',
       '    Sink: outcomes-sink (topic: t.push.outcomes)',
       '      <-- fan-out',
       '    Sink: token-invalidations-sink (topic: t.push.tokens)',
