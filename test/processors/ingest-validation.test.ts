@@ -103,9 +103,9 @@ describe('ingest rules: persisted messages', () => {
   test('unread_cnt 2^31 (written by a producer whose schema says long) → push.dlq (int_range), not a failure at the sink', () =>
     withHarness({}, async (h) => {
       await h.token('u1', 'd1', 'fcm');
-      const schema = structuredClone(loadSchema('message-persisted.avsc'));
-      for (const f of schema.fields) if (f.name === 'unread_cnt') f.type = 'long';
-      const bytes = avro.Type.forSchema(schema as avro.Schema).toBuffer(messageValue(h, 'u1', { unread_cnt: 2 ** 31 }));
+      const base = loadSchema('message-persisted.avsc');
+      const fields = (base.fields as Array<{ name: string; type: unknown }>).map((f) => (f.name === 'unread_cnt' ? { ...f, type: 'long' } : f));
+      const bytes = avro.Type.forSchema({ ...base, fields } as avro.Schema).toBuffer(messageValue(h, 'u1', { unread_cnt: 2 ** 31 }));
       await h.driver.pipeRawInput(TOPICS.persisted.name, Buffer.from('u1'), bytes);
       const reason = assertRejected(h, TOPICS.persisted.name, 'int_range');
       assert.match(reason, /unread_cnt must be an integer in \[0, 2147483647\], got 2147483648/);
