@@ -20,6 +20,36 @@ export interface ChangeloggedStore {
 }
 
 /**
+ * The keys changed since the last drain, each with whether the changelog holds a value for it (it
+ * had one at the last drain, when the changelog caught up with the store). A key created and removed
+ * again between two drains was never written, so it needs no tombstone: a hold released by its ACK
+ * within one commit interval costs no changelog record at all.
+ */
+class ChangedKeys {
+  private readonly logged = new Map<string, boolean>();
+
+  /** Call before the change, with whether the key has a value now. */
+  mark(key: string, hasValue: boolean): void {
+    if (!this.logged.has(key)) this.logged.set(key, hasValue);
+  }
+
+  /** The changelog entries for the changed keys (`valueOf` gives a key's current encoded value or null), then forgets them. */
+  drain(valueOf: (key: string) => Buffer | null): ChangelogEntry[] {
+    const out: ChangelogEntry[] = [];
+    for (const [key, logged] of this.logged) {
+      const value = valueOf(key);
+      if (value !== null || logged) out.push({ key, value });
+    }
+    this.logged.clear();
+    return out;
+  }
+
+  clear(): void {
+    this.logged.clear();
+  }
+}
+
+/**
  * In-memory key-value store. Changes are tracked per key and serialized at drain time, so a key
  * written many times between two commits costs one changelog record.
  */
@@ -27,7 +57,7 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
   readonly name: string;
   readonly changelogged: boolean;
   private readonly data = new Map<string, V>();
-  private readonly dirty = new Set<string>();
+  private readonly changed = new ChangedKeys();
   private readonly serde: StoreSerde<V>;
 
   constructor(name: string, serde: StoreSerde<V> = jsonStoreSerde<V>(), changelogged = true) {
@@ -46,8 +76,8 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
 
   put(key: string, value: V): void {
     if (value === undefined || value === null) throw new TypeError(`store ${this.name}: put(${key}) with no value; use delete`);
+    if (this.changelogged) this.changed.mark(key, this.data.has(key));
     this.data.set(key, value);
-    if (this.changelogged) this.dirty.add(key);
   }
 
   replaceEquivalent(key: string, value: V): void {
@@ -56,8 +86,8 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
   }
 
   delete(key: string): void {
+    if (this.changelogged) this.changed.mark(key, this.data.has(key));
     this.data.delete(key);
-    if (this.changelogged) this.dirty.add(key);
   }
 
   entries(): IterableIterator<[string, V]> {
@@ -65,13 +95,10 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
   }
 
   drainChanges(): ChangelogEntry[] {
-    const out: ChangelogEntry[] = [];
-    for (const key of this.dirty) {
+    return this.changed.drain((key) => {
       const value = this.data.get(key);
-      out.push({ key, value: value === undefined ? null : this.serde.serialize(value) });
-    }
-    this.dirty.clear();
-    return out;
+      return value === undefined ? null : this.serde.serialize(value);
+    });
   }
 
   restore(key: string, value: Buffer | null): void {
@@ -81,7 +108,7 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
 
   clear(): void {
     this.data.clear();
-    this.dirty.clear();
+    this.changed.clear();
   }
 }
 
@@ -104,7 +131,7 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
   private heap = new Int32Array(0);
   private heapSize = 0;
   private freeSlots: number[] = [];
-  private readonly dirty = new Set<string>();
+  private readonly changed = new ChangedKeys();
 
   constructor(name: string, changelogged = true) {
     this.name = name;
@@ -119,16 +146,16 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
     if (!Number.isFinite(dueMs)) throw new TypeError(`timer store ${this.name}: due time of ${key} must be a finite number`);
     const slot = this.slotOf.get(key);
     if (slot !== undefined && this.due[slot] === dueMs) return;
+    if (this.changelogged) this.changed.mark(key, slot !== undefined);
     if (slot === undefined) this.addSlot(key, dueMs);
     else this.moveSlot(slot, dueMs);
-    if (this.changelogged) this.dirty.add(key);
   }
 
   cancel(key: string): void {
     const slot = this.slotOf.get(key);
     if (slot === undefined) return;
+    if (this.changelogged) this.changed.mark(key, true);
     this.removeSlot(slot);
-    if (this.changelogged) this.dirty.add(key);
   }
 
   dueTime(key: string): number | undefined {
@@ -148,21 +175,18 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
       const dueMs = this.due[top]!;
       if (dueMs > nowMs) break;
       const key = this.keys[top]!;
+      if (this.changelogged) this.changed.mark(key, true);
       this.removeSlot(top);
-      if (this.changelogged) this.dirty.add(key);
       out.push({ key, dueMs });
     }
     return out;
   }
 
   drainChanges(): ChangelogEntry[] {
-    const out: ChangelogEntry[] = [];
-    for (const key of this.dirty) {
+    return this.changed.drain((key) => {
       const dueMs = this.dueTime(key);
-      out.push({ key, value: dueMs === undefined ? null : Buffer.from(String(dueMs)) });
-    }
-    this.dirty.clear();
-    return out;
+      return dueMs === undefined ? null : Buffer.from(String(dueMs));
+    });
   }
 
   restore(key: string, value: Buffer | null): void {
@@ -182,7 +206,7 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
     this.heap = new Int32Array(0);
     this.heapSize = 0;
     this.freeSlots = [];
-    this.dirty.clear();
+    this.changed.clear();
   }
 
   private setQuietly(key: string, dueMs: number): void {

@@ -53,11 +53,21 @@ describe('InMemoryTimerStore', () => {
     timers.set('c', 40);
     timers.cancel('c');
     const changes = timers.drainChanges();
-    assert.deepEqual(changes.map((c) => [c.key, c.value?.toString() ?? null]), [['a', '10'], ['b', '30'], ['c', null]]);
+    // c was set and cancelled between two drains: the changelog never had it, so no tombstone.
+    assert.deepEqual(changes.map((c) => [c.key, c.value?.toString() ?? null]), [['a', '10'], ['b', '30']]);
     const restored = new InMemoryTimerStore('t');
     for (const c of changes) restored.restore(c.key, c.value);
     assert.deepEqual(restored.popDue(100), [{ key: 'a', dueMs: 10 }, { key: 'b', dueMs: 30 }]);
     assert.deepEqual(restored.drainChanges(), [{ key: 'a', value: null }, { key: 'b', value: null }]);
+  });
+
+  test('a timer the changelog holds gets its tombstone; one set and fired between two drains gets none', () => {
+    const timers = new InMemoryTimerStore('t');
+    timers.set('held', 10);
+    timers.drainChanges();
+    timers.set('brief', 20);
+    assert.deepEqual(timers.popDue(50).map((e) => e.key), ['held', 'brief']);
+    assert.deepEqual(timers.drainChanges(), [{ key: 'held', value: null }]);
   });
 });
 
@@ -115,9 +125,25 @@ describe('InMemoryKeyValueStore', () => {
     store.put('x', 2);
     store.put('y', 5);
     store.delete('y');
-    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value?.toString() ?? null]), [['x', '2'], ['y', null]]);
+    // y was created and deleted between two drains: never in the changelog, so no tombstone.
+    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value?.toString() ?? null]), [['x', '2']]);
     assert.deepEqual(store.drainChanges(), []);
     assert.equal(store.get('x'), 2);
     assert.equal(store.size, 1);
+  });
+
+  test('a key the changelog holds gets a tombstone when deleted, also after being rewritten', () => {
+    const store = new InMemoryKeyValueStore<number>('counts');
+    store.put('x', 1);
+    store.put('z', 1);
+    store.drainChanges();
+    store.put('x', 2);
+    store.delete('x');
+    store.delete('z');
+    store.delete('never');
+    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value]), [['x', null], ['z', null]]);
+    store.restore('r', Buffer.from('3'));
+    store.delete('r');
+    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value]), [['r', null]], 'a restored key is in the changelog');
   });
 });
