@@ -76,12 +76,12 @@ export function receiptParseProcessor(parsers: ReceiptParsers, listener: Receipt
  * acceptances by vendors that send no receipts (`receiptVendors`), are dropped: nothing would
  * ever match them, and each would cost a record here and join state until its retention.
  */
-export function submissionIndexProcessor(receiptVendors: readonly string[] = RECEIPT_VENDORS): ProcessorSupplier<string, PushOutcome, string, ByMessageRecord> {
+export function submissionIndexProcessor(receiptVendors: readonly string[] = RECEIPT_VENDORS): ProcessorSupplier<string, PushOutcome | null, string, ByMessageRecord> {
   const vendors = new Set(receiptVendors);
   return () => new SubmissionIndexProcessor(vendors);
 }
 
-class SubmissionIndexProcessor implements Processor<string, PushOutcome, string, ByMessageRecord> {
+class SubmissionIndexProcessor implements Processor<string, PushOutcome | null, string, ByMessageRecord> {
   private ctx!: ProcessorContext<string, ByMessageRecord>;
 
   constructor(private readonly receiptVendors: ReadonlySet<string>) {}
@@ -90,9 +90,10 @@ class SubmissionIndexProcessor implements Processor<string, PushOutcome, string,
     this.ctx = ctx;
   }
 
-  process(record: StreamRecord<string, PushOutcome>): void {
+  process(record: StreamRecord<string, PushOutcome | null>): void {
     const o = record.value;
-    if (o.status !== 'ACCEPTED' || !o.vendor || !o.vendor_message_id || !o.device_id || !this.receiptVendors.has(o.vendor)) return;
+    // A tombstone on push.tokens (compacted, read beside the outcomes) is no submission.
+    if (o === null || o.status !== 'ACCEPTED' || !o.vendor || !o.vendor_message_id || !o.device_id || !this.receiptVendors.has(o.vendor)) return;
     this.ctx.forward({
       key: messageKey(o.vendor, o.vendor_message_id),
       value: { type: 'submission', vendor: o.vendor, vendor_message_id: o.vendor_message_id, submission: submissionOf(o, o.device_id) },

@@ -94,11 +94,11 @@ type Signal = 'success' | 'failure' | 'dead';
 const isReport = (v: TokenLifecycleInput): v is TokenReport => 'token' in v && 'reported_at' in v;
 const isReceipt = (v: TokenLifecycleInput): v is PushReceipt => 'matched' in v && !('stage' in v);
 
-export function tokenLifecycleProcessor(options: TokenLifecycleOptions): ProcessorSupplier<string, TokenLifecycleInput, string, TokenReport> {
+export function tokenLifecycleProcessor(options: TokenLifecycleOptions): ProcessorSupplier<string, TokenLifecycleInput | null, string, TokenReport> {
   return () => new TokenLifecycleProcessor(options);
 }
 
-class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput, string, TokenReport> {
+class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput | null, string, TokenReport> {
   private ctx!: ProcessorContext<string, TokenReport>;
   private tokens!: KeyValueStore<TokenHealth>;
   private stale!: TimerStore;
@@ -124,8 +124,11 @@ class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput, 
     ctx.schedule(this.options.sweepIntervalMs ?? 3_600_000, 'wall-clock', (now) => this.sweep(now));
   }
 
-  process(record: StreamRecord<string, TokenLifecycleInput>): void {
+  process(record: StreamRecord<string, TokenLifecycleInput | null>): void {
     const v = record.value;
+    // A tombstone on push.tokens (the user's tokens deleted; the decisions drop them) carries no
+    // evidence about a token's health: the rows it leaves valid go stale and are swept.
+    if (v === null) return;
     if (isReport(v)) return this.onReport(v);
     if (isReceipt(v)) return this.onReceipt(v);
     this.onOutcome(v);

@@ -160,6 +160,14 @@ describe('receipt-parse: raw callbacks breaking an ingest rule go to the DLQ', (
     });
   }
 
+  test('a tombstone on push.tokens (compacted) is no poison here: nothing goes to the DLQ and receipts still match', async () => {
+    await h.outcome('d1', 'task-1', 'ACCEPTED', { vendorMessageId: 'req-1' });
+    await h.driver.pipeRawInput(TOPICS.tokens, Buffer.from('uid-d1'), null);
+    assert.deepEqual(deadLetters(), []);
+    await raw('req-1', h.now());
+    assert.deepEqual(h.receipts().map((r) => r.task_id), ['task-1']);
+  });
+
   test('pending receipts restored from state written before the rules are dropped, so expiry writes nothing it cannot', async () => {
     let clock = T0;
     const task = new StreamTask({
