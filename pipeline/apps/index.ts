@@ -75,8 +75,11 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
   const wiring = { valueSerdes: meteredSerdes(registryValueSerdes(ctx.registry, ctx.topicPrefix), ctx.metrics), topicPrefix: ctx.topicPrefix };
   const none = async () => undefined;
   switch (name) {
-    case 'decisions':
-      return { name, eventPath: true, internalTopics: [], close: none, topology: buildDecisionsTopology({ ...wiring, ...decisionsOptionsFromEnv(ctx.env) }) };
+    case 'decisions': {
+      const options = decisionsOptionsFromEnv(ctx.env);
+      const merge = { ...options.merge, listener: ctx.metrics.mergeListener };
+      return { name, eventPath: true, internalTopics: [], close: none, topology: buildDecisionsTopology({ ...wiring, ...options, merge }) };
+    }
     case 'fan-out': {
       const ledger = new MysqlPushTaskLedger({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener });
       const fanOut = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };

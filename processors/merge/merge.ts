@@ -16,6 +16,9 @@
  * expiry of one device's window among others change nothing a restart would get wrong: the store
  * keeps them in memory only (replaceEquivalent), and a restored window past its end is closed the
  * same way by the first timer after the restore (the schedule is rebuilt with its due time).
+ *
+ * The store is capped per task (`maxEntries`): a trigger that opens an entry over the cap evicts
+ * the entry due soonest, as if its timer fired now (see `evict`).
  */
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
@@ -90,6 +93,31 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     }
     if (w) conv.set(c.device_id, w);
     this.store(key, conv, changed);
+    if (this.windows.size > this.config.maxEntries) this.evict(at);
+  }
+
+  /**
+   * Brings the store back to its cap: the (uid, conv) due soonest leaves, as if its timer fired
+   * early. Its open windows close now, sending the trailing update they carry (the latest unread
+   * count is never lost, it only goes out sooner: less merging under pressure); its closed windows'
+   * memory is forgotten (a late trigger below their pushed seq would be pushed again).
+   */
+  private evict(at: number): void {
+    while (this.windows.size > this.config.maxEntries) {
+      const [next] = this.timers.popDue(Infinity, 1);
+      if (!next) return;
+      const encoded = this.windows.get(next.key);
+      if (encoded === undefined || dueOfEncoded(encoded) !== next.dueMs) continue;
+      const [uid, convId] = keyParts(next.key) as [string, string];
+      let closedEarly = false;
+      for (const [deviceId, w] of decodeConvWindows(encoded)) {
+        if (!w.open) continue;
+        this.closeWindow(uid, convId, deviceId, w, Math.max(at, this.ctx.wallClockTimeMs()));
+        closedEarly = true;
+      }
+      this.windows.delete(next.key);
+      this.config.listener?.evicted(closedEarly ? 'closed-early' : 'forgotten');
+    }
   }
 
   private open(c: PushCandidate, at: number, previous: DeviceWindow | undefined): DeviceWindow {

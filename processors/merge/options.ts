@@ -25,9 +25,25 @@ export interface MergeOptions {
   retentionMs?: number;
   /** Wall-clock interval at which due windows close. Default 100. */
   punctuateIntervalMs?: number;
+  /**
+   * Most (uid, conv_id) entries one task keeps in its windows store (open windows and closed ones'
+   * memory). Over it, the entry due soonest makes room: its open windows close at once (the trailing
+   * update with the latest unread count goes out early, never lost) and its memory is forgotten.
+   * Env PUSH_MERGE_MAX_ENTRIES; default 500 000 per task (~250 MB at the measured ~0.5 KB each).
+   */
+  maxEntries?: number;
+  /** Told of every entry the cap evicts (the worker counts them in push_merge_evictions_total). */
+  listener?: MergeListener;
   /** Child node names. Defaults `merged` and `outcomes`. */
   outputs?: { merged?: ChildNames; outcomes?: ChildNames };
   stores?: Partial<MergeStoreNames>;
+}
+
+/** How an entry left the store early, for the cap: its open windows closed, or only its memory forgotten. */
+export type MergeEviction = 'closed-early' | 'forgotten';
+
+export interface MergeListener {
+  evicted(kind: MergeEviction): void;
 }
 
 export interface MergeStoreNames {
@@ -50,11 +66,14 @@ export interface MergeConfig {
   readonly mode: MergeMode;
   readonly retentionMs: number;
   readonly punctuateIntervalMs: number;
+  readonly maxEntries: number;
+  readonly listener: MergeListener | undefined;
   readonly outputs: { readonly merged: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<MergeStoreNames>;
 }
 
 const MODES: readonly MergeMode[] = ['leading', 'trailing-only'];
+const DEFAULT_MAX_ENTRIES = 500_000;
 
 /** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
 export function compileMergeOptions(options: MergeOptions = {}): MergeConfig {
@@ -65,6 +84,8 @@ export function compileMergeOptions(options: MergeOptions = {}): MergeConfig {
     mode,
     retentionMs: checkRange('PUSH_MERGE_RETENTION_MS', options.retentionMs ?? 60_000, { min: 0, max: 86_400_000 }),
     punctuateIntervalMs: checkRange('PUSH_MERGE_PUNCTUATE_MS', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
+    maxEntries: checkRange('PUSH_MERGE_MAX_ENTRIES', options.maxEntries ?? DEFAULT_MAX_ENTRIES, { min: 1, max: 100_000_000 }),
+    listener: options.listener,
     outputs: Object.freeze({ merged: options.outputs?.merged ?? 'merged', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...MERGE_STORE_NAMES, ...options.stores }),
   });
@@ -75,6 +96,7 @@ export function mergeOptionsFromEnv(env: Env = process.env): MergeOptions {
     windowMs: readInt(env, 'PUSH_MERGE_WINDOW_MS', 5_000, { min: 1, max: 10_000 }),
     mode: readEnum(env, 'PUSH_MERGE_MODE', 'leading', MODES),
     retentionMs: readInt(env, 'PUSH_MERGE_RETENTION_MS', 60_000, { min: 0, max: 86_400_000 }),
+    maxEntries: readInt(env, 'PUSH_MERGE_MAX_ENTRIES', DEFAULT_MAX_ENTRIES, { min: 1, max: 100_000_000 }),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { MetricsListener } from '../../topology/metrics.ts';
 import type { FanOutListener } from '../../processors/fan-out/options.ts';
+import type { MergeListener } from '../../processors/merge/options.ts';
 import { LATENCY_BUCKETS_MS, MetricsRegistry } from './prometheus.ts';
 import { observeGarbageCollection } from './gc.ts';
 
@@ -39,6 +40,9 @@ export class PipelineMetrics {
   };
   readonly quotaUsed = this.registry.counter('push_quota_used_total', 'Pushes the vendor accepted (what vendor daily quotas count), by vendor and app');
   readonly dispatches = this.registry.counter('push_dispatches_total', 'Push decisions sent to the fan-out, by kind (LEADING, TRAILING, IMMEDIATE, DEFERRED)');
+  readonly mergeEvictions = this.registry.counter('push_merge_evictions_total', 'Merge entries (uid, conv) evicted by the store cap PUSH_MERGE_MAX_ENTRIES, by kind (closed-early: open windows closed and their trailing update sent early; forgotten: a closed window\'s memory)');
+  /** The merge stage's listener (processors/merge/options.ts). */
+  readonly mergeListener: MergeListener = { evicted: (kind) => this.mergeEvictions.inc({ kind }) };
   readonly mergeRatio = this.registry.gauge('push_merge_ratio', 'Dispatches per trigger reaching the merge stage (dispatches / (dispatches + merged)); lower is fewer pushes');
   readonly recordsProduced = this.registry.counter('push_records_produced_total', 'Records written by committed tasks, by application and kind (output, changelog); transaction markers not included');
   readonly recordsProcessed = this.registry.counter('push_records_processed_total', 'Input records processed by committed tasks, by application');

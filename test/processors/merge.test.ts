@@ -189,6 +189,49 @@ describe('merge: docs/design.md §2.2 rules', () => {
   });
 });
 
+describe('merge: the store cap (PUSH_MERGE_MAX_ENTRIES)', () => {
+  test('over the cap the entry due soonest closes early: its trailing update goes out with the latest unread count, and the store stays at the cap', async () => {
+    const evicted: string[] = [];
+    const h = DecisionsHarness.create({ merge: { maxEntries: 2, listener: { evicted: (kind) => evicted.push(kind) } } });
+    try {
+      await h.token('u1', 'd1', 'fcm');
+      await h.message('u1', 'c1'); // leading, window until 5 000
+      await h.advanceTo(100);
+      await h.message('u1', 'c1', { unread_cnt: 7 }); // carried for c1's trailing update
+      await h.advanceTo(200);
+      await h.message('u1', 'c2'); // a second entry: at the cap
+      assert.deepEqual(evicted, []);
+      await h.advanceTo(300);
+      await h.message('u1', 'c3'); // a third: c1 (due first) makes room
+      assert.deepEqual(evicted, ['closed-early']);
+      const { dispatches } = h.drain();
+      assert.deepEqual(dispatches.map(brief), ['d1:c1#1 LEADING badge=1', 'd1:c2#1 LEADING badge=1', 'd1:c3#1 LEADING badge=1', 'd1:c1#2 TRAILING silent badge=7']);
+      assert.equal(h.driver.getStateStore<{ size: number }>('merge-windows').size, 2, 'c2 and c3 remain');
+      await h.advanceTo(10_000);
+      assert.deepEqual(h.drain().dispatches.map(brief), [], 'c1 sends nothing more at its original close');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('an entry whose memory expires soonest is forgotten, nothing sent; the cap is validated at start naming its key', async () => {
+    const evicted: string[] = [];
+    const h = DecisionsHarness.create({ merge: { maxEntries: 1, windowMs: 2_000, retentionMs: 1_000, listener: { evicted: (kind) => evicted.push(kind) } } });
+    try {
+      await h.token('u1', 'd1', 'fcm');
+      await h.message('u1', 'c1');
+      await h.advanceTo(2_500); // c1's window closed with nothing to send; its memory lasts until 3 000
+      await h.message('u1', 'c2'); // open until 4 500: c1's memory is due sooner
+      assert.deepEqual(evicted, ['forgotten']);
+      assert.deepEqual(h.drain().dispatches.map(brief), ['d1:c1#1 LEADING badge=1', 'd1:c2#1 LEADING badge=1']);
+    } finally {
+      await h.close();
+    }
+    assert.throws(() => mergeOptionsFromEnv({ PUSH_MERGE_MAX_ENTRIES: '0' }), /PUSH_MERGE_MAX_ENTRIES/);
+    assert.equal(compileMergeOptions().maxEntries, 500_000);
+  });
+});
+
 describe('merge options', () => {
   test('a window above 10 s is rejected at start, naming PUSH_MERGE_WINDOW_MS', () => {
     assert.throws(() => compileMergeOptions({ windowMs: 10_001 }), (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_MERGE_WINDOW_MS');
