@@ -29,3 +29,12 @@ export function isRebalancing(error: unknown): boolean {
   const type = kafkaErrorType(error);
   return type !== undefined && REBALANCING.has(type);
 }
+
+/** Refusals of produced records that the broker repeats for the same records (size, validity, policy). */
+const REFUSED_FOR_GOOD = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'INVALID_TIMESTAMP', 'POLICY_VIOLATION']);
+
+/** The protocol error type when the broker refused records it will refuse again, else undefined. */
+export function refusedForGood(error: unknown): string | undefined {
+  const type = kafkaErrorType(error);
+  return type !== undefined && REFUSED_FOR_GOOD.has(type) ? type : undefined;
+}

@@ -18,8 +18,19 @@ export interface MetricsListener {
   onFetch?(event: { applicationId: string; topic: string; partition: number; records: number }): void;
   /** One Kafka request sent by the application's consumer or a task's producer, by API (Fetch, Produce, EndTxn, …). */
   onKafkaRequest?(event: { applicationId: string; api: string }): void;
-  /** A record sent to the DLQ. */
+  /**
+   * A record sent to the DLQ: `topic` and `partition` are the input record's, or, for an output
+   * written without an input record (a punctuator's), the sink topic and the task's partition.
+   */
   onDeadLetter?(event: { applicationId: string; topic: string; partition: number; code: string }): void;
+  /**
+   * The application is restarting (its consumer and every task): `code` is the reason's error
+   * code, `consecutive` counts the restarts of the current run (1 for the first), `backoffMs` is the
+   * wait before this one rejoins.
+   */
+  onRestart?(event: { applicationId: string; code: string; consecutive: number; backoffMs: number }): void;
+  /** The application ran long enough after its last restart (restartBackoffResetMs): the run of restarts is over. */
+  onRestartsSettled?(event: { applicationId: string }): void;
   /** Tasks assigned to this instance after a rebalance. */
   onAssignment?(event: { applicationId: string; taskIds: string[] }): void;
 }
@@ -44,5 +55,7 @@ export function safeMetrics(listener: MetricsListener | undefined, logger?: Logg
     onKafkaRequest: wrap('onKafkaRequest'),
     onDeadLetter: wrap('onDeadLetter'),
     onAssignment: wrap('onAssignment'),
+    onRestart: wrap('onRestart'),
+    onRestartsSettled: wrap('onRestartsSettled'),
   };
 }

@@ -2,7 +2,7 @@ import avro from 'avsc';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { SchemaType, type COMPATIBILITY } from '@kafkajs/confluent-schema-registry';
 import { ContractError, PushError, errorMessage } from '../common/errors.ts';
-import type { Serde } from './serdes.ts';
+import { avroSerializationError, type Serde } from './serdes.ts';
 
 /** Confluent wire format: magic byte 0, 4-byte big-endian schema id, Avro binary. */
 const MAGIC_BYTE = 0;
@@ -75,8 +75,13 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
     }
     return resolver;
   };
-  const encode = (id: number, value: T): Buffer => {
-    const body = reader.toBuffer(value);
+  const encode = (topic: string, id: number, value: T): Buffer => {
+    let body: Buffer;
+    try {
+      body = reader.toBuffer(value);
+    } catch (error) {
+      throw avroSerializationError(reader, topic, value, error);
+    }
     const out = Buffer.allocUnsafe(HEADER_BYTES + body.length);
     out[0] = MAGIC_BYTE;
     out.writeInt32BE(id, 1);
@@ -108,7 +113,7 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
   return {
     serialize(topic, value) {
       const id = knownIds.get(subjectFor(topic));
-      return id !== undefined ? encode(id, value) : idFor(topic).then((fresh) => encode(fresh, value));
+      return id !== undefined ? encode(topic, id, value) : idFor(topic).then((fresh) => encode(topic, fresh, value));
     },
     deserialize(topic, data) {
       if (data.length < HEADER_BYTES || data[0] !== MAGIC_BYTE) {

@@ -5,6 +5,7 @@ import { TOPICS } from '../pipeline/topics.ts';
 import type { Topology } from './builder.ts';
 import type { MetricsListener } from './metrics.ts';
 import type { ProcessingErrorPolicy } from './task.ts';
+import { DEFAULT_MAX_RECORD_BYTES } from './record-size.ts';
 
 export type ProcessingGuarantee = 'at_least_once' | 'exactly_once';
 
@@ -41,6 +42,28 @@ export interface StreamsAppOptions {
    * task (Kafka Streams' buffered.records.per.partition). Default 1000.
    */
   maxBufferedRecords?: number;
+  /**
+   * Largest output record, in bytes: key + value + headers (topology/record-size.ts). A larger
+   * output is a production error: its input record goes to the DLQ with `RECORD_TOO_LARGE` and the
+   * task goes on, instead of the broker refusing the whole transaction. Lowered per topic to the
+   * topic's own `max.message.bytes` less batch overhead where that is smaller. Default 1,048,460
+   * (the broker's default `message.max.bytes`, 1,048,588, less 128 bytes of batch overhead).
+   * Range 1,024–104,857,600.
+   */
+  maxRecordBytes?: number;
+  /**
+   * Delay before the first of a run of restarts (a failed commit, a fenced producer, a consumer
+   * crash), in ms; each consecutive restart doubles it, up to restartBackoffMaxMs, with jitter
+   * (each delay is uniform in [½, 1] × its step). Default 200. Range 10–60 000.
+   */
+  restartBackoffInitialMs?: number;
+  /** Longest delay between two restarts, in ms. Default 30 000. Range restartBackoffInitialMs–600 000. */
+  restartBackoffMaxMs?: number;
+  /**
+   * Running this long (ms) after a restart without another one ends the run: the next restart
+   * waits restartBackoffInitialMs again. Default 60 000. Range 1 000–3 600 000.
+   */
+  restartBackoffResetMs?: number;
   /** kafkajs client id. Default `<applicationId>`. */
   clientId?: string;
   metricsListener?: MetricsListener;
@@ -56,6 +79,7 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
   const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
   if (!/^[a-zA-Z0-9._-]+$/.test(options.applicationId)) throw new ConfigError('applicationId', 'must be a valid Kafka topic and group name');
   if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
+  const initialMs = checkRange('restartBackoffInitialMs', options.restartBackoffInitialMs ?? 200, { min: 10, max: 60_000 });
   return {
     processingGuarantee: 'exactly_once',
     dlqTopic: TOPICS.dlq.name,
@@ -68,5 +92,9 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
     ...options,
     commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
     ...(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),
+    maxRecordBytes: checkRange('maxRecordBytes', options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, { min: 1024, max: 100 * 1024 * 1024 }),
+    restartBackoffInitialMs: initialMs,
+    restartBackoffMaxMs: checkRange('restartBackoffMaxMs', options.restartBackoffMaxMs ?? Math.max(initialMs, 30_000), { min: initialMs, max: 600_000 }),
+    restartBackoffResetMs: checkRange('restartBackoffResetMs', options.restartBackoffResetMs ?? 60_000, { min: 1000, max: 3_600_000 }),
   };
 }

@@ -11,7 +11,9 @@ import { safeMetrics } from './metrics.ts';
 import { SerialExecutor } from './serial-executor.ts';
 import { toInput, type TaskHandle } from './task-handle.ts';
 import { TaskInputQueue } from './task-input.ts';
-import { isRebalancing } from './kafka-errors.ts';
+import { isRebalancing, refusedForGood } from './kafka-errors.ts';
+import { RestartPacer } from './restart-backoff.ts';
+import { DLQ_MAX_MESSAGE_BYTES, readTopicRules, type TopicRules } from './topic-rules.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { resolveStreamsAppOptions, type ResolvedStreamsAppOptions, type StreamsAppOptions } from './runtime-options.ts';
 
@@ -54,11 +56,16 @@ export class StreamsApp {
   private restartCloses = -1;
   /** A restart asked for by a task the running restart does not close: runs after it. */
   private restartAgain?: { reason: unknown };
+  private readonly restarts: RestartPacer;
+  /** Record limits and key rules of the sink topics and the DLQ, read at start and at each restart. */
+  private topicRules = new Map<string, TopicRules>();
 
   constructor(options: StreamsAppOptions) {
     this.options = resolveStreamsAppOptions(options);
     this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
     this.metrics = safeMetrics(options.metricsListener, this.log);
+    const o = this.options;
+    this.restarts = new RestartPacer({ initialMs: o.restartBackoffInitialMs, maxMs: o.restartBackoffMaxMs, resetMs: o.restartBackoffResetMs, applicationId: o.applicationId, metrics: this.metrics, log: this.log });
     this.commits = new TaskCommits(options.applicationId, this.options.commitIntervalMs, this.metrics, (handle, error) => this.onTaskError(handle, error));
     cacheCoordinatorLookups();
     this.kafka = new Kafka({
@@ -86,8 +93,10 @@ export class StreamsApp {
       ...topology.subtopologies.flatMap((sub) =>
         sub.stores.filter((s) => s.changelog !== false).map((s) => ({ topic: changelogTopicName(applicationId, s.name), numPartitions: this.partitionsBySubtopology.get(sub.id)!, configs: { 'cleanup.policy': 'compact' } })),
       ),
-      { topic: this.options.dlqTopic, numPartitions: maxPartitions },
+      // The DLQ must take records a little over any other topic's limit (topic-rules.ts).
+      { topic: this.options.dlqTopic, numPartitions: maxPartitions, configs: { 'max.message.bytes': String(DLQ_MAX_MESSAGE_BYTES) } },
     ]);
+    await this.readTopicRules();
     if (this.options.processingGuarantee === 'at_least_once') {
       this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
       this.sharedProducer.on(this.sharedProducer.events.REQUEST, this.countRequest);
@@ -107,6 +116,7 @@ export class StreamsApp {
     if (this.closing) return;
     this.closing = true;
     if (this.tick) clearInterval(this.tick);
+    this.restarts.close();
     await this.restarting?.catch(() => undefined);
     while (this.inFlightBatches > 0) await sleep(5);
     for (const handle of this.handles.values()) {
@@ -225,6 +235,8 @@ export class StreamsApp {
       dlqTopic: this.options.dlqTopic,
       processingErrorPolicy: this.options.processingErrorPolicy,
       changelogTopic: (store) => changelogTopicName(applicationId, store),
+      topicRules: (topic) => this.topicRules.get(topic) ?? { maxRecordBytes: this.options.maxRecordBytes, keyRequired: false },
+      onOutputDeadLetter: ({ topic, code }) => this.metrics.onDeadLetter({ applicationId, topic, partition, code }),
       logger: this.log,
     });
     const committer: TaskCommitter =
@@ -396,8 +408,22 @@ export class StreamsApp {
       void this.failFatally(error);
       return;
     }
+    const refused = errorCode(error) === 'COMMIT_FAILED' ? refusedForGood(error) : undefined;
+    if (refused !== undefined) {
+      // Refused again after the restart, which backs off: a slow loop that metrics and pushctl status
+      // show. Sinks check sizes and keys against the topic configs (re-read at each restart) first.
+      this.log.error('the broker refused a commit; restarting with backoff', { task: handle.id, refusal: refused, error: errorMessage(error) });
+      this.requestRestart(new PushError('COMMIT_REFUSED', `the broker refused the commit of task ${handle.id}: ${refused}`, { retriable: true, cause: error }), [handle]);
+      return;
+    }
     this.log.warn('task failed; restarting from the last commit', { task: handle.id, code: errorCode(error), error: errorMessage(error) });
     this.requestRestart(error, [handle]);
+  }
+
+  /** Reads the sink topics' and the DLQ's limits (a failure keeps the last ones). */
+  private async readTopicRules(): Promise<void> {
+    const rules = await readTopicRules(this.admin!, this.options.topology.subtopologies.flatMap((s) => s.sinkTopics), this.options.dlqTopic, this.options.maxRecordBytes, this.log);
+    for (const [topic, r] of rules) this.topicRules.set(topic, r);
   }
 
   /**
@@ -414,8 +440,9 @@ export class StreamsApp {
       return;
     }
     this.restarting = (async () => {
-      this.log.warn('restarting consumer', { code: errorCode(reason), error: errorMessage(reason) });
+      let cause = reason;
       for (let attempt = 1; !this.closing; attempt++) {
+        const backoffMs = this.restarts.begin(cause, attempt);
         // This attempt closes every task there is now; what earlier attempts' consumers created too.
         this.restartCloses = this.generation;
         this.restartAgain = undefined;
@@ -424,13 +451,16 @@ export class StreamsApp {
           while (this.inFlightBatches > 0) await sleep(5);
           await this.closeAllTasks();
           this.memberId = undefined; // the next join starts without tasks: nothing to drop then
+          // Out of the group while waiting, so another instance may take the partitions meanwhile.
+          await this.restarts.wait(backoffMs);
+          if (this.closing) return;
+          await this.readTopicRules();
           await this.startConsumer();
           // A crash while joining happens inside startConsumer, while this restart still holds the flag.
-          if (!this.retired.has(this.consumer!)) return;
+          if (!this.retired.has(this.consumer!)) return this.restarts.rejoined();
           throw new PushError('CONSUMER_CRASHED', 'the consumer crashed while joining the group', { retriable: true });
         } catch (error) {
-          this.log.warn('consumer restart failed', { attempt, error: errorMessage(error) });
-          await sleep(Math.min(5000, 200 * attempt));
+          cause = error;
         }
       }
     })().finally(() => {

@@ -56,7 +56,7 @@ export function avroSerde<T>(schema: AvroSchemaSource): Serde<T> {
       try {
         return type.toBuffer(value);
       } catch (error) {
-        throw new ContractError('SERIALIZATION_FAILED', `value does not match ${type.name ?? 'schema'} for ${topic}`, error);
+        throw avroSerializationError(type, topic, value, error);
       }
     },
     deserialize: (topic, data) => {
@@ -67,4 +67,20 @@ export function avroSerde<T>(schema: AvroSchemaSource): Serde<T> {
       }
     },
   };
+}
+
+/**
+ * A value the Avro type refuses, as a `SERIALIZATION_FAILED` contract error naming the fields that
+ * are wrong and their types (e.g. `timestamp (long)` for 1e20 or 0.5), never their values: the
+ * message goes into DLQ headers and logs.
+ */
+export function avroSerializationError(type: avro.Type, topic: string, value: unknown, cause: unknown): ContractError {
+  const fields: string[] = [];
+  try {
+    type.isValid(value, { errorHook: (path, _v, t) => void (fields.length < 10 && fields.push(`${path.join('.') || '(value)'} (${t.typeName})`)) });
+  } catch {
+    // isValid can throw on values it cannot walk (cycles); the fields stay unnamed.
+  }
+  const where = fields.length > 0 ? `: invalid ${fields.join(', ')}` : '';
+  return new ContractError('SERIALIZATION_FAILED', `value for ${topic} does not match ${type.name ?? type.typeName}${where}`, cause);
 }

@@ -1,8 +1,10 @@
-import { PushError, isRetriable, errorMessage } from '../common/errors.ts';
+import { ContractError, PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { Cancellable, Processor, ProcessorContext, PunctuationType, RecordMetadata, StreamRecord } from './api.ts';
 import type { ProcessorNode, SinkNode, SourceNode, SubTopology, Topology, TopologyNode } from './builder.ts';
-import { deadLetter, type DlqPhase, type DlqSource } from './dlq.ts';
+import { deadLetter, fitDeadLetter, outputDeadLetter, type DlqOrigin, type DlqPhase, type DlqSource } from './dlq.ts';
+import { DEFAULT_MAX_RECORD_BYTES, oversizeBytes } from './record-size.ts';
+import type { TopicRules } from './topic-rules.ts';
 import { createStore, type ChangeloggedStore } from './in-memory-stores.ts';
 
 /** A record as read from a source topic, bytes still encoded. */
@@ -31,6 +33,18 @@ export interface TaskOptions {
   readonly processingErrorPolicy: ProcessingErrorPolicy;
   /** Name of a store's changelog topic. */
   readonly changelogTopic: (store: string) => string;
+  /**
+   * What the broker will refuse on `topic` (sink topics and the DLQ): records over its
+   * `maxRecordBytes` (key + value + headers, as `record-size.ts` counts them), and records without a
+   * key where `keyRequired`. Such an output is a production error (docs/design.md §4). Default:
+   * DEFAULT_MAX_RECORD_BYTES and no key rule for every topic.
+   */
+  readonly topicRules?: (topic: string) => TopicRules;
+  /**
+   * A DLQ record was written for an output that has no input record (a punctuator, a flush or init
+   * wrote it). Dead-lettered input records are reported through ProcessOutcome instead.
+   */
+  readonly onOutputDeadLetter?: (event: { topic: string; code: string; origin: string }) => void;
   readonly logger?: Logger;
 }
 
@@ -55,6 +69,8 @@ interface Schedule {
 const isPromise = (x: unknown): x is Promise<unknown> => !!x && typeof (x as { then?: unknown }).then === 'function';
 
 const PROCESSED: ProcessOutcome = Object.freeze({ kind: 'processed' });
+
+const DEFAULT_RULES: TopicRules = Object.freeze({ maxRecordBytes: DEFAULT_MAX_RECORD_BYTES, keyRequired: false });
 
 /**
  * One task: the processors and stores of one sub-topology for one input partition. Knows nothing
@@ -93,6 +109,13 @@ export class StreamTask {
   private readonly recordsOut = new Map<string, number>();
   private inputSinceCommit = 0;
   private uncommitted = false;
+  /** The first output of the current input record that a sink could not write (production error). */
+  private productionFailure: { readonly error: unknown; readonly sink: SinkNode } | undefined;
+  /** What writes outputs while no input record is processed: `punctuator:<node>`, `flush:<node>`, `init:<node>`. */
+  private origin = 'task';
+  /** What the broker refuses, per sink node name; and the DLQ topic's record limit. */
+  private readonly sinkRules = new Map<string, TopicRules>();
+  private readonly dlqLimit: number;
 
   constructor(options: TaskOptions) {
     this.options = options;
@@ -101,7 +124,9 @@ export class StreamTask {
     for (const node of options.subtopology.nodes) {
       this.nodes.set(node.name, node);
       if (node.kind === 'source') for (const t of node.topics) this.sourceByTopic.set(t, node);
+      if (node.kind === 'sink') this.sinkRules.set(node.name, options.topicRules?.(node.topic) ?? DEFAULT_RULES);
     }
+    this.dlqLimit = (options.topicRules?.(options.dlqTopic) ?? DEFAULT_RULES).maxRecordBytes;
     for (const def of options.subtopology.stores) this.stores.set(def.name, createStore(def));
   }
 
@@ -113,9 +138,11 @@ export class StreamTask {
       const context = this.contextFor(node);
       this.processors.set(node.name, processor);
       this.contexts.set(node.name, context);
+      this.origin = `init:${node.name}`;
       await processor.init?.(context);
       await this.drain();
     }
+    this.origin = 'task';
   }
 
   streamTimeMs(): number {
@@ -174,18 +201,27 @@ export class StreamTask {
     }
     if (this.pending) {
       return this.drain().then(
-        () => this.processed(advanced),
+        () => this.processed(input, advanced),
         (error: unknown) => this.failed(input, error, outputsBefore),
       );
     }
-    return this.processed(advanced);
+    return this.processed(input, advanced);
   }
 
-  private processed(advanced: boolean): ProcessOutcome | Promise<ProcessOutcome> {
+  /**
+   * The record went through the graph. If one of its outputs could not be written (production
+   * error), the record goes to the DLQ: the failed output is dropped, the record's other outputs
+   * and its state changes stand (Kafka Streams' production handler answering CONTINUE), and the
+   * task goes on.
+   */
+  private processed(input: InputRecord, advanced: boolean): ProcessOutcome | Promise<ProcessOutcome> {
     this.metadata = undefined;
     this.input = undefined;
-    if (advanced && this.schedules.some((s) => s.type === 'stream-time' && !s.cancelled)) return this.punctuate('stream-time', this.streamTime).then(() => PROCESSED);
-    return PROCESSED;
+    const failure = this.productionFailure;
+    this.productionFailure = undefined;
+    const outcome = failure ? this.toDeadLetter(input, failure.error, 'production', { node: failure.sink.name, sinkTopic: failure.sink.topic, origin: 'process', taskId: this.id }) : PROCESSED;
+    if (advanced && this.schedules.some((s) => s.type === 'stream-time' && !s.cancelled)) return this.punctuate('stream-time', this.streamTime).then(() => outcome);
+    return outcome;
   }
 
   /** A record the serdes cannot decode goes to the DLQ; a transient failure (registry down) fails the task. */
@@ -198,6 +234,7 @@ export class StreamTask {
     this.pending = undefined;
     this.metadata = undefined;
     this.input = undefined;
+    this.productionFailure = undefined;
     if (this.options.processingErrorPolicy === 'fail' || isRetriable(error)) throw new TaskFailedError(this.id, error);
     // Outputs of a failed record are dropped: the record goes to the DLQ as a whole.
     this.outputs.length = outputsBefore;
@@ -224,15 +261,18 @@ export class StreamTask {
   async flush({ complete = true }: { complete?: boolean } = {}): Promise<void> {
     try {
       if (this.deferredFailure !== undefined) throw this.deferredFailure;
-      for (const processor of this.processors.values()) {
+      for (const [name, processor] of this.processors) {
         const flush = !complete && processor.flushFinished ? processor.flushFinished : processor.flush;
         if (!flush) continue;
+        this.origin = `flush:${name}`;
         await flush.call(processor);
         await this.drain();
       }
     } catch (error) {
       this.pending = undefined;
       throw new TaskFailedError(this.id, error);
+    } finally {
+      this.origin = 'task';
     }
   }
 
@@ -319,9 +359,9 @@ export class StreamTask {
     this.processors.clear();
   }
 
-  private toDeadLetter(input: InputRecord, error: unknown, phase: DlqPhase): ProcessOutcome {
-    const letter = deadLetter(this.options.dlqTopic, input, error, phase, this.options.applicationId, this.options.clock());
-    this.outputs.push(letter);
+  private toDeadLetter(input: InputRecord, error: unknown, phase: DlqPhase, where?: DlqOrigin): ProcessOutcome {
+    const letter = deadLetter(this.options.dlqTopic, input, error, phase, this.options.applicationId, this.options.clock(), where);
+    this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
     return { kind: 'dead-lettered', code: letter.headers['dlq.error.code']!, phase };
   }
 
@@ -331,6 +371,7 @@ export class StreamTask {
       // Missed intervals are skipped; the schedule stays on its grid.
       s.nextMs += s.intervalMs * (Math.floor((nowMs - s.nextMs) / s.intervalMs) + 1);
       this.uncommitted = true;
+      this.origin = `punctuator:${s.node}`;
       try {
         const r = s.fn(nowMs);
         if (isPromise(r)) await r;
@@ -338,6 +379,8 @@ export class StreamTask {
       } catch (error) {
         this.pending = undefined;
         throw new TaskFailedError(this.id, error);
+      } finally {
+        this.origin = 'task';
       }
     }
   }
@@ -372,15 +415,65 @@ export class StreamTask {
     return this.processors.get(nodeName)!.process(record);
   }
 
+  /**
+   * Serializes and queues one output. A deterministic failure here (the serde refuses the value, or
+   * the record is over the topic's record limit) never throws into the processor: it is a
+   * production error (see productionFailed). A retriable one (the registry unreachable) does, and
+   * fails the task.
+   */
   private writeSink(sink: SinkNode, record: StreamRecord<unknown, unknown>): void | Promise<unknown> {
-    const key = record.key === null || record.key === undefined ? null : sink.keySerde.serialize(sink.topic, record.key);
-    const value = record.value === null || record.value === undefined ? null : sink.valueSerde.serialize(sink.topic, record.value);
-    const emit = (k: Buffer | null, v: Buffer | null) => {
-      this.outputs.push({ topic: sink.topic, key: k, value: v, timestamp: record.timestamp, headers: { ...record.headers } });
-      this.count(this.recordsOut, sink.name);
-    };
-    if (isPromise(key) || isPromise(value)) return Promise.all([key, value]).then(([k, v]) => emit(k, v));
-    emit(key, value);
+    let key: Buffer | null | Promise<Buffer> = null;
+    let value: Buffer | null | Promise<Buffer> = null;
+    try {
+      if (record.key !== null && record.key !== undefined) key = sink.keySerde.serialize(sink.topic, record.key);
+      if (record.value !== null && record.value !== undefined) value = sink.valueSerde.serialize(sink.topic, record.value);
+    } catch (error) {
+      if (isPromise(key)) key.catch(() => undefined);
+      this.productionFailed(sink, record, Buffer.isBuffer(key) ? key : record.key, record.value, serializationError(sink, error));
+      return;
+    }
+    if (isPromise(key) || isPromise(value)) {
+      return Promise.all([key, value]).then(
+        ([k, v]) => this.emit(sink, record, k, v),
+        (error: unknown) => this.productionFailed(sink, record, record.key, record.value, serializationError(sink, error)),
+      );
+    }
+    this.emit(sink, record, key, value);
+  }
+
+  private emit(sink: SinkNode, record: StreamRecord<unknown, unknown>, key: Buffer | null, value: Buffer | null): void {
+    const headers = { ...record.headers };
+    const rules = this.sinkRules.get(sink.name)!;
+    const size = oversizeBytes(key, value, headers, rules.maxRecordBytes);
+    if (size > 0 || (key === null && rules.keyRequired)) {
+      const error =
+        size > 0
+          ? new ContractError('RECORD_TOO_LARGE', `a record of ${size} bytes for ${sink.topic} is over the limit of ${rules.maxRecordBytes} bytes (maxRecordBytes or the topic's max.message.bytes)`)
+          : new ContractError('INVALID_RECORD', `${sink.topic} is compacted and refuses a record without a key`);
+      this.productionFailed(sink, { ...record, headers }, key, value, error);
+      return;
+    }
+    this.outputs.push({ topic: sink.topic, key, value, timestamp: record.timestamp, headers });
+    this.count(this.recordsOut, sink.name);
+  }
+
+  /**
+   * An output the sink cannot write. While an input record is processed, that record goes to the
+   * DLQ once it is through the graph (see processed). Without one (a punctuator, a flush, init), the
+   * output itself goes to the DLQ, with its reason and origin, and the punctuator goes on: throwing
+   * would stop the task, and the same stored entry would stop it again after every restart.
+   */
+  private productionFailed(sink: SinkNode, record: StreamRecord<unknown, unknown>, key: unknown, value: unknown, error: unknown): void {
+    if (this.input) {
+      this.productionFailure ??= { error, sink };
+      return;
+    }
+    const where = { node: sink.name, sinkTopic: sink.topic, origin: this.origin, taskId: this.id };
+    const letter = outputDeadLetter(this.options.dlqTopic, { key, value, timestamp: record.timestamp, headers: { ...record.headers }, partition: this.partition }, error, this.options.applicationId, this.options.clock(), where);
+    this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
+    const code = errorCode(error);
+    this.options.logger?.warn('output dead-lettered', { task: this.id, node: sink.name, topic: sink.topic, origin: this.origin, code });
+    this.options.onOutputDeadLetter?.({ topic: sink.topic, code, origin: this.origin });
   }
 
   private count(map: Map<string, number>, node: string, n = 1): void {
@@ -417,4 +510,11 @@ export class StreamTask {
       deferCompletion: () => task.defer(node.name),
     };
   }
+}
+
+/** A serde's refusal as a production error; a retriable failure (registry unreachable) is thrown on. */
+function serializationError(sink: SinkNode, error: unknown): PushError {
+  if (isRetriable(error)) throw error;
+  if (error instanceof PushError) return error;
+  return new ContractError('SERIALIZATION_FAILED', `sink ${sink.name} cannot serialize a record for ${sink.topic}: ${errorMessage(error)}`, error);
 }

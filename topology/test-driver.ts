@@ -3,6 +3,7 @@ import type { Topology } from './builder.ts';
 import { StreamTask, type OutputRecord, type ProcessingErrorPolicy } from './task.ts';
 import type { Serde } from './serdes.ts';
 import type { ChangelogEntry } from './in-memory-stores.ts';
+import type { TopicRules } from './topic-rules.ts';
 import { TOPICS } from '../pipeline/topics.ts';
 
 export interface TestDriverOptions {
@@ -16,6 +17,8 @@ export interface TestDriverOptions {
   processingErrorPolicy?: ProcessingErrorPolicy;
   /** Commit (flush processors, drain changelogs) after every input. Default true. */
   commitEveryInput?: boolean;
+  /** What the broker would refuse per topic (record size, keyless records); see TaskOptions.topicRules. Default: the runtime's defaults. */
+  topicRules?: (topic: string) => TopicRules;
 }
 
 export interface PipeOptions {
@@ -75,6 +78,7 @@ export class TopologyTestDriver {
           dlqTopic: options.dlqTopic ?? TOPICS.dlq.name,
           processingErrorPolicy: options.processingErrorPolicy ?? 'dlq',
           changelogTopic: (store) => `${this.applicationId}-${store}-changelog`,
+          ...(options.topicRules ? { topicRules: options.topicRules } : {}),
         }),
       );
     }
