@@ -3,6 +3,8 @@
  * co-partitioned and per-user state is local to one task. Value schemas are `schemas/<file>.avsc`,
  * registered under the subject `<topic>-value` (topic-name strategy).
  */
+import { DLQ_MAX_MESSAGE_BYTES } from '../topology/topic-rules.ts';
+
 export interface TopicSpec {
   readonly name: string;
   /** The .avsc file in schemas/ for the value. */
@@ -23,7 +25,8 @@ export const TOPICS = {
   outcomes: { name: 'push.outcomes', valueSchema: 'push-outcome.avsc' },
   receiptsRaw: { name: 'push.receipts.raw', valueSchema: 'receipt-raw.avsc' },
   receipts: { name: 'push.receipts', valueSchema: 'push-receipt.avsc' },
-  dlq: { name: 'push.dlq', valueSchema: 'dlq-envelope.avsc' },
+  // Takes larger records than the other topics: a DLQ record can be a near-limit input plus reason headers.
+  dlq: { name: 'push.dlq', valueSchema: 'dlq-envelope.avsc', configs: { 'max.message.bytes': String(DLQ_MAX_MESSAGE_BYTES) } },
 } as const satisfies Record<string, TopicSpec>;
 
 export type TopicKey = keyof typeof TOPICS;

@@ -21,6 +21,7 @@ import { createPipelineTopics } from '../cli/commands/topics.ts';
 import { registerSchemas } from './schemas.ts';
 import { buildStage, STAGES, type Stage, type StageName } from './apps/index.ts';
 import { topicName } from './topics.ts';
+import { DEFAULT_MAX_RECORD_BYTES } from '../topology/record-size.ts';
 
 /** Worker settings, read once from PUSH_* keys (a bad value names its key). */
 export interface WorkerConfig {
@@ -46,6 +47,10 @@ export interface WorkerConfig {
   readonly metricsPort: number;
   /** PUSH_APPS_CONFIG: the vendor apps JSON file (needed by fan-out, receipts and the receiver). */
   readonly appsConfigPath: string;
+  /** PUSH_MAX_RECORD_BYTES: largest output record (key + value + headers); larger ones go to the DLQ as RECORD_TOO_LARGE. Default 1,048,460; 1 024–104 857 600. */
+  readonly maxRecordBytes: number;
+  /** PUSH_RESTART_BACKOFF_INITIAL_MS / _MAX_MS / _RESET_MS: restart backoff of each stage (topology/runtime-options.ts). Defaults 200, 30 000, 60 000. */
+  readonly restartBackoff: { readonly initialMs: number; readonly maxMs: number; readonly resetMs: number };
 }
 
 export function readWorkerConfig(env: Env = process.env): WorkerConfig {
@@ -56,6 +61,7 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
   const guarantee = readEnum(env, 'PUSH_PROCESSING_GUARANTEE', 'exactly_once', ['exactly_once', 'at_least_once'] as const);
   const receiver = readString(env, 'PUSH_RECEIVER', 'false') === 'true';
   const appsConfigPath = readString(env, 'PUSH_APPS_CONFIG', '');
+  const backoffInitialMs = readInt(env, 'PUSH_RESTART_BACKOFF_INITIAL_MS', 200, { min: 10, max: 60_000 });
   if (appsConfigPath === '' && (receiver || stages.some((s) => s === 'fan-out' || s === 'receipts'))) {
     throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
   }
@@ -71,6 +77,8 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', ''),
     metricsPort: readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 }),
     appsConfigPath,
+    maxRecordBytes: readInt(env, 'PUSH_MAX_RECORD_BYTES', DEFAULT_MAX_RECORD_BYTES, { min: 1024, max: 100 * 1024 * 1024 }),
+    restartBackoff: Object.freeze({ initialMs: backoffInitialMs, maxMs: readInt(env, 'PUSH_RESTART_BACKOFF_MAX_MS', Math.max(backoffInitialMs, 30_000), { min: backoffInitialMs, max: 600_000 }), resetMs: readInt(env, 'PUSH_RESTART_BACKOFF_RESET_MS', 60_000, { min: 1000, max: 3_600_000 }) }),
   });
 }
 
@@ -127,6 +135,10 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         // partition at once keeps the pipeline from being bound by one partition's latency.
         partitionsConsumedConcurrently: config.concurrentPartitions,
         dlqTopic: topicName('dlq', config.topicPrefix),
+        maxRecordBytes: config.maxRecordBytes,
+        restartBackoffInitialMs: config.restartBackoff.initialMs,
+        restartBackoffMaxMs: config.restartBackoff.maxMs,
+        restartBackoffResetMs: config.restartBackoff.resetMs,
         metricsListener: metrics.listener,
         logger: logger.child({ stage: stage.name }),
         onFatalError: (error) => {

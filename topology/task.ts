@@ -334,7 +334,7 @@ export class StreamTask {
       this.uncommitted = true;
       if (error === undefined) return;
       if (this.options.processingErrorPolicy === 'fail' || isRetriable(error) || !input) this.deferredFailure ??= error;
-      else this.outputs.push(deadLetter(this.options.dlqTopic, input, error, 'processing', this.options.applicationId, this.options.clock(), node));
+      else this.outputs.push(fitDeadLetter(deadLetter(this.options.dlqTopic, input, error, 'processing', this.options.applicationId, this.options.clock(), node), this.dlqLimit));
     };
   }
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { RestartBackoff } from '../../topology/restart-backoff.ts';
 import { resolveStreamsAppOptions, type StreamsAppOptions } from '../../topology/runtime-options.ts';
 import { ConfigError } from '../../common/errors.ts';
+import { readWorkerConfig } from '../../pipeline/worker.ts';
 import { countingTopology } from './fixtures.ts';
 
 describe('restart backoff', () => {
@@ -78,4 +79,17 @@ describe('restart and record-size options', () => {
       );
     });
   }
+});
+
+describe('worker keys', () => {
+  test('PUSH_MAX_RECORD_BYTES and PUSH_RESTART_BACKOFF_* reach the stages; a bad value names its key', () => {
+    const env = { PUSH_STAGES: 'decisions', PUSH_MAX_RECORD_BYTES: '500000', PUSH_RESTART_BACKOFF_INITIAL_MS: '50', PUSH_RESTART_BACKOFF_MAX_MS: '5000', PUSH_RESTART_BACKOFF_RESET_MS: '10000' };
+    const config = readWorkerConfig(env);
+    assert.equal(config.maxRecordBytes, 500_000);
+    assert.deepEqual(config.restartBackoff, { initialMs: 50, maxMs: 5000, resetMs: 10_000 });
+    assert.deepEqual(readWorkerConfig({ PUSH_STAGES: 'decisions' }).restartBackoff, { initialMs: 200, maxMs: 30_000, resetMs: 60_000 });
+    for (const [key, value] of [['PUSH_MAX_RECORD_BYTES', '10'], ['PUSH_RESTART_BACKOFF_INITIAL_MS', 'soon'], ['PUSH_RESTART_BACKOFF_MAX_MS', '20'], ['PUSH_RESTART_BACKOFF_RESET_MS', '0']] as const) {
+      assert.throws(() => readWorkerConfig({ ...env, [key]: value }), (error: unknown) => error instanceof ConfigError && error.key === key, key);
+    }
+  });
 });
