@@ -58,13 +58,15 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
     switch (input.kind) {
       case 'token': {
         const user = this.tokens.get(input.value.uid) ?? {};
-        applyTokenReport(user, input.value);
+        applyTokenReport(user, input.value, this.latestPlausibleStamp());
         this.tokens.put(input.value.uid, user);
         return;
       }
       case 'settings': {
         const current = this.settings.get(input.value.uid);
-        if (!current || current.updated_at <= input.value.updated_at) this.settings.put(input.value.uid, plainSettings(input.value));
+        if (!current || current.updated_at <= input.value.updated_at || current.updated_at > this.latestPlausibleStamp()) {
+          this.settings.put(input.value.uid, plainSettings(input.value));
+        }
         return;
       }
       case 'merged':
@@ -74,6 +76,14 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
       default:
         throw new Error(`policy: unexpected ${input.kind} record`);
     }
+  }
+
+  /**
+   * The latest version stamp ingest accepts now. A stored one beyond it was kept before ingest
+   * refused future stamps and must not outrank a correct update.
+   */
+  private latestPlausibleStamp(): number {
+    return this.ctx.wallClockTimeMs() + this.config.ingest.maxFutureSkewMs;
   }
 
   /**

@@ -25,12 +25,14 @@ export type UserTokens = Record<string, DeviceTokens>;
 /**
  * Applies a report. A VALID report (re)places the (device, vendor) token unless it is older than
  * what is stored; an INVALID one applies only to the token it names (or to any, when it names none).
+ * A stored stamp later than `latestPlausible` (kept before ingest refused future stamps) outranks
+ * nothing: the report replaces it.
  */
-export function applyTokenReport(user: UserTokens, r: TokenReport): void {
+export function applyTokenReport(user: UserTokens, r: TokenReport, latestPlausible = Infinity): void {
   const device = (user[r.device_id] ??= { platform: r.platform, manufacturer: r.manufacturer, tokens: {} });
   const current = device.tokens[r.vendor];
   if (r.state === 'VALID') {
-    if (current && current.reported_at > r.reported_at) return;
+    if (current && current.reported_at > r.reported_at && current.reported_at <= latestPlausible) return;
     device.tokens[r.vendor] = { token: r.token, app_id: r.app_id, state: 'VALID', reported_at: r.reported_at };
     if (r.source === 'CLIENT') {
       device.platform = r.platform || device.platform;

@@ -253,6 +253,22 @@ describe('ingest rules: settings', () => {
       assert.deepEqual(h.drain().outcomes.map(briefOutcome), ['d1:c2#1 SUPPRESSED mute']);
     }));
 
+  test('settings and a token kept with stamps years ahead (state from before the rule) are replaced by a correct update', () =>
+    withHarness({}, async (h) => {
+      await h.token('u1', 'd1', 'fcm', { token: 'new-token' });
+      const ahead = h.now + 10 * YEAR;
+      const settings = h.driver.getStateStore<{ put(k: string, v: UserSettings): void }>(POLICY_STORE_NAMES.settings);
+      settings.put('u1', { uid: 'u1', time_zone: 'UTC', quiet_hours: null, muted_conversations: ['c1'], private_mode: false, updated_at: ahead });
+      const tokens = h.driver.getStateStore<{ put(k: string, v: unknown): void }>(POLICY_STORE_NAMES.tokens);
+      tokens.put('u1', { d1: { platform: 'android', manufacturer: null, tokens: { fcm: { token: 'stuck-token', app_id: APP, state: 'VALID', reported_at: ahead } } } });
+      await h.settings('u1', { muted_conversations: [] });
+      await h.token('u1', 'd1', 'fcm', { token: 'new-token' });
+      await h.message('u1', 'c1');
+      const { dispatches, outcomes } = h.drain();
+      assert.deepEqual(outcomes, [], 'c1 is no longer muted');
+      assert.deepEqual(dispatches.map((d) => d.channels.map((c) => c.token)), [['new-token']]);
+    }));
+
   const rows: Array<{ name: string; extra: Partial<UserSettings>; rule: string }> = [
     { name: 'an unknown IANA zone (it used to mean UTC silently)', extra: { time_zone: 'Mars/Olympus', quiet_hours: night }, rule: 'known_zone' },
     { name: 'a UTC offset instead of a zone name', extra: { time_zone: '+08:00', quiet_hours: night }, rule: 'known_zone' },
