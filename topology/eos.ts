@@ -3,6 +3,7 @@ import { PushError, errorMessage } from '../common/errors.ts';
 import { retry } from '../common/retry.ts';
 import type { OutputRecord } from './task.ts';
 import { isConcurrentTransactions, isFenced, isRebalancing } from './kafka-errors.ts';
+import { forgetCoordinators } from './coordinator-cache.ts';
 import type { Logger } from '../common/log.ts';
 
 /** What one commit of a task writes. Offsets are the next offsets to read (last processed + 1). */
@@ -152,6 +153,7 @@ export class TransactionalCommitter implements TaskCommitter {
         this.machine.to('fenced');
         throw new TaskFencedError(this.transactionalId, error);
       }
+      forgetCoordinators(); // the failure may be a coordinator that moved (coordinator-cache.ts)
       this.machine.to('aborting');
       await tx.abort().catch(() => undefined);
       this.machine.to('ready');
