@@ -420,9 +420,10 @@ export class StreamsApp {
     this.requestRestart(error, [handle]);
   }
 
-  /** Reads the sink topics' and the DLQ's limits (a failure keeps the last ones). */
+  /** Reads the sink topics' and the DLQ's limits; a failure or a broker slower than 5 s keeps the last ones (a restart must not wait on it). */
   private async readTopicRules(): Promise<void> {
-    const rules = await readTopicRules(this.admin!, this.options.topology.subtopologies.flatMap((s) => s.sinkTopics), this.options.dlqTopic, this.options.maxRecordBytes, this.log);
+    const reading = readTopicRules(this.admin!, this.options.topology.subtopologies.flatMap((s) => s.sinkTopics), this.options.dlqTopic, this.options.maxRecordBytes, this.log);
+    const rules = await withTimeout(reading, 5000, () => new PushError('TOPIC_RULES_TIMEOUT', 'topic configs not read in 5 s')).catch(() => new Map<string, TopicRules>());
     for (const [topic, r] of rules) this.topicRules.set(topic, r);
   }
 
