@@ -153,7 +153,9 @@ export class StreamsApp {
       partitionAssigners: [taskAssigner(topology, (s) => this.partitionsBySubtopology.get(s)!, () => this.assignedTasks())],
       sessionTimeout: this.options.sessionTimeoutMs,
       heartbeatInterval: Math.min(1000, Math.floor(this.options.sessionTimeoutMs / 4)),
-      maxWaitTimeInMs: 100,
+      // How long the broker may hold a fetch with nothing to return (Kafka's default). Records end it
+      // at once (minBytes 1), so this costs no latency; it only sets how often an idle consumer asks.
+      maxWaitTimeInMs: 500,
       readUncommitted: false,
       retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => false },
     });
