@@ -1,5 +1,5 @@
 import type { Pool } from 'mysql2/promise';
-import { errorCode } from '../../common/errors.ts';
+import { ContractError, errorCode } from '../../common/errors.ts';
 import { isMysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow, type TaskStatus } from '../../processors/fan-out/ledger.ts';
 
@@ -23,6 +23,25 @@ const WRITER = 'im_push_task';
 /** Widths of columns a vendor's answer fills (migrations/mysql/001_im_push_task.sql). */
 const FAIL_CODE_CHARS = 64;
 const MAX_ATTEMPTS = 65_535;
+
+/**
+ * Widths of the identifying columns, in characters (migrations/mysql/001_im_push_task.sql). The
+ * claim's INSERT IGNORE would cut a longer value silently (a warning, not an error), so a task
+ * that does not fit is refused here as the data error MySQL would raise in strict mode.
+ */
+const WIDTHS: ReadonlyArray<readonly [keyof TaskRow, string, number]> = [
+  ['uid', 'uid', 64], ['convId', 'conv_id', 64], ['deviceId', 'device_id', 128], ['msgId', 'msg_id', 64],
+  ['appId', 'app_id', 64], ['platform', 'platform', 16], ['collapseId', 'collapse_id', 64], ['taskId', 'task_id', 36],
+];
+
+/** The column a task's value overflows, if any. UTF-16 length first: code points are counted only when it is over. */
+function overflowingColumn(task: TaskRow): string | undefined {
+  for (const [field, column, width] of WIDTHS) {
+    const value = String(task[field]);
+    if (value.length > width && [...value].length > width) return column;
+  }
+  return undefined;
+}
 
 const COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, collapse_id';
 const rowValues = (t: TaskRow) => [t.taskId, t.uid, t.convId, t.seq, t.deviceId, t.msgId, t.appId, t.platform, t.collapseId];
@@ -78,6 +97,8 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   }
 
   claim(task: TaskRow): Promise<StoredTask> {
+    const column = overflowingColumn(task);
+    if (column !== undefined) return Promise.reject(new ContractError('MYSQL_ER_DATA_TOO_LONG', `im_push_task claim: MySQL would refuse the row (ER_DATA_TOO_LONG, column ${column})`));
     return new Promise((resolve, reject) => {
       this.claims.push({ task, resolve, reject });
       if (!this.claimScheduled) {

@@ -69,14 +69,15 @@ export function dispatch(d: DispatchInput): PushDispatch {
   } as PushDispatch;
 }
 
-/** The fan-out topology in a TopologyTestDriver with a MySQL ledger on `table`. */
-export function fanOutDriver(pool: mysql.Pool, table: string, fanOut: Omit<FanOutOptions, 'outputs' | 'ledger'>): { driver: TopologyTestDriver; ledger: MysqlPushTaskLedger; send(d: PushDispatch): Promise<void>; outcomes(): PushOutcome[]; tokens(): TokenReport[]; close(): Promise<void> } {
-  const ledger = new MysqlPushTaskLedger({ pool, table });
+/** The fan-out topology in a TopologyTestDriver with a MySQL ledger on `table` (or the one given). */
+export function fanOutDriver(pool: mysql.Pool, table: string, fanOut: Omit<FanOutOptions, 'outputs' | 'ledger'>, ledger = new MysqlPushTaskLedger({ pool, table })): { driver: TopologyTestDriver; ledger: MysqlPushTaskLedger; send(d: PushDispatch): Promise<void>; read(uid: string, convId: string, seq: number): Promise<void>; outcomes(): PushOutcome[]; tokens(): TokenReport[]; close(): Promise<void> } {
   const driver = new TopologyTestDriver(buildFanOutTopology({ valueSerdes: rawAvroValueSerdes(), fanOut: { ...fanOut, ledger } }), { startWallClockMs: Date.now() });
   return {
     driver,
     ledger,
     send: (d) => driver.pipeInput(TOPICS.dispatch.name, d.uid, d),
+    /** The gateway's READ of a conversation up to `seq` (im.presence). */
+    read: (uid, convId, seq) => driver.pipeInput(TOPICS.presence.name, uid, { uid, device_id: 'reader', kind: 'READ', conv_id: convId, seq, at: Date.now() }),
     outcomes: () => driver.readAllOutputs<string, PushOutcome>(TOPICS.outcomes.name).map((r) => ({ ...r.value })),
     tokens: () => driver.readAllOutputs<string, TokenReport>(TOPICS.tokens.name).map((r) => ({ ...r.value })),
     close: async () => {
