@@ -3,6 +3,7 @@
  * for the production wiring): push.dispatch → vendor adapters → push.outcomes / push.tokens, with
  * im_push_task in MySQL. Configured by env: FANOUT_APP_ID (Kafka application id), FANOUT_TOPIC_PREFIX,
  * FANOUT_APPS_CONFIG (the apps file), FANOUT_TASK_TABLE (default im_push_task), FANOUT_GUARANTEE,
+ * FANOUT_COMMIT_INTERVAL_MS (default 200),
  * plus the PUSH_* endpoints. Prints {"event":"started"} and {"event":"committed",...} lines.
  */
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
@@ -37,7 +38,7 @@ const app = new StreamsApp({
   topology: buildFanOutTopology({ valueSerdes: registryValueSerdes(registry, prefix), topicPrefix: prefix, fanOut: { ...fanOutOptionsFromEnv(env), vendors, ledger } }),
   brokers: endpoints.kafkaBrokers,
   processingGuarantee: (env.FANOUT_GUARANTEE ?? 'exactly_once') as ProcessingGuarantee,
-  commitIntervalMs: 200,
+  commitIntervalMs: Number(env.FANOUT_COMMIT_INTERVAL_MS ?? 200),
   dlqTopic: topicName('dlq', prefix),
   sessionTimeoutMs: 6000,
   logger,
