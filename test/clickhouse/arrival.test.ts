@@ -63,7 +63,7 @@ describe('ClickHouse push events and arrival views', () => {
       assertMatchesTruth(await arrivalByVendorAppHour());
 
       const raw = await db.client.query({ query: 'SELECT count() AS c FROM push_events', format: 'JSONEachRow' });
-      const [{ c }] = await raw.json<{ c: string }>();
+      const [{ c }] = (await raw.json<{ c: string }>()) as [{ c: string }];
       assert.ok(Number(c) > workload.outcomes.length + workload.receipts.length, 'duplicates are really stored (figures stay exact regardless)');
     } finally {
       await writer.close();
@@ -94,7 +94,7 @@ describe('ClickHouse push events and arrival views', () => {
   test('the same figures come out of the base table with FINAL (dedupe by event key)', async () => {
     await db.client.command({ query: 'OPTIMIZE TABLE push_events FINAL' });
     const rs = await db.client.query({ query: 'SELECT count() AS c FROM push_events FINAL', format: 'JSONEachRow' });
-    const [{ c }] = await rs.json<{ c: string }>();
+    const [{ c }] = (await rs.json<{ c: string }>()) as [{ c: string }];
     assert.equal(Number(c), workload.outcomes.length + workload.receipts.length);
     assertMatchesTruth(await arrivalByVendorAppHour());
   });

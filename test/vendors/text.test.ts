@@ -99,7 +99,7 @@ describe('fitting title and body into a JSON payload', () => {
 
   test('long titles and bodies in every script are cut to the byte limit, the body keeping most of the room', () => {
     for (const [i, pool] of [['a'], ['中'], HARD_GRAPHEMES, ['"', '\n', 'x']].entries()) {
-      for (const [titleLen, bodyLen] of [[5000, 5000], [5000, 10], [10, 5000], [1, 1]]) {
+      for (const [titleLen, bodyLen] of [[5000, 5000], [5000, 10], [10, 5000], [1, 1]] as const) {
         const text = { title: textOf(pool, titleLen, i + 1), body: textOf(pool, bodyLen, i + 2) };
         const fitted = fitJsonPayload(text, 4096, build)!;
         assert.ok(utf8Bytes(fitted.json) <= 4096, `pool ${i}: ${utf8Bytes(fitted.json)} bytes`);
