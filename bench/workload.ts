@@ -4,7 +4,7 @@
  * messages and presence events — one-to-one chats, group storms, devices that are online and ACK,
  * devices that went to the background. Deterministic for a seed.
  */
-import type { Vendor } from '../sinks/vendors/types.ts';
+import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 
 export interface WorkloadOptions {
   /** Users in the population. */

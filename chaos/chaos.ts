@@ -8,7 +8,7 @@
  */
 import { random } from '../bench/workload.ts';
 import type { Fault } from '../test/emulators/index.ts';
-import type { Vendor } from '../sinks/vendors/types.ts';
+import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { startRun, type PipelineRun, type RunVerdict } from './harness.ts';
 import { sleep } from './drain.ts';
 import { malformedProducer, stopWorker, type MalformedKind } from './faults.ts';

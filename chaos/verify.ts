@@ -6,7 +6,7 @@
 import { ELLIPSIS } from '../sinks/vendors/text.ts';
 import type { ReceivedPush } from '../test/emulators/index.ts';
 import type { StartedEmulators } from '../test/emulators/index.ts';
-import { VENDORS, type Vendor } from '../sinks/vendors/types.ts';
+import { VENDORS, type Vendor } from '../processors/fan-out/vendor-port.ts';
 import { collapseId } from '../processors/shared/ids.ts';
 import type { PushOutcome } from '../processors/shared/records.ts';
 import { inputKey, pushKey, type ExpectedPush, type Scenario } from './scenario.ts';

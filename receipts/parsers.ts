@@ -1,5 +1,5 @@
 import type { VendorRegistry } from '../sinks/vendors/registry.ts';
-import type { Vendor } from '../sinks/vendors/types.ts';
+import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import type { ReceiptParsers } from '../processors/receipt-join/records.ts';
 import type { ReceiptParser } from './server.ts';
 

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
-import type { ParsedReceipt } from '../sinks/vendors/types.ts';
+import type { ParsedReceipt } from '../processors/fan-out/vendor-port.ts';
 import { receiptViolation } from '../processors/receipt-join/validate.ts';
 import { RECEIPT_VENDORS, type ReceiptReceiverConfig, type ReceiptVendor } from './config.ts';
 import type { ReceiptMetricsListener, RejectReason } from './metrics.ts';

@@ -1,6 +1,6 @@
 import type { PipelineMetrics } from '../../sinks/metrics/pipeline-metrics.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
-import type { VendorAdapter } from '../../sinks/vendors/types.ts';
+import type { VendorAdapter } from '../../processors/fan-out/vendor-port.ts';
 import type { ValueSerdes } from '../serdes.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { PushMessage, SubmitOutcome, VendorAdapter } from '../../sinks/vendors/types.ts';
+import type { PushMessage, SubmitOutcome, VendorAdapter } from './vendor-port.ts';
 import type { VendorGate } from './vendor-gate.ts';
 
 /**

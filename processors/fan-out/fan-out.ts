@@ -1,8 +1,7 @@
 import { backoffDelay } from '../../common/retry.ts';
 import type { ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
-import { VENDORS, type SubmitOutcome, type Vendor } from '../../sinks/vendors/types.ts';
-import { isUnknownOutcome } from '../../sinks/vendors/outcomes.ts';
+import { VENDORS, isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { SubmitBatcher } from './batcher.ts';
 import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';

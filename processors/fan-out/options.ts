@@ -1,6 +1,5 @@
 import { checkRange, readInt, type Env } from '../../common/config.ts';
-import type { VendorLimits } from '../../sinks/vendors/registry.ts';
-import type { Vendor, VendorAdapter } from '../../sinks/vendors/types.ts';
+import type { Vendor, VendorAdapter, VendorLimits } from './vendor-port.ts';
 import type { PushTaskLedger } from './ledger.ts';
 import type { PushDispatch } from '../shared/records.ts';
 import { realClock, type GateClock } from './vendor-gate.ts';

@@ -1,4 +1,4 @@
-import type { PushMessage } from '../../sinks/vendors/types.ts';
+import type { PushMessage } from './vendor-port.ts';
 import { outcomeEventId } from '../shared/ids.ts';
 import { tokenHash } from '../receipt-join/records.ts';
 import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';

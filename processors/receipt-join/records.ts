@@ -5,7 +5,7 @@
  * submission and its receipts in one task.
  */
 import { createHash } from 'node:crypto';
-import type { ParsedReceipt, Vendor } from '../../sinks/vendors/types.ts';
+import type { ParsedReceipt, Vendor } from '../fan-out/vendor-port.ts';
 
 /**
  * The join's view of a device token: sha256 hex, first 32 chars. Receipts carry it for the token

@@ -1,6 +1,6 @@
 import { ContractError, errorMessage } from '../../common/errors.ts';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
-import { VENDORS, type ParsedReceipt, type Vendor } from '../../sinks/vendors/types.ts';
+import { VENDORS, type ParsedReceipt, type Vendor } from '../fan-out/vendor-port.ts';
 import { compositeKey } from '../shared/keys.ts';
 import { compileIngestRules, type IngestOptions } from '../shared/ingest.ts';
 import type { PushOutcome } from '../shared/records.ts';

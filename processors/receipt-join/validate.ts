@@ -4,7 +4,7 @@
  * callback breaking one goes to the DLQ): nothing the join would keep for minutes and then fail to
  * write (an `at` of 1e20 or 1.5 is no Avro long) gets past either.
  */
-import type { ParsedReceipt } from '../../sinks/vendors/types.ts';
+import type { ParsedReceipt } from '../fan-out/vendor-port.ts';
 import { eventTime, id, text, type IngestRules } from '../shared/ingest.ts';
 
 /** im_push_task.vendor_message_id is VARCHAR(128). */

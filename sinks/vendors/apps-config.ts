@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../../common/errors.ts';
-import type { Vendor } from './types.ts';
+import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 
 /**
  * The multi-app vendor configuration: one JSON file listing every app this process pushes for,

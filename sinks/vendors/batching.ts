@@ -1,4 +1,4 @@
-import type { PushMessage } from './types.ts';
+import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
 
 /**
  * Splits a submit call into vendor requests: messages whose vendor payload is identical (apart from

@@ -1,4 +1,4 @@
-import type { OutcomeKind, SubmitOutcome } from './types.ts';
+import { NO_ANSWER, type OutcomeKind, type SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
 
 /**
  * How one vendor code maps onto the shared outcome model. `auth-refresh` is internal to adapters:
@@ -37,27 +37,10 @@ export function outcomeOf(rule: CodeRule, code: string, extra: { retryAfterMs?: 
   }
 }
 
-/**
- * Codes of `retryable` outcomes without a vendor answer, by whether the vendor may have the push:
- * - `CONNECTION_LOST`: the request was never written (connection refused or failed, TLS refused,
- *   a stream above a GOAWAY's last stream id or refused, a reconnect backoff). The vendor does not
- *   have it; another channel may be tried.
- * - `ANSWER_LOST`: the request was written (or may have been) and no answer came before the
- *   deadline or the connection dropped. The vendor may have accepted it: the outcome is unknown,
- *   not a refusal. Retry on the same channel only (the collapse id makes a resend harmless);
- *   moving to another vendor could show the push twice.
- */
-export const NO_ANSWER = { notSent: 'CONNECTION_LOST', unknown: 'ANSWER_LOST' } as const;
-
 /** The outcome for a call that got no answer; `written`: the request may have reached the vendor. */
 export function noAnswer(written: boolean, retryAfterMs?: number): SubmitOutcome {
   const code = written ? NO_ANSWER.unknown : NO_ANSWER.notSent;
   return retryAfterMs === undefined ? { kind: 'retryable', code } : { kind: 'retryable', code, retryAfterMs };
-}
-
-/** True when the vendor may have accepted the push although it did not say so (retry the same channel only). */
-export function isUnknownOutcome(outcome: SubmitOutcome): boolean {
-  return outcome.kind === 'retryable' && outcome.code === NO_ANSWER.unknown;
 }
 
 /** Parses an HTTP Retry-After header (delta seconds or HTTP date) into ms from now. */

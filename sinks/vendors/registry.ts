@@ -4,7 +4,7 @@ import type { AppsConfig, VendorCommon, VendorConfigs } from './apps-config.ts';
 import { FcmAdapter } from './fcm/adapter.ts';
 import { HmsAdapter } from './hms/adapter.ts';
 import { OppoAdapter } from './oppo/adapter.ts';
-import type { Vendor, VendorAdapter } from './types.ts';
+import type { Vendor, VendorAdapter, VendorLimits } from '../../processors/fan-out/vendor-port.ts';
 import { VivoAdapter } from './vivo/adapter.ts';
 import { XiaomiAdapter } from './xiaomi/adapter.ts';
 
@@ -12,12 +12,6 @@ import { XiaomiAdapter } from './xiaomi/adapter.ts';
 export interface VendorRegistryOptions {
   /** Clock for credential lifetimes, epoch ms. Default Date.now. */
   readonly now?: () => number;
-}
-
-/** Per (vendor, app) limits the fan-out enforces, from the apps file. */
-export interface VendorLimits {
-  readonly ratePerSecond: number;
-  readonly concurrency: number;
 }
 
 /**

@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { VENDORS } from '../../sinks/vendors/types.ts';
+import { VENDORS } from '../../processors/fan-out/vendor-port.ts';
 import { startEmulators } from './index.ts';
 
 const { values } = parseArgs({

@@ -25,7 +25,7 @@ import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
-import { VENDORS, type Vendor } from '../../sinks/vendors/types.ts';
+import { VENDORS, type Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import type { ReceivedPush } from '../emulators/index.ts';
 

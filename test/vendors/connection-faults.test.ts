@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
-import { NO_ANSWER } from '../../sinks/vendors/outcomes.ts';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { VENDORS, type PushMessage, type SubmitOutcome, type Vendor, type VendorAdapter } from '../../sinks/vendors/types.ts';
+import { NO_ANSWER, VENDORS, type PushMessage, type SubmitOutcome, type Vendor, type VendorAdapter } from '../../processors/fan-out/vendor-port.ts';
 import type { ConnectionFault } from '../emulators/index.ts';
 import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
 import { message } from './support.ts';

@@ -4,7 +4,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { FcmAdapter } from '../../sinks/vendors/fcm/adapter.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
-import type { SubmitOutcome } from '../../sinks/vendors/types.ts';
+import type { SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
 import type { Fault, StartedEmulators } from '../emulators/index.ts';
 import { message, useEmulators } from './support.ts';
 

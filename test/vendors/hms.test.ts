@@ -2,7 +2,7 @@ import type { VendorJson } from '../emulators/common.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
-import type { OutcomeKind } from '../../sinks/vendors/types.ts';
+import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import { hmsCallbackId } from '../emulators/hms.ts';
 import type { StartedEmulators } from '../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
-import type { PushMessage, Vendor } from '../../sinks/vendors/types.ts';
+import type { PushMessage, Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { vendorCharCount, type ReceivedPush, type VendorJson } from '../emulators/common.ts';
 import type { StartedEmulators } from '../emulators/index.ts';
 import { message, useEmulators } from './support.ts';

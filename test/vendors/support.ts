@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { PushMessage, Vendor } from '../../sinks/vendors/types.ts';
+import type { PushMessage, Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { after, before, beforeEach } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { startEmulators, type StartedEmulators } from '../emulators/index.ts';

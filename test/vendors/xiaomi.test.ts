@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { XiaomiAdapter } from '../../sinks/vendors/xiaomi/adapter.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
-import type { OutcomeKind } from '../../sinks/vendors/types.ts';
+import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import type { StartedEmulators } from '../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ApnsAppConfig } from '../apps-config.ts';
 import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
-import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
 import { apnsMaxPayloadBytes, apnsPayload } from './payload.ts';

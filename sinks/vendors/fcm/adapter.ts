@@ -3,7 +3,7 @@ import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
 import { signRs256 } from '../jwt.ts';
 import { noAnswer, outcomeOf, parseRetryAfter, ruleFor, type CodeRule } from '../outcomes.ts';
-import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { FCM_ERRORS, FCM_STATUS_FALLBACK } from './codes.ts';
 import { fcmCountedPayload, fcmNotification, FCM_PAYLOAD_LIMITS } from './payload.ts';
 

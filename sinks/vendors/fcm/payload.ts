@@ -1,4 +1,4 @@
-import type { PushMessage } from '../types.ts';
+import type { PushMessage } from '../../../processors/fan-out/vendor-port.ts';
 import { fitJsonPayload, type NotificationText } from '../text.ts';
 
 /**

@@ -3,7 +3,7 @@ import { groupByPayload } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
 import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
-import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
 import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
 

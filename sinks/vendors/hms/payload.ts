@@ -1,6 +1,6 @@
 import type { HmsAppConfig } from '../apps-config.ts';
 import { notifyIdOf } from '../outcomes.ts';
-import type { PushMessage } from '../types.ts';
+import type { PushMessage } from '../../../processors/fan-out/vendor-port.ts';
 import { fitJsonPayload, type NotificationText } from '../text.ts';
 
 /**

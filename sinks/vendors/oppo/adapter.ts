@@ -3,7 +3,7 @@ import type { OppoAppConfig } from '../apps-config.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../http.ts';
 import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
-import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
 

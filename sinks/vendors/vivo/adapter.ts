@@ -3,8 +3,8 @@ import type { VivoAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { isUnknownOutcome, noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
-import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
 

@@ -2,7 +2,7 @@ import type { XiaomiAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
 import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
-import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../types.ts';
+import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
 

@@ -1,4 +1,4 @@
-import type { PushMessage } from '../types.ts';
+import type { PushMessage } from '../../../processors/fan-out/vendor-port.ts';
 import { cutText, unitsOrThirdBytes, utf8Bytes } from '../text.ts';
 
 /**

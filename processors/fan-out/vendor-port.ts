@@ -1,7 +1,8 @@
 /**
- * The contract every vendor adapter implements. All vendor differences (endpoints, auth, payload
- * shape, classification, error codes, receipts) live inside the adapter's folder; the fan-out
- * sees only this interface and the outcome union below (../shared/research/vendor-protocols.md §0).
+ * The vendor port: the contract every vendor adapter implements, owned by the fan-out that depends
+ * on it. All vendor differences (endpoints, auth, payload shape, classification, error codes,
+ * receipts) live inside the adapter's folder under sinks/vendors/, which imports this module; the
+ * fan-out and the receipt join see only this interface and the outcome union below (docs/vendors.md).
  */
 export type Vendor = 'apns' | 'fcm' | 'hms' | 'xiaomi' | 'oppo' | 'vivo';
 export const VENDORS: readonly Vendor[] = ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo'];
@@ -61,6 +62,23 @@ export type SubmitOutcome =
 
 export type OutcomeKind = SubmitOutcome['kind'];
 
+/**
+ * Codes of `retryable` outcomes without a vendor answer, by whether the vendor may have the push:
+ * - `CONNECTION_LOST`: the request was never written (connection refused or failed, TLS refused,
+ *   a stream above a GOAWAY's last stream id or refused, a reconnect backoff). The vendor does not
+ *   have it; another channel may be tried.
+ * - `ANSWER_LOST`: the request was written (or may have been) and no answer came before the
+ *   deadline or the connection dropped. The vendor may have accepted it: the outcome is unknown,
+ *   not a refusal. Retry on the same channel only (the collapse id makes a resend harmless);
+ *   moving to another vendor could show the push twice.
+ */
+export const NO_ANSWER = { notSent: 'CONNECTION_LOST', unknown: 'ANSWER_LOST' } as const;
+
+/** True when the vendor may have accepted the push although it did not say so (retry the same channel only). */
+export function isUnknownOutcome(outcome: SubmitOutcome): boolean {
+  return outcome.kind === 'retryable' && outcome.code === NO_ANSWER.unknown;
+}
+
 /** A vendor's report about one earlier submission, normalised. */
 export interface ParsedReceipt {
   readonly vendor: Vendor;
@@ -91,4 +109,10 @@ export interface VendorAdapter {
   /** Parses one verified receipt callback body into normalised receipts. */
   parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[];
   close(): Promise<void>;
+}
+
+/** Per (vendor, app) limits the fan-out enforces, from the apps file. */
+export interface VendorLimits {
+  readonly ratePerSecond: number;
+  readonly concurrency: number;
 }
