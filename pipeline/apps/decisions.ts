@@ -23,6 +23,7 @@ import { onlineFilterOptionsFromEnv, onlineFilterStores, ONLINE_FILTER_STORE_NAM
 import { merge } from '../../processors/merge/merge.ts';
 import { mergeOptionsFromEnv, mergeStores, MERGE_STORE_NAMES, type MergeOptions } from '../../processors/merge/options.ts';
 import { policy } from '../../processors/policy/policy.ts';
+import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 import { policyOptionsFromEnv, policyStores, POLICY_STORE_NAMES, type PolicyOptions } from '../../processors/policy/options.ts';
 import { readBool, type Env } from '../../common/config.ts';
 import type { TopicKey } from '../topics.ts';
@@ -57,7 +58,7 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
     .addSource('settings-source', source('settings'))
     .addProcessor('online-filter', onlineFilter({ ...options.onlineFilter, tables: { tokens: topic('tokens') }, outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
     .addProcessor('merge', merge({ ...options.merge, outputs: { merged: tapped('policy', 'merged-tap'), outcomes: 'outcomes-sink' } }), 'online-filter')
-    .addProcessor('policy', policy({ ...options.policy, tables: { tokens: topic('tokens'), settings: topic('settings') }, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merge', 'settings-source', 'tokens-source', 'presence-source')
+    .addProcessor('policy', policy(VENDOR_CHANNELS, { ...options.policy, tables: { tokens: topic('tokens'), settings: topic('settings') }, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merge', 'settings-source', 'tokens-source', 'presence-source')
     .addSink('dispatch-sink', sink('dispatch'), 'policy')
     .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
   if (options.taps) b.addSink('candidates-tap', sink('candidates'), 'online-filter').addSink('merged-tap', sink('merged'), 'merge');

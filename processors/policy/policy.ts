@@ -8,14 +8,14 @@
  */
 import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
-import { firstGraphemes } from '../../sinks/vendors/text.ts';
+import { firstGraphemes } from '../../common/graphemes.ts';
 import { taskId } from '../shared/ids.ts';
 import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
 import { canonicalZone } from '../shared/ingest.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../shared/records.ts';
 import { DeferredReleases, type DeferredPush } from './deferred.ts';
-import { classificationFor, orderVendors, preferredVendor } from './channels.ts';
+import { orderVendors, type VendorChannels } from './channels.ts';
 import { compilePolicyOptions, type PolicyConfig, type PolicyOptions } from './options.ts';
 import { inQuietHours, quietHoursEnd } from './quiet-hours.ts';
 import { QuotaLedger } from './quota.ts';
@@ -23,10 +23,13 @@ import { applyTokenReport, validTokens, type UserTokens } from './tokens.ts';
 
 type Out = PushDispatch | PushOutcome;
 
-/** Creates the policy processor supplier; options are validated here, once (ConfigError naming the key). */
-export function policy(options: PolicyOptions = {}): () => Processor<string, unknown, string, Out> {
+/**
+ * Creates the policy processor supplier; options are validated here, once (ConfigError naming the
+ * key). `vendors` supplies the vendor facts of the channel choice (sinks/vendors/channels.ts).
+ */
+export function policy(vendors: VendorChannels, options: PolicyOptions = {}): () => Processor<string, unknown, string, Out> {
   const config = compilePolicyOptions(options);
-  return () => new PolicyProcessor(config);
+  return () => new PolicyProcessor(config, vendors);
 }
 
 /** Cuts a summary to `max` characters, counted as grapheme clusters, so no emoji, flag or accented letter is split. */
@@ -41,7 +44,10 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
   private ledger!: QuotaLedger;
   private deferred!: DeferredReleases;
 
-  constructor(private readonly config: PolicyConfig) {}
+  constructor(
+    private readonly config: PolicyConfig,
+    private readonly vendors: VendorChannels,
+  ) {}
 
   init(ctx: ProcessorContext<string, Out>): void {
     this.ctx = ctx;
@@ -131,7 +137,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
     }
     const valid = validTokens(device, m.app_id);
     if (!device || valid.size === 0) return this.outcome('DROPPED', 'no_token', m, platform, null, at);
-    const ordered = orderVendors([...valid.keys()], preferredVendor(device.platform, device.manufacturer));
+    const ordered = orderVendors([...valid.keys()], this.vendors.preferredVendor(device.platform, device.manufacturer), this.vendors.priority);
     const usable = ordered.filter((vendor) => this.ledger.hasRoom(vendor, m.app_id, at));
     if (usable.length === 0) return this.outcome('DROPPED', 'quota', m, platform, ordered[0]!, at);
     this.ledger.charge(usable[0]!, m.app_id, at);
@@ -146,7 +152,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
       msg_id: m.msg_id,
       app_id: m.app_id,
       platform: device.platform,
-      channels: usable.map((vendor) => ({ vendor, token: valid.get(vendor)!, classification: classificationFor(vendor) })),
+      channels: usable.map((vendor) => ({ vendor, token: valid.get(vendor)!, classification: this.vendors.imClassification(vendor) })),
       title: generic ? this.config.genericTitle : m.title,
       body: generic ? this.config.genericText : cutSummary(m.summary, this.config.summaryMaxChars),
       badge: m.unread_cnt,

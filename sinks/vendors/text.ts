@@ -6,18 +6,16 @@
  * so the measure is a parameter; the vendors' rules and their sources are in docs/vendors.md.
  */
 
+import { graphemes } from '../../common/graphemes.ts';
+
+// Re-exported so callers of the text cutting find the segmentation it uses in one place.
+export { firstGraphemes, graphemes } from '../../common/graphemes.ts';
+
 /** How a vendor counts a text towards a limit. Every measure here grows with the text (a longer prefix never measures less). */
 export type TextMeasure = (text: string) => number;
 
 /** Appended to a cut text: one character, 3 bytes in UTF-8. */
 export const ELLIPSIS = '…';
-
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
-
-/** The grapheme clusters of a text, in order (extended grapheme clusters, Unicode UAX #29). */
-export function graphemes(text: string): string[] {
-  return Array.from(segmenter.segment(text), (s) => s.segment);
-}
 
 /** UTF-8 bytes. */
 export const utf8Bytes: TextMeasure = (text) => Buffer.byteLength(text, 'utf8');
@@ -65,13 +63,6 @@ export function cutText(text: string, max: number, measure: TextMeasure, ellipsi
     else hi = mid;
   }
   return parts.slice(0, lo).join('').trimEnd() + ellipsis;
-}
-
-/** The first `max` grapheme clusters of a text (no ellipsis): a count of what a reader sees as characters. */
-export function firstGraphemes(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const parts = graphemes(text);
-  return parts.length <= max ? text : parts.slice(0, max).join('');
 }
 
 /** A title and a body as they go out. */
