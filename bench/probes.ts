@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Admin } from 'kafkajs';
-import { groupStatus } from '../cli/commands/status.ts';
+import { groupStatus } from '../pipeline/group-status.ts';
 import { STAGES, type StageName } from '../pipeline/apps/index.ts';
 import { topicName } from '../pipeline/topics.ts';
 

@@ -5,7 +5,7 @@
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { readEndpoints } from '../common/endpoints.ts';
-import { groupStatus, type GroupStatus } from '../cli/commands/status.ts';
+import { groupStatus, type GroupStatus } from '../pipeline/group-status.ts';
 import { STAGES } from '../pipeline/apps/index.ts';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -11,8 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { stackUp } from '../stack/index.ts';
 import { ensureDir, LOG_DIR, stackPath } from '../stack/paths.ts';
-import { migrateAll } from '../cli/commands/migrate.ts';
-import { createPipelineTopics } from '../cli/commands/topics.ts';
+import { migrateAll } from '../migrations/migrate.ts';
+import { createPipelineTopics } from '../pipeline/topics-admin.ts';
 import { startEmulators, type StartedEmulators } from '../test/emulators/index.ts';
 import { delay } from '../stack/process.ts';
 

@@ -8,6 +8,7 @@
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
+import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError, ContractError } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import { chIdent, chString, clickhouseQuery, type ClickHouseTarget } from './clickhouse-http.ts';
@@ -155,4 +156,13 @@ async function applyInOrder(
     out.applied.push(file.version);
   }
   return out;
+}
+
+/** Applies every pending migration to the MySQL and ClickHouse the environment names (PUSH_MYSQL_URL, PUSH_CLICKHOUSE_*). */
+export async function migrateAll(options: { mysqlOnly?: boolean } = {}): Promise<MigrateResult> {
+  const e = readEndpoints();
+  return migrate({
+    mysqlUrl: e.mysqlUrl,
+    ...(options.mysqlOnly ? {} : { clickhouse: { url: e.clickhouseUrl, database: e.clickhouseDatabase, user: e.clickhouseUser, password: e.clickhousePassword } }),
+  });
 }

@@ -17,7 +17,7 @@ import { startMetricsServer } from '../sinks/metrics/server.ts';
 import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
 import { startReceiptReceiver, type RunningReceiver } from '../receipts/main.ts';
-import { createPipelineTopics } from '../cli/commands/topics.ts';
+import { createPipelineTopics } from './topics-admin.ts';
 import { registerSchemas } from './schemas.ts';
 import { buildStage, STAGES, type Stage, type StageName } from './apps/index.ts';
 import { topicName } from './topics.ts';

@@ -1,19 +1,9 @@
-import { readEndpoints } from '../../common/endpoints.ts';
-import { migrate, type MigrateResult } from '../../migrations/migrate.ts';
+import { migrateAll } from '../../migrations/migrate.ts';
 
 export const migrateHelp = `pushctl migrate [--mysql-only]
 
   applies migrations/mysql and migrations/clickhouse in order, idempotently (applied versions are
   recorded in each store); creates the databases named by PUSH_MYSQL_URL and PUSH_CLICKHOUSE_DATABASE`;
-
-/** Applies every pending migration to the configured MySQL and ClickHouse. */
-export async function migrateAll(options: { mysqlOnly?: boolean } = {}): Promise<MigrateResult> {
-  const e = readEndpoints();
-  return migrate({
-    mysqlUrl: e.mysqlUrl,
-    ...(options.mysqlOnly ? {} : { clickhouse: { url: e.clickhouseUrl, database: e.clickhouseDatabase, user: e.clickhouseUser, password: e.clickhousePassword } }),
-  });
-}
 
 export async function migrateCommand(args: string[]): Promise<number> {
   const result = await migrateAll({ mysqlOnly: args.includes('--mysql-only') });

@@ -16,7 +16,7 @@ import { startRun, type PipelineRun } from '../../chaos/harness.ts';
 import { messageOf, recordings } from '../../chaos/verify.ts';
 import { pushKey } from '../../chaos/scenario.ts';
 import { chaosAdmin, sleep } from '../../chaos/drain.ts';
-import { groupStatus } from '../../cli/commands/status.ts';
+import { groupStatus } from '../../pipeline/group-status.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { createLogger } from '../../common/log.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { startRun, type PipelineRun, type RunVerdict } from '../../chaos/harness.ts';
 import { assignmentOf, chaosAdmin, sleep } from '../../chaos/drain.ts';
 import { stopWorker } from '../../chaos/faults.ts';
-import { groupStatus, type GroupStatus } from '../../cli/commands/status.ts';
+import { groupStatus, type GroupStatus } from '../../pipeline/group-status.ts';
 
 const PARTITIONS = 6;
 

@@ -1,0 +1,63 @@
+/**
+ * Creating and inspecting the pipeline's topics (pipeline/topics.ts) on a cluster: used by the
+ * worker at start, by `pushctl topics` and by the demo.
+ */
+import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
+import { readEndpoints } from '../common/endpoints.ts';
+import { TOPICS, topicName, type TopicKey } from './topics.ts';
+
+/** How many partitions the topics get and the prefix of their names (PUSH_TOPIC_PREFIX). */
+export interface TopicPlan {
+  readonly partitions: number;
+  readonly prefix: string;
+}
+
+/** One pipeline topic as found on the cluster. */
+export type TopicSize =
+  | { readonly name: string; readonly exists: false }
+  | { readonly name: string; readonly exists: true; readonly partitions: number; readonly records: number };
+
+function admin(brokers: string[]) {
+  return new Kafka({ clientId: 'pushctl', brokers, logLevel: logLevel.NOTHING }).admin();
+}
+
+/** Creates the pipeline's topics that are missing (idempotent); returns the names it created. */
+export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoints().kafkaBrokers): Promise<string[]> {
+  const client = admin(brokers);
+  await client.connect();
+  try {
+    const existing = new Set(await client.listTopics());
+    const wanted: ITopicConfig[] = (Object.keys(TOPICS) as TopicKey[])
+      .map((key) => ({ key, name: topicName(key, plan.prefix) }))
+      .filter(({ name }) => !existing.has(name))
+      .map(({ key, name }) => {
+        const configs = 'configs' in TOPICS[key] ? (TOPICS[key] as { configs: Record<string, string> }).configs : {};
+        return { topic: name, numPartitions: plan.partitions, replicationFactor: 1, configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })) };
+      });
+    if (wanted.length > 0) await client.createTopics({ topics: wanted, waitForLeaders: true });
+    return wanted.map((t) => t.topic);
+  } finally {
+    await client.disconnect();
+  }
+}
+
+/** Every pipeline topic with its partition count and the records it holds (end minus start offsets). */
+export async function pipelineTopicSizes(prefix: string, brokers = readEndpoints().kafkaBrokers): Promise<TopicSize[]> {
+  const client = admin(brokers);
+  await client.connect();
+  try {
+    const existing = new Set(await client.listTopics());
+    const sizes: TopicSize[] = [];
+    for (const name of (Object.keys(TOPICS) as TopicKey[]).map((key) => topicName(key, prefix))) {
+      if (!existing.has(name)) {
+        sizes.push({ name, exists: false });
+        continue;
+      }
+      const offsets = await client.fetchTopicOffsets(name);
+      sizes.push({ name, exists: true, partitions: offsets.length, records: offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0) });
+    }
+    return sizes;
+  } finally {
+    await client.disconnect();
+  }
+}
