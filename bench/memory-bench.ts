@@ -29,6 +29,7 @@ import { jsonSerde, stringSerde, type Serde } from '../topology/serdes.ts';
 import { StreamTask } from '../topology/task.ts';
 import { StreamsApp } from '../topology/runtime.ts';
 import { changelogTopicName, ensureTopics } from '../topology/changelog.ts';
+import { TOPICS } from '../pipeline/topics.ts';
 import { merge } from '../processors/merge/merge.ts';
 import { mergeStores, type MergeMode } from '../processors/merge/options.ts';
 import type { PushCandidate } from '../processors/shared/records.ts';
@@ -206,7 +207,7 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
     child: (fields) => watch(inner.child(fields)),
   });
   const app = new StreamsApp({
-    applicationId: appId, topology: mergeBenchTopology(o.mode), brokers: o.brokers, logger: watch(base),
+    applicationId: appId, topology: mergeBenchTopology(o.mode), brokers: o.brokers, dlqTopic: TOPICS.dlq.name, logger: watch(base),
     metricsListener: {
       onAssignment: (e) => {
         if (e.taskIds.length > 0 && assignedAt === 0) assignedAt = Date.now();

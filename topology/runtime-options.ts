@@ -1,7 +1,6 @@
 import { ConfigError } from '../common/errors.ts';
 import { checkRange } from '../common/config.ts';
 import type { Logger } from '../common/log.ts';
-import { TOPICS } from '../pipeline/topics.ts';
 import type { Topology } from './builder.ts';
 import type { MetricsListener } from './metrics.ts';
 import type { ProcessingErrorPolicy } from './task.ts';
@@ -20,8 +19,8 @@ export interface StreamsAppOptions {
   processingGuarantee?: ProcessingGuarantee;
   /** Commit interval in ms. Default 100 under exactly_once, 5000 under at_least_once. Range 10–600 000. */
   commitIntervalMs?: number;
-  /** DLQ topic for undecodable records (and processing errors under policy `dlq`). Default `push.dlq`. */
-  dlqTopic?: string;
+  /** DLQ topic for undecodable records (and processing errors under policy `dlq`); the application's wiring names it. */
+  dlqTopic: string;
   /** What a non-retriable processing error does: `fail` stops the app, `dlq` dead-letters the record. Default `dlq`. */
   processingErrorPolicy?: ProcessingErrorPolicy;
   /** Where a new application starts reading. Default `earliest`. */
@@ -82,7 +81,6 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
   const initialMs = checkRange('restartBackoffInitialMs', options.restartBackoffInitialMs ?? 200, { min: 10, max: 60_000 });
   return {
     processingGuarantee: 'exactly_once',
-    dlqTopic: TOPICS.dlq.name,
     processingErrorPolicy: 'dlq',
     autoOffsetReset: 'earliest',
     sessionTimeoutMs: 10_000,

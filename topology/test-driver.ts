@@ -4,14 +4,13 @@ import { StreamTask, type OutputRecord, type ProcessingErrorPolicy } from './tas
 import type { Serde } from './serdes.ts';
 import type { ChangelogEntry } from './in-memory-stores.ts';
 import type { TopicRules } from './topic-rules.ts';
-import { TOPICS } from '../pipeline/topics.ts';
 
 export interface TestDriverOptions {
   /** Initial wall-clock time in epoch ms. Default 0. */
   startWallClockMs?: number;
   /** Default `test-app`. Changelog topics are `<applicationId>-<store>-changelog`. */
   applicationId?: string;
-  /** DLQ topic name. Default the pipeline's `push.dlq`. */
+  /** DLQ topic name. Default `dlq`; a harness for an application passes the application's DLQ topic. */
   dlqTopic?: string;
   /** Default `dlq`. */
   processingErrorPolicy?: ProcessingErrorPolicy;
@@ -75,7 +74,7 @@ export class TopologyTestDriver {
           subtopology,
           partition: 0,
           clock: () => this.wallClockMs,
-          dlqTopic: options.dlqTopic ?? TOPICS.dlq.name,
+          dlqTopic: options.dlqTopic ?? 'dlq',
           processingErrorPolicy: options.processingErrorPolicy ?? 'dlq',
           changelogTopic: (store) => `${this.applicationId}-${store}-changelog`,
           ...(options.topicRules ? { topicRules: options.topicRules } : {}),

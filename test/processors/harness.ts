@@ -22,7 +22,7 @@ export class DecisionsHarness {
   static create(options: HarnessOptions = {}): DecisionsHarness {
     const start = options.startMs ?? T0;
     const topology = buildDecisionsTopology({ ...options, valueSerdes: rawAvroValueSerdes() });
-    return new DecisionsHarness(new TopologyTestDriver(topology, { startWallClockMs: start }), start);
+    return new DecisionsHarness(new TopologyTestDriver(topology, { startWallClockMs: start, dlqTopic: TOPICS.dlq.name }), start);
   }
 
   /** Current time, ms after the start. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import { buildReceiptTopology, receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
 import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
 import type { TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
@@ -43,7 +44,7 @@ export class ReceiptsHarness {
       join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }), retentionMs: 7 * DAY, pendingMs: 10 * 60_000 },
       tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }), sweepIntervalMs: 3_600_000, ...tokenOptions },
     });
-    this.driver = new TopologyTestDriver(this.topology, { startWallClockMs: T0 });
+    this.driver = new TopologyTestDriver(this.topology, { startWallClockMs: T0, dlqTopic: PIPELINE_TOPICS.dlq.name });
     this.storeNames = [...this.topology.stores.keys()];
   }
 

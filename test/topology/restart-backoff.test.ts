@@ -56,7 +56,7 @@ describe('restart backoff', () => {
 });
 
 describe('restart and record-size options', () => {
-  const base: StreamsAppOptions = { applicationId: 'app', topology: countingTopology('in', 'out'), brokers: ['localhost:9092'] };
+  const base: StreamsAppOptions = { applicationId: 'app', topology: countingTopology('in', 'out'), brokers: ['localhost:9092'], dlqTopic: 'dlq' };
 
   test('defaults', () => {
     const o = resolveStreamsAppOptions(base);
