@@ -5,7 +5,7 @@
  */
 import type { Environment } from '../demo/environment.ts';
 import type { ReceivedPush } from '../test/emulators/index.ts';
-import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from './workload.ts';
+import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from '../demo/workload.ts';
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
 import { processCpuMs } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';

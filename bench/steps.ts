@@ -6,7 +6,7 @@
  */
 import type { Admin } from 'kafkajs';
 import type { TrafficProducer } from '../demo/traffic.ts';
-import type { TimedRecord } from './workload.ts';
+import type { TimedRecord } from '../demo/workload.ts';
 import { boxBusyShare, boxCpu, processCpuMs, processMemory, round1, sampleLag, slope, type LagSample } from './probes.ts';
 import type { StageName } from '../pipeline/apps/index.ts';
 import { scrapeWorkers, delta, stepBreakdown, type StepBreakdown } from './worker-metrics.ts';

@@ -6,7 +6,7 @@
  * lost, duplicated (and whether duplicates shared a collapse id), DLQ counts by reason, whether the
  * arrival rate stayed exact, whether any hot retry loop happened, whether any worker crashed.
  */
-import { random } from '../bench/workload.ts';
+import { random } from '../demo/workload.ts';
 import type { Fault } from '../test/emulators/index.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { startRun, type PipelineRun, type RunVerdict } from './harness.ts';

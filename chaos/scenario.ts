@@ -6,7 +6,7 @@
  * says which pushes must reach which vendor with which token, and in which outcome class every
  * (message, device) must end (docs/design.md §1.6). Used by the end-to-end, scaling and chaos runs.
  */
-import type { TimedRecord } from '../bench/workload.ts';
+import type { TimedRecord } from '../demo/workload.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 
 export type Category = 'offline' | 'private' | 'online' | 'quiet' | 'muted' | 'dead-first' | 'no-token';

@@ -9,7 +9,7 @@ import { readEndpoints } from '../common/endpoints.ts';
 import { registryValueSerdes, type ValueSerdes } from '../pipeline/serdes.ts';
 import { registerSchemas } from '../pipeline/schemas.ts';
 import { topicName, type TopicKey } from '../pipeline/topics.ts';
-import type { TimedRecord } from '../bench/workload.ts';
+import type { TimedRecord } from './workload.ts';
 
 export interface TrafficProducer {
   send(topic: TopicKey, records: ReadonlyArray<{ key: string; value: unknown }>): Promise<void>;

@@ -1,7 +1,7 @@
 import { readInt } from '../../common/config.ts';
 import { startEnvironment } from '../../demo/environment.ts';
 import { trafficProducer, watchOutcomes } from '../../demo/traffic.ts';
-import { buildPopulation, setupRecords, timeline } from '../../bench/workload.ts';
+import { buildPopulation, setupRecords, timeline } from '../../demo/workload.ts';
 import { groupStatus } from '../../pipeline/group-status.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
 import { formatArrivalTable } from './arrival.ts';

@@ -1,6 +1,6 @@
 /**
  * Counts the Kafka records the decision stages write per persisted message, on the benchmark's own
- * synthetic traffic (bench/workload.ts: one-to-one chats, group storms, online devices that ACK,
+ * synthetic traffic (demo/workload.ts: one-to-one chats, group storms, online devices that ACK,
  * background devices), run through the TopologyTestDriver with the real decisions topology.
  *
  * The driver commits every `commitIntervalMs` of simulated time, as the runtime does under
@@ -17,7 +17,7 @@ import { TOPICS } from '../../pipeline/topics.ts';
 import { ONLINE_FILTER_STORE_NAMES } from '../../processors/online-filter/options.ts';
 import { MERGE_STORE_NAMES } from '../../processors/merge/options.ts';
 import { POLICY_STORE_NAMES } from '../../processors/policy/options.ts';
-import { buildPopulation, setupRecords, timeline } from '../../bench/workload.ts';
+import { buildPopulation, setupRecords, timeline } from '../../demo/workload.ts';
 
 export interface ChangelogWorkloadOptions {
   users?: number;
