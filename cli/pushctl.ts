@@ -9,6 +9,7 @@ import { tokensCommand, tokensHelp } from './commands/tokens.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
 import { receiverCommand, receiverHelp } from './commands/receiver.ts';
+import { configCommand, configHelp } from './commands/config.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
 const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
@@ -22,6 +23,7 @@ const commands: Record<string, { help: string; run: (args: string[]) => Promise<
   tokens: { help: tokensHelp, run: tokensCommand },
   replay: { help: replayHelp, run: replayCommand },
   arrival: { help: arrivalHelp, run: arrivalCommand },
+  config: { help: configHelp, run: configCommand },
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -1,8 +1,11 @@
 import { ConfigError } from './errors.ts';
+import type { BoolKey, ConfigKey, EnumKey, IntKey, ListKey, StringKey } from './config-keys.ts';
 
 /**
  * Typed readers for `PUSH_*` environment keys. Each reader validates once, at start, and throws a
  * ConfigError naming the key and the allowed range, so a bad deployment fails before it consumes.
+ * Keys are declared in common/config-keys.ts and read with `readKey`; the untyped readers remain for
+ * command-line flags.
  */
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -46,4 +49,59 @@ export function checkRange(key: string, value: number, range: { min: number; max
     throw new ConfigError(key, `must be within [${range.min}, ${range.max}], got ${value}`);
   }
   return value;
+}
+
+/** A declared key's value from the environment, validated against its declaration (common/config-keys.ts). */
+export function readKey<T extends string>(env: Env, key: EnumKey<T>, fallback?: T): T;
+export function readKey(env: Env, key: IntKey, fallback?: number, range?: { min: number; max: number }): number;
+export function readKey(env: Env, key: StringKey, fallback?: string): string;
+export function readKey(env: Env, key: BoolKey, fallback?: boolean): boolean;
+export function readKey(env: Env, key: ListKey, fallback?: readonly string[]): string[];
+export function readKey(env: Env, key: ConfigKey, fallback?: unknown, range?: { min: number; max: number }): unknown {
+  switch (key.kind) {
+    case 'int':
+      return readInt(env, key.key, (fallback as number | undefined) ?? key.default, range ?? key);
+    case 'string':
+      return checkKey(key, readString(env, key.key, (fallback as string | undefined) ?? key.default));
+    case 'bool':
+      return readBool(env, key.key, (fallback as boolean | undefined) ?? key.default);
+    case 'enum':
+      return readEnum(env, key.key, (fallback as string | undefined) ?? key.default, key.values);
+    case 'list':
+      return checkKey(key, readList(env, key.key, (fallback as readonly string[] | undefined) ?? key.default));
+  }
+}
+
+/**
+ * Validates a value that came from an options object rather than the environment against the
+ * key's declaration, so both ways in share one range; `undefined` takes the declared default.
+ */
+export function checkKey<T extends string>(key: EnumKey<T>, value: T | undefined): T;
+export function checkKey(key: IntKey, value: number | undefined, range?: { min: number; max: number }): number;
+export function checkKey(key: StringKey, value: string | undefined): string;
+export function checkKey(key: BoolKey, value: boolean | undefined): boolean;
+export function checkKey(key: ListKey, value: string[] | undefined): string[];
+export function checkKey(key: ConfigKey, value: unknown, range?: { min: number; max: number }): unknown {
+  switch (key.kind) {
+    case 'int':
+      return checkRange(key.key, (value as number | undefined) ?? key.default, range ?? key);
+    case 'string': {
+      const s = (value as string | undefined) ?? key.default;
+      if (key.nonEmpty && s === '') throw new ConfigError(key.key, 'must not be empty');
+      return s;
+    }
+    case 'bool':
+      return (value as boolean | undefined) ?? key.default;
+    case 'enum': {
+      const v = (value as string | undefined) ?? key.default;
+      if (!key.values.includes(v)) throw new ConfigError(key.key, `expected one of ${key.values.join(' | ')}, got ${JSON.stringify(v)}`);
+      return v;
+    }
+    case 'list': {
+      const items = (value as string[] | undefined) ?? [...key.default];
+      const unknown = key.values ? items.find((item) => !key.values!.includes(item)) : undefined;
+      if (unknown !== undefined) throw new ConfigError(key.key, `unknown ${key.itemName ?? 'item'} ${JSON.stringify(unknown)}; expected some of ${key.values!.join(', ')}`);
+      return items;
+    }
+  }
 }

@@ -1,4 +1,5 @@
-import { readInt, readList, readString, type Env } from './config.ts';
+import { readInt, readKey, type Env } from './config.ts';
+import { CONFIG_KEYS as KEYS } from './config-keys.ts';
 
 /**
  * Where the pipeline's external parts are. Defaults point at the local stack (`pushctl stack up`);
@@ -35,15 +36,16 @@ export function localStackPort(env: Env, name: keyof typeof DEFAULT_PORTS, stack
   return readInt(env, `PUSH_STACK_${stackKey}_PORT`, DEFAULT_PORTS[name], { min: 1, max: 65535 });
 }
 
+/** The endpoints from their PUSH_* keys (common/config-keys.ts; the declared defaults are these with the default ports). */
 export function readEndpoints(env: Env = process.env): Endpoints {
   const port = (name: keyof typeof DEFAULT_PORTS, stackKey: string) => localStackPort(env, name, stackKey);
   return Object.freeze({
-    kafkaBrokers: readList(env, 'PUSH_KAFKA_BROKERS', [`127.0.0.1:${port('kafka', 'KAFKA')}`]),
-    schemaRegistryUrl: readString(env, 'PUSH_SCHEMA_REGISTRY_URL', `http://127.0.0.1:${port('registry', 'REGISTRY')}/apis/ccompat/v7`),
-    mysqlUrl: readString(env, 'PUSH_MYSQL_URL', `mysql://root@127.0.0.1:${port('mysql', 'MYSQL')}/offline_push`),
-    clickhouseUrl: readString(env, 'PUSH_CLICKHOUSE_URL', `http://127.0.0.1:${port('clickhouseHttp', 'CLICKHOUSE')}`),
-    clickhouseDatabase: readString(env, 'PUSH_CLICKHOUSE_DATABASE', 'offline_push'),
-    clickhouseUser: readString(env, 'PUSH_CLICKHOUSE_USER', 'default'),
-    clickhousePassword: readString(env, 'PUSH_CLICKHOUSE_PASSWORD', ''),
+    kafkaBrokers: readKey(env, KEYS.PUSH_KAFKA_BROKERS, [`127.0.0.1:${port('kafka', 'KAFKA')}`]),
+    schemaRegistryUrl: readKey(env, KEYS.PUSH_SCHEMA_REGISTRY_URL, `http://127.0.0.1:${port('registry', 'REGISTRY')}/apis/ccompat/v7`),
+    mysqlUrl: readKey(env, KEYS.PUSH_MYSQL_URL, `mysql://root@127.0.0.1:${port('mysql', 'MYSQL')}/offline_push`),
+    clickhouseUrl: readKey(env, KEYS.PUSH_CLICKHOUSE_URL, `http://127.0.0.1:${port('clickhouseHttp', 'CLICKHOUSE')}`),
+    clickhouseDatabase: readKey(env, KEYS.PUSH_CLICKHOUSE_DATABASE),
+    clickhouseUser: readKey(env, KEYS.PUSH_CLICKHOUSE_USER),
+    clickhousePassword: readKey(env, KEYS.PUSH_CLICKHOUSE_PASSWORD),
   });
 }

@@ -3,7 +3,10 @@
  * secrets or device tokens are redacted before anything is written, so a careless call site cannot
  * leak them.
  */
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+import { readKey } from './config.ts';
+import { CONFIG_KEYS, type LOG_LEVELS } from './config-keys.ts';
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 const SECRET_FIELD = /token|secret|password|authorization|private_?key|credential|signature|app_?key|master_?secret|bearer/i;
@@ -28,7 +31,8 @@ export function redact(value: unknown, depth = 0): unknown {
   return out;
 }
 
-export function createLogger(base: object = {}, level: LogLevel = (process.env.PUSH_LOG_LEVEL as LogLevel) || 'info'): Logger {
+/** `level` defaults to PUSH_LOG_LEVEL (common/config-keys.ts); an invalid value throws a ConfigError naming the key. */
+export function createLogger(base: object = {}, level: LogLevel = readKey(process.env, CONFIG_KEYS.PUSH_LOG_LEVEL)): Logger {
   const threshold = LEVELS[level] ?? LEVELS.info;
   const write = (lvl: LogLevel, message: string, fields?: object) => {
     if (LEVELS[lvl] < threshold) return;

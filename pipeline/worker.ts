@@ -7,7 +7,8 @@
 import { Kafka, logLevel } from 'kafkajs';
 import mysql from 'mysql2/promise';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { readEnum, readInt, readList, readString, type Env } from '../common/config.ts';
+import { readKey, type Env } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger, type Logger } from '../common/log.ts';
@@ -19,17 +20,16 @@ import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/regi
 import { startReceiptReceiver, type RunningReceiver } from '../receipts/main.ts';
 import { createPipelineTopics } from './topics-admin.ts';
 import { registerSchemas } from './schemas.ts';
-import { buildStage, STAGES, type Stage, type StageName } from './apps/index.ts';
+import { buildStage, type Stage, type StageName } from './apps/index.ts';
 import { topicName } from './topics.ts';
-import { DEFAULT_MAX_RECORD_BYTES } from '../topology/record-size.ts';
 
-/** Worker settings, read once from PUSH_* keys (a bad value names its key). */
+/** Worker settings, read once from PUSH_* keys (declared in common/config-keys.ts; a bad value names its key). */
 export interface WorkerConfig {
   /** PUSH_APPLICATION_ID: prefix of consumer groups, changelogs and transactional ids. Default offline-push. */
   readonly applicationId: string;
   /** PUSH_STAGES: comma-separated subset of decisions, fan-out, receipts, clickhouse. Default all. */
   readonly stages: StageName[];
-  /** PUSH_RECEIVER: also serve the vendor receipt callbacks (receipts/). Default false. */
+  /** PUSH_RECEIVER: also serve the vendor receipt callbacks (receipts/). Default false; true/false, 1/0, yes/no, on/off. */
   readonly receiver: boolean;
   /** PUSH_PROCESSING_GUARANTEE: exactly_once (default) or at_least_once. */
   readonly guarantee: ProcessingGuarantee;
@@ -39,7 +39,7 @@ export interface WorkerConfig {
   readonly backgroundCommitIntervalMs: number;
   /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
   readonly partitions: number;
-  /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS. */
+  /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS; 1–256. */
   readonly concurrentPartitions: number;
   /** PUSH_TOPIC_PREFIX: prefix of every topic name. Default none. */
   readonly topicPrefix: string;
@@ -54,31 +54,34 @@ export interface WorkerConfig {
 }
 
 export function readWorkerConfig(env: Env = process.env): WorkerConfig {
-  const stages = readList(env, 'PUSH_STAGES', STAGES);
-  for (const stage of stages) {
-    if (!(STAGES as readonly string[]).includes(stage)) throw new ConfigError('PUSH_STAGES', `unknown stage ${JSON.stringify(stage)}; expected some of ${STAGES.join(', ')}`);
-  }
-  const guarantee = readEnum(env, 'PUSH_PROCESSING_GUARANTEE', 'exactly_once', ['exactly_once', 'at_least_once'] as const);
-  const receiver = readString(env, 'PUSH_RECEIVER', 'false') === 'true';
-  const appsConfigPath = readString(env, 'PUSH_APPS_CONFIG', '');
-  const backoffInitialMs = readInt(env, 'PUSH_RESTART_BACKOFF_INITIAL_MS', 200, { min: 10, max: 60_000 });
+  const stages = readKey(env, CONFIG_KEYS.PUSH_STAGES) as StageName[];
+  const guarantee = readKey(env, CONFIG_KEYS.PUSH_PROCESSING_GUARANTEE);
+  const receiver = readKey(env, CONFIG_KEYS.PUSH_RECEIVER);
+  const appsConfigPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
   if (appsConfigPath === '' && (receiver || stages.some((s) => s === 'fan-out' || s === 'receipts'))) {
     throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
   }
+  const partitions = readKey(env, CONFIG_KEYS.PUSH_PARTITIONS);
+  const backoffInitialMs = readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_INITIAL_MS);
+  const backoffMax = CONFIG_KEYS.PUSH_RESTART_BACKOFF_MAX_MS;
   return Object.freeze({
-    applicationId: readString(env, 'PUSH_APPLICATION_ID', 'offline-push'),
-    stages: stages as StageName[],
+    applicationId: readKey(env, CONFIG_KEYS.PUSH_APPLICATION_ID),
+    stages,
     receiver,
     guarantee,
-    commitIntervalMs: readInt(env, 'PUSH_COMMIT_INTERVAL_MS', guarantee === 'exactly_once' ? 100 : 1000, { min: 10, max: 60_000 }),
-    backgroundCommitIntervalMs: readInt(env, 'PUSH_BACKGROUND_COMMIT_INTERVAL_MS', 1000, { min: 10, max: 60_000 }),
-    partitions: readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }),
-    concurrentPartitions: readInt(env, 'PUSH_CONCURRENT_PARTITIONS', readInt(env, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }), { min: 1, max: 256 }),
-    topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', ''),
-    metricsPort: readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 }),
+    commitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS, guarantee === 'exactly_once' ? CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS.default : 1000),
+    backgroundCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COMMIT_INTERVAL_MS),
+    partitions,
+    concurrentPartitions: readKey(env, CONFIG_KEYS.PUSH_CONCURRENT_PARTITIONS, partitions),
+    topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
+    metricsPort: readKey(env, CONFIG_KEYS.PUSH_METRICS_PORT),
     appsConfigPath,
-    maxRecordBytes: readInt(env, 'PUSH_MAX_RECORD_BYTES', DEFAULT_MAX_RECORD_BYTES, { min: 1024, max: 100 * 1024 * 1024 }),
-    restartBackoff: Object.freeze({ initialMs: backoffInitialMs, maxMs: readInt(env, 'PUSH_RESTART_BACKOFF_MAX_MS', Math.max(backoffInitialMs, 30_000), { min: backoffInitialMs, max: 600_000 }), resetMs: readInt(env, 'PUSH_RESTART_BACKOFF_RESET_MS', 60_000, { min: 1000, max: 3_600_000 }) }),
+    maxRecordBytes: readKey(env, CONFIG_KEYS.PUSH_MAX_RECORD_BYTES),
+    restartBackoff: Object.freeze({
+      initialMs: backoffInitialMs,
+      maxMs: readKey(env, backoffMax, Math.max(backoffInitialMs, backoffMax.default), { min: backoffInitialMs, max: backoffMax.max }),
+      resetMs: readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_RESET_MS),
+    }),
   });
 }
 

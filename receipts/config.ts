@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { checkRange, readInt, readString, type Env } from '../common/config.ts';
+import { checkKey, readKey, type Env } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
 import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../processors/shared/ingest.ts';
 import type { HmsCallbackCredentials } from './verify.ts';
@@ -116,16 +117,16 @@ export interface ReceiptReceiverOptions {
   apps: ReadonlyMap<string, ReceiptAppConfig> | readonly ReceiptAppConfig[];
 }
 
-/** Each limit with its environment key, default and allowed range. */
+/** Each limit's key, with its default and allowed range (common/config-keys.ts). */
 const LIMITS = {
-  port: { key: 'PUSH_RECEIPTS_PORT', fallback: 18090, min: 0, max: 65535 },
-  maxBodyBytes: { key: 'PUSH_RECEIPTS_MAX_BODY_BYTES', fallback: 1_048_576, min: 1024, max: 16 * 1_048_576 },
-  hmsMaxSkewMs: { key: 'PUSH_RECEIPTS_HMS_MAX_SKEW_MS', fallback: 300_000, min: 1_000, max: 3_600_000 },
-  headersTimeoutMs: { key: 'PUSH_RECEIPTS_HEADERS_TIMEOUT_MS', fallback: 5_000, min: 100, max: 60_000 },
-  bodyTimeoutMs: { key: 'PUSH_RECEIPTS_BODY_TIMEOUT_MS', fallback: 10_000, min: 100, max: 120_000 },
-  maxConnections: { key: 'PUSH_RECEIPTS_MAX_CONNECTIONS', fallback: 1_024, min: 1, max: 100_000 },
-  maxConnectionsPerClient: { key: 'PUSH_RECEIPTS_MAX_CONNECTIONS_PER_CLIENT', fallback: 64, min: 1, max: 100_000 },
-  clientRequestsPerSecond: { key: 'PUSH_RECEIPTS_CLIENT_REQUESTS_PER_SECOND', fallback: 1_000, min: 1, max: 1_000_000 },
+  port: CONFIG_KEYS.PUSH_RECEIPTS_PORT,
+  maxBodyBytes: CONFIG_KEYS.PUSH_RECEIPTS_MAX_BODY_BYTES,
+  hmsMaxSkewMs: CONFIG_KEYS.PUSH_RECEIPTS_HMS_MAX_SKEW_MS,
+  headersTimeoutMs: CONFIG_KEYS.PUSH_RECEIPTS_HEADERS_TIMEOUT_MS,
+  bodyTimeoutMs: CONFIG_KEYS.PUSH_RECEIPTS_BODY_TIMEOUT_MS,
+  maxConnections: CONFIG_KEYS.PUSH_RECEIPTS_MAX_CONNECTIONS,
+  maxConnectionsPerClient: CONFIG_KEYS.PUSH_RECEIPTS_MAX_CONNECTIONS_PER_CLIENT,
+  clientRequestsPerSecond: CONFIG_KEYS.PUSH_RECEIPTS_CLIENT_REQUESTS_PER_SECOND,
 } as const;
 
 type Limit = keyof typeof LIMITS;
@@ -133,9 +134,9 @@ type Limit = keyof typeof LIMITS;
 /** Validates options once into a frozen config. */
 export function compileReceiverConfig(options: ReceiptReceiverOptions): ReceiptReceiverConfig {
   const apps = options.apps instanceof Map ? options.apps : new Map((options.apps as readonly ReceiptAppConfig[]).map((a) => [a.appId, a]));
-  const limit = (name: Limit) => checkRange(LIMITS[name].key, options[name] ?? LIMITS[name].fallback, LIMITS[name]);
+  const limit = (name: Limit) => checkKey(LIMITS[name], options[name]);
   return Object.freeze({
-    host: options.host ?? '127.0.0.1',
+    host: checkKey(CONFIG_KEYS.PUSH_RECEIPTS_HOST, options.host),
     port: limit('port'),
     maxBodyBytes: limit('maxBodyBytes'),
     hmsMaxSkewMs: limit('hmsMaxSkewMs'),
@@ -151,7 +152,7 @@ export function compileReceiverConfig(options: ReceiptReceiverOptions): ReceiptR
 
 /** Reads the receiver's configuration from `PUSH_RECEIPTS_*` keys; a bad value fails naming its key. */
 export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfig {
-  const path = readString(env, 'PUSH_RECEIPTS_CONFIG', '');
+  const path = readKey(env, CONFIG_KEYS.PUSH_RECEIPTS_CONFIG);
   if (path === '') throw new ConfigError('PUSH_RECEIPTS_CONFIG', 'expected the path of the receipt apps JSON file');
   let raw: unknown;
   try {
@@ -159,6 +160,6 @@ export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfi
   } catch (error) {
     throw new ConfigError('PUSH_RECEIPTS_CONFIG', `cannot read ${path} as JSON (${(error as Error).message})`);
   }
-  const limits = Object.fromEntries(Object.entries(LIMITS).map(([name, l]) => [name, readInt(env, l.key, l.fallback, l)])) as Record<Limit, number>;
-  return compileReceiverConfig({ host: readString(env, 'PUSH_RECEIPTS_HOST', '127.0.0.1'), ...limits, ingest: ingestOptionsFromEnv(env), apps: parseReceiptApps(raw) });
+  const limits = Object.fromEntries(Object.entries(LIMITS).map(([name, key]) => [name, readKey(env, key)])) as Record<Limit, number>;
+  return compileReceiverConfig({ host: readKey(env, CONFIG_KEYS.PUSH_RECEIPTS_HOST), ...limits, ingest: ingestOptionsFromEnv(env), apps: parseReceiptApps(raw) });
 }

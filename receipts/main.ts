@@ -1,5 +1,6 @@
 import mysql from 'mysql2/promise';
-import { readString, type Env } from '../common/config.ts';
+import { readKey, type Env } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger, type Logger } from '../common/log.ts';
@@ -26,13 +27,13 @@ export interface RunningReceiver {
  */
 export async function startReceiptReceiver(env: Env = process.env, metrics?: ReceiptMetricsListener, logger: Logger = createLogger({ service: 'push-receipts' })): Promise<RunningReceiver> {
   const config = readReceiverConfig(env);
-  const appsPath = readString(env, 'PUSH_APPS_CONFIG', '');
+  const appsPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
   if (appsPath === '') throw new ConfigError('PUSH_APPS_CONFIG', 'expected the path of the vendor apps JSON file');
   const endpoints = readEndpoints(env);
   const registry = createVendorRegistry(loadAppsConfig(appsPath));
   const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 4, timezone: 'Z' });
   const nonces = new MysqlNonceStore({ pool, ttlMs: 2 * config.hmsMaxSkewMs });
-  const publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: readString(env, 'PUSH_TOPIC_PREFIX', '') });
+  const publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX) });
   const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), nonces, metrics, logger });
   let port: number;
   try {

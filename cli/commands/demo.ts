@@ -19,9 +19,10 @@ export const demoHelp = `pushctl demo [--users N] [--messages N] [--seconds S] [
   events, pushes by vendor, merged, suppressed by reason, arrival rate read from ClickHouse.
   defaults: 2000 users, 20000 messages over 30 s, 2 worker instances`;
 
-function flag(args: string[], name: string, key: string, fallback: number, max: number): number {
+/** A numeric flag; a bad value names the flag. */
+function flag(args: string[], name: string, fallback: number, max: number): number {
   const i = args.indexOf(name);
-  return readInt({ [key]: i >= 0 ? args[i + 1] : undefined }, key, fallback, { min: 1, max });
+  return readInt({ [name]: i >= 0 ? args[i + 1] : undefined }, name, fallback, { min: 1, max });
 }
 
 function bar(done: number, total: number, width = 30): string {
@@ -78,10 +79,10 @@ async function waitConsumed(applicationId: string, topics: readonly string[]): P
 }
 
 export async function demoCommand(args: string[]): Promise<number> {
-  const users = flag(args, '--users', 'PUSH_DEMO_USERS', 2000, 1_000_000);
-  const messages = flag(args, '--messages', 'PUSH_DEMO_MESSAGES', 20_000, 10_000_000);
-  const seconds = flag(args, '--seconds', 'PUSH_DEMO_SECONDS', 30, 3600);
-  const instances = flag(args, '--instances', 'PUSH_DEMO_INSTANCES', 2, 16);
+  const users = flag(args, '--users', 2000, 1_000_000);
+  const messages = flag(args, '--messages', 20_000, 10_000_000);
+  const seconds = flag(args, '--seconds', 30, 3600);
+  const instances = flag(args, '--instances', 2, 16);
   const started = Date.now();
 
   const env = await startEnvironment({ instances });

@@ -25,7 +25,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const stages = flag(args, '--stages');
   if (stages) env.PUSH_STAGES = stages;
   if (args.includes('--receiver')) env.PUSH_RECEIVER = 'true';
-  const instances = readInt({ PUSH_INSTANCES: flag(args, '--instances') }, 'PUSH_INSTANCES', 1, { min: 1, max: 64 });
+  const instances = readInt({ '--instances': flag(args, '--instances') }, '--instances', 1, { min: 1, max: 64 });
   if (instances === 1) {
     // Kafka may be restarting (or a leader moving) just as a worker starts: try again for a while.
     const worker = await retry(() => startWorker(env), {

@@ -1,6 +1,6 @@
 import type { ChildNames } from '../../topology/api.ts';
-import { ConfigError } from '../../common/errors.ts';
-import { checkRange, readEnum, readInt, type Env } from '../../common/config.ts';
+import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
+import { CONFIG_KEYS, type MERGE_MODES } from '../../common/config-keys.ts';
 import { keyValueStore, scheduleStore, type StoreDefinition } from '../../topology/stores.ts';
 import { convWindowsStoreSerde } from './window-codec.ts';
 
@@ -9,7 +9,7 @@ import { convWindowsStoreSerde } from './window-codec.ts';
  * are merged, one silent trailing update carries the latest unread count at window close.
  * `trailing-only`: the seed's rule: nothing is sent until the window closes, then one notification.
  */
-export type MergeMode = 'leading' | 'trailing-only';
+export type MergeMode = (typeof MERGE_MODES)[number];
 
 /** Options of the merge stage (docs/design.md §2.2). Durations in milliseconds. */
 export interface MergeOptions {
@@ -23,7 +23,7 @@ export interface MergeOptions {
    * default 60 000.
    */
   retentionMs?: number;
-  /** Wall-clock interval at which due windows close. Default 100. */
+  /** Wall-clock interval at which due windows close, ms (no env key). Default 100; 1–60 000. */
   punctuateIntervalMs?: number;
   /**
    * Most (uid, conv_id) entries one task keeps in its windows store (open windows and closed ones'
@@ -72,31 +72,29 @@ export interface MergeConfig {
   readonly stores: Readonly<MergeStoreNames>;
 }
 
-const MODES: readonly MergeMode[] = ['leading', 'trailing-only'];
-const DEFAULT_MAX_ENTRIES = 500_000;
+const KEYS = CONFIG_KEYS;
 
-/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
+/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key (or its option, when it has none). */
 export function compileMergeOptions(options: MergeOptions = {}): MergeConfig {
-  const mode = options.mode ?? 'leading';
-  if (!MODES.includes(mode)) throw new ConfigError('PUSH_MERGE_MODE', `expected one of ${MODES.join(' | ')}, got ${JSON.stringify(mode)}`);
   return Object.freeze({
-    windowMs: checkRange('PUSH_MERGE_WINDOW_MS', options.windowMs ?? 5_000, { min: 1, max: 10_000 }),
-    mode,
-    retentionMs: checkRange('PUSH_MERGE_RETENTION_MS', options.retentionMs ?? 60_000, { min: 0, max: 86_400_000 }),
-    punctuateIntervalMs: checkRange('PUSH_MERGE_PUNCTUATE_MS', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
-    maxEntries: checkRange('PUSH_MERGE_MAX_ENTRIES', options.maxEntries ?? DEFAULT_MAX_ENTRIES, { min: 1, max: 100_000_000 }),
+    windowMs: checkKey(KEYS.PUSH_MERGE_WINDOW_MS, options.windowMs),
+    mode: checkKey(KEYS.PUSH_MERGE_MODE, options.mode),
+    retentionMs: checkKey(KEYS.PUSH_MERGE_RETENTION_MS, options.retentionMs),
+    punctuateIntervalMs: checkRange('merge.punctuateIntervalMs', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
+    maxEntries: checkKey(KEYS.PUSH_MERGE_MAX_ENTRIES, options.maxEntries),
     listener: options.listener,
     outputs: Object.freeze({ merged: options.outputs?.merged ?? 'merged', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...MERGE_STORE_NAMES, ...options.stores }),
   });
 }
 
+/** Reads the stage's options from their PUSH_* keys (common/config-keys.ts). */
 export function mergeOptionsFromEnv(env: Env = process.env): MergeOptions {
   return {
-    windowMs: readInt(env, 'PUSH_MERGE_WINDOW_MS', 5_000, { min: 1, max: 10_000 }),
-    mode: readEnum(env, 'PUSH_MERGE_MODE', 'leading', MODES),
-    retentionMs: readInt(env, 'PUSH_MERGE_RETENTION_MS', 60_000, { min: 0, max: 86_400_000 }),
-    maxEntries: readInt(env, 'PUSH_MERGE_MAX_ENTRIES', DEFAULT_MAX_ENTRIES, { min: 1, max: 100_000_000 }),
+    windowMs: readKey(env, KEYS.PUSH_MERGE_WINDOW_MS),
+    mode: readKey(env, KEYS.PUSH_MERGE_MODE),
+    retentionMs: readKey(env, KEYS.PUSH_MERGE_RETENTION_MS),
+    maxEntries: readKey(env, KEYS.PUSH_MERGE_MAX_ENTRIES),
   };
 }
 

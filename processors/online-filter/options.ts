@@ -1,5 +1,6 @@
 import type { ChildNames } from '../../topology/api.ts';
-import { checkRange, readInt, type Env } from '../../common/config.ts';
+import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
 import type { TableTopics } from '../shared/inputs.ts';
@@ -17,7 +18,7 @@ export interface OnlineFilterOptions {
   heartbeatTimeoutMs?: number;
   /** After a push to a BACKGROUND/EXIT device, no second push to it within this time. Env PUSH_BACKGROUND_COOLDOWN_MS; default 10 000. */
   backgroundCooldownMs?: number;
-  /** Wall-clock interval at which due hold windows are released. Default 100. */
+  /** Wall-clock interval at which due hold windows are released, ms (no env key). Default 100; 1–60 000. */
   punctuateIntervalMs?: number;
   /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/shared/ingest.ts). */
   ingest?: IngestOptions;
@@ -64,13 +65,13 @@ export interface OnlineFilterConfig {
   readonly stores: Readonly<OnlineFilterStoreNames>;
 }
 
-/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
+/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key (or its option, when it has none). */
 export function compileOnlineFilterOptions(options: OnlineFilterOptions = {}): OnlineFilterConfig {
   return Object.freeze({
-    holdWindowMs: checkRange('PUSH_HOLD_WINDOW_MS', options.holdWindowMs ?? 10_000, { min: 5_000, max: 30_000 }),
-    heartbeatTimeoutMs: checkRange('PUSH_HEARTBEAT_TIMEOUT_MS', options.heartbeatTimeoutMs ?? 90_000, { min: 1_000, max: 3_600_000 }),
-    backgroundCooldownMs: checkRange('PUSH_BACKGROUND_COOLDOWN_MS', options.backgroundCooldownMs ?? 10_000, { min: 0, max: 600_000 }),
-    punctuateIntervalMs: checkRange('PUSH_ONLINE_FILTER_PUNCTUATE_MS', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
+    holdWindowMs: checkKey(CONFIG_KEYS.PUSH_HOLD_WINDOW_MS, options.holdWindowMs),
+    heartbeatTimeoutMs: checkKey(CONFIG_KEYS.PUSH_HEARTBEAT_TIMEOUT_MS, options.heartbeatTimeoutMs),
+    backgroundCooldownMs: checkKey(CONFIG_KEYS.PUSH_BACKGROUND_COOLDOWN_MS, options.backgroundCooldownMs),
+    punctuateIntervalMs: checkRange('onlineFilter.punctuateIntervalMs', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
     ingest: compileIngestRules(options.ingest),
     tables: Object.freeze({ tokens: options.tables?.tokens }),
     outputs: Object.freeze({ candidates: options.outputs?.candidates ?? 'candidates', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
@@ -78,12 +79,12 @@ export function compileOnlineFilterOptions(options: OnlineFilterOptions = {}): O
   });
 }
 
-/** Reads the stage's options from PUSH_* environment keys. */
+/** Reads the stage's options from their PUSH_* keys (common/config-keys.ts). */
 export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilterOptions {
   return {
-    holdWindowMs: readInt(env, 'PUSH_HOLD_WINDOW_MS', 10_000, { min: 5_000, max: 30_000 }),
-    heartbeatTimeoutMs: readInt(env, 'PUSH_HEARTBEAT_TIMEOUT_MS', 90_000, { min: 1_000, max: 3_600_000 }),
-    backgroundCooldownMs: readInt(env, 'PUSH_BACKGROUND_COOLDOWN_MS', 10_000, { min: 0, max: 600_000 }),
+    holdWindowMs: readKey(env, CONFIG_KEYS.PUSH_HOLD_WINDOW_MS),
+    heartbeatTimeoutMs: readKey(env, CONFIG_KEYS.PUSH_HEARTBEAT_TIMEOUT_MS),
+    backgroundCooldownMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COOLDOWN_MS),
     ingest: ingestOptionsFromEnv(env),
   };
 }

@@ -1,6 +1,7 @@
 import type { ChildNames } from '../../topology/api.ts';
 import { ConfigError } from '../../common/errors.ts';
-import { checkRange, readBool, readEnum, readInt, readString, type Env } from '../../common/config.ts';
+import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
+import { CONFIG_KEYS, type MENTION_RULES } from '../../common/config-keys.ts';
 import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 import { isValidTimeZone } from './quiet-hours.ts';
 import type { DailyQuotas } from './quota.ts';
@@ -12,7 +13,7 @@ import type { TableTopics } from '../shared/inputs.ts';
  * `mute` (a mention breaks through a conversation mute), `mute-and-quiet-hours` (also through quiet
  * hours).
  */
-export type MentionRule = 'none' | 'mute' | 'mute-and-quiet-hours';
+export type MentionRule = (typeof MENTION_RULES)[number];
 
 /** Options of the policy stage (docs/design.md §2.3). */
 export interface PolicyOptions {
@@ -24,11 +25,14 @@ export interface PolicyOptions {
   genericTitle?: string;
   /** Text sent instead of the summary. Env PUSH_GENERIC_TEXT; default `You have a new message`. */
   genericText?: string;
-  /** Summaries are cut to this many characters (code points). Default 100; 1–100. */
+  /** Summaries are cut to this many characters (code points). Env PUSH_SUMMARY_MAX_CHARS; default 100; 1–100. */
   summaryMaxChars?: number;
   /** Daily quotas per vendor and app (`*` = any app). Env PUSH_VENDOR_QUOTAS `vendor:app=n,...`; default none. */
   quotas?: DailyQuotas;
-  /** Partitions of the input topics: each spends 1/partitionCount of a daily quota. Env PUSH_PARTITIONS; default 1. */
+  /**
+   * Partitions of the input topics: each spends 1/partitionCount of a daily quota. Env PUSH_PARTITIONS
+   * (default 6, as many as the worker creates); as an option default 1 (one task holds every key).
+   */
   partitionCount?: number;
   /** Zone whose midnight starts a quota day. Env PUSH_QUOTA_TIME_ZONE; default `Asia/Shanghai` (the CN vendors' day). */
   quotaTimeZone?: string;
@@ -38,7 +42,7 @@ export interface PolicyOptions {
    * Env PUSH_QUIET_HOURS_RELEASE; default false (quiet-hour pushes are suppressed and counted).
    */
   deferredRelease?: boolean;
-  /** Wall-clock interval at which due deferred releases are sent, ms. Default 1 000. */
+  /** Wall-clock interval at which due deferred releases are sent, ms (no env key). Default 1 000; 10–600 000. */
   releaseCheckIntervalMs?: number;
   /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/shared/ingest.ts). */
   ingest?: IngestOptions;
@@ -90,32 +94,27 @@ export interface PolicyConfig {
   readonly stores: Readonly<PolicyStoreNames>;
 }
 
-const MENTION_RULES: readonly MentionRule[] = ['none', 'mute', 'mute-and-quiet-hours'];
+const KEYS = CONFIG_KEYS;
 
-/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key. */
+/** Validates the options once; a bad value throws a ConfigError naming its PUSH_* key (or its option, when it has none). */
 export function compilePolicyOptions(options: PolicyOptions = {}): PolicyConfig {
-  const mentionRule = options.mentionRule ?? 'mute';
-  if (!MENTION_RULES.includes(mentionRule)) throw new ConfigError('PUSH_MENTION_RULE', `expected one of ${MENTION_RULES.join(' | ')}, got ${JSON.stringify(mentionRule)}`);
-  const quotaTimeZone = options.quotaTimeZone ?? 'Asia/Shanghai';
-  if (!isValidTimeZone(quotaTimeZone)) throw new ConfigError('PUSH_QUOTA_TIME_ZONE', `unknown IANA time zone ${JSON.stringify(quotaTimeZone)}`);
+  const quotaTimeZone = checkKey(KEYS.PUSH_QUOTA_TIME_ZONE, options.quotaTimeZone);
+  if (!isValidTimeZone(quotaTimeZone)) throw new ConfigError(KEYS.PUSH_QUOTA_TIME_ZONE.key, `unknown IANA time zone ${JSON.stringify(quotaTimeZone)}`);
   const quotas = options.quotas ?? {};
   for (const [vendor, apps] of Object.entries(quotas)) {
     for (const [app, daily] of Object.entries(apps)) checkRange(`PUSH_VENDOR_QUOTAS (${vendor}:${app})`, daily, { min: 0, max: Number.MAX_SAFE_INTEGER });
   }
-  const genericTitle = options.genericTitle ?? 'New message';
-  const genericText = options.genericText ?? 'You have a new message';
-  if (!genericText) throw new ConfigError('PUSH_GENERIC_TEXT', 'must not be empty');
   return Object.freeze({
-    mentionRule,
-    mentionAllCounts: options.mentionAllCounts ?? false,
-    genericTitle,
-    genericText,
-    summaryMaxChars: checkRange('PUSH_SUMMARY_MAX_CHARS', options.summaryMaxChars ?? 100, { min: 1, max: 100 }),
+    mentionRule: checkKey(KEYS.PUSH_MENTION_RULE, options.mentionRule),
+    mentionAllCounts: checkKey(KEYS.PUSH_MENTION_ALL, options.mentionAllCounts),
+    genericTitle: checkKey(KEYS.PUSH_GENERIC_TITLE, options.genericTitle),
+    genericText: checkKey(KEYS.PUSH_GENERIC_TEXT, options.genericText),
+    summaryMaxChars: checkKey(KEYS.PUSH_SUMMARY_MAX_CHARS, options.summaryMaxChars),
     quotas,
-    partitionCount: checkRange('PUSH_PARTITIONS', options.partitionCount ?? 1, { min: 1, max: 10_000 }),
+    partitionCount: checkKey(KEYS.PUSH_PARTITIONS, options.partitionCount ?? 1),
     quotaTimeZone,
-    deferredRelease: options.deferredRelease ?? false,
-    releaseCheckIntervalMs: checkRange('PUSH_QUIET_HOURS_RELEASE_CHECK_MS', options.releaseCheckIntervalMs ?? 1_000, { min: 10, max: 600_000 }),
+    deferredRelease: checkKey(KEYS.PUSH_QUIET_HOURS_RELEASE, options.deferredRelease),
+    releaseCheckIntervalMs: checkRange('policy.releaseCheckIntervalMs', options.releaseCheckIntervalMs ?? 1_000, { min: 10, max: 600_000 }),
     ingest: compileIngestRules(options.ingest),
     tables: Object.freeze({ tokens: options.tables?.tokens, settings: options.tables?.settings }),
     outputs: Object.freeze({ dispatch: options.outputs?.dispatch ?? 'dispatch', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
@@ -134,17 +133,18 @@ export function parseQuotas(raw: string): DailyQuotas {
   return out;
 }
 
+/** Reads the stage's options from their PUSH_* keys (common/config-keys.ts). */
 export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
   return {
-    mentionRule: readEnum(env, 'PUSH_MENTION_RULE', 'mute', MENTION_RULES),
-    mentionAllCounts: readBool(env, 'PUSH_MENTION_ALL', false),
-    genericTitle: readString(env, 'PUSH_GENERIC_TITLE', 'New message'),
-    genericText: readString(env, 'PUSH_GENERIC_TEXT', 'You have a new message'),
-    quotas: parseQuotas(readString(env, 'PUSH_VENDOR_QUOTAS', '')),
-    partitionCount: readInt(env, 'PUSH_PARTITIONS', 1, { min: 1, max: 10_000 }),
-    quotaTimeZone: readString(env, 'PUSH_QUOTA_TIME_ZONE', 'Asia/Shanghai'),
-    deferredRelease: readBool(env, 'PUSH_QUIET_HOURS_RELEASE', false),
-    summaryMaxChars: readInt(env, 'PUSH_SUMMARY_MAX_CHARS', 100, { min: 1, max: 100 }),
+    mentionRule: readKey(env, KEYS.PUSH_MENTION_RULE),
+    mentionAllCounts: readKey(env, KEYS.PUSH_MENTION_ALL),
+    genericTitle: readKey(env, KEYS.PUSH_GENERIC_TITLE),
+    genericText: readKey(env, KEYS.PUSH_GENERIC_TEXT),
+    quotas: parseQuotas(readKey(env, KEYS.PUSH_VENDOR_QUOTAS)),
+    partitionCount: readKey(env, KEYS.PUSH_PARTITIONS),
+    quotaTimeZone: readKey(env, KEYS.PUSH_QUOTA_TIME_ZONE),
+    deferredRelease: readKey(env, KEYS.PUSH_QUIET_HOURS_RELEASE),
+    summaryMaxChars: readKey(env, KEYS.PUSH_SUMMARY_MAX_CHARS),
     ingest: ingestOptionsFromEnv(env),
   };
 }
