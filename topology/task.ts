@@ -278,17 +278,20 @@ export class StreamTask {
 
   /** Everything produced since the last drain: sink and DLQ records, then changelog records. */
   drainOutputs(): { records: OutputRecord[]; changelog: OutputRecord[]; offsets: Map<string, string>; inputRecords: number } {
-    const records = this.outputs;
-    this.outputs = [];
     const changelog: OutputRecord[] = [];
     const now = this.options.clock();
     for (const store of this.stores.values()) {
       if (!store.changelogged) continue;
       const topic = this.options.changelogTopic(store.name);
+      const limit = (this.options.topicRules?.(topic) ?? DEFAULT_RULES).maxRecordBytes;
       for (const change of store.drainChanges()) {
-        changelog.push({ topic, partition: this.partition, key: Buffer.from(change.key), value: change.value, timestamp: now, headers: {} });
+        const record: OutputRecord = { topic, partition: this.partition, key: Buffer.from(change.key), value: change.value, timestamp: now, headers: {} };
+        if (oversizeBytes(record.key, record.value, record.headers, limit) > 0) this.oversizeChange(store.name, record, limit);
+        else changelog.push(record);
       }
     }
+    const records = this.outputs;
+    this.outputs = [];
     const offsets = this.committableOffsets();
     const inputRecords = this.inputSinceCommit;
     this.inputSinceCommit = 0;
@@ -474,6 +477,24 @@ export class StreamTask {
     const code = errorCode(error);
     this.options.logger?.warn('output dead-lettered', { task: this.id, node: sink.name, topic: sink.topic, origin: this.origin, code });
     this.options.onOutputDeadLetter?.({ topic: sink.topic, code, origin: this.origin });
+  }
+
+  /**
+   * A store value over its changelog topic's limit: the broker would refuse the whole commit, after
+   * every restart again (a partition stalled for good). It goes to the DLQ instead, with its store
+   * and size, and is not written to the changelog (as Kafka Streams' production exception handler
+   * answering CONTINUE): the store keeps the value in memory, but a restore would bring back the
+   * key's previous value. Ingest bounds (docs/design.md, "Ingest validation") keep stored values far
+   * below the limit, so this is the last line, not the rule.
+   */
+  private oversizeChange(store: string, record: OutputRecord, limit: number): void {
+    const size = oversizeBytes(record.key, record.value, record.headers, limit);
+    const error = new ContractError('CHANGELOG_RECORD_TOO_LARGE', `a value of store ${store} of ${size} bytes is over its changelog's limit of ${limit} bytes; kept in memory only`);
+    const where = { node: store, sinkTopic: record.topic, origin: `changelog:${store}`, taskId: this.id };
+    const letter = outputDeadLetter(this.options.dlqTopic, { ...record, partition: this.partition }, error, this.options.applicationId, this.options.clock(), where);
+    this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
+    this.options.logger?.error('store value over the changelog limit: dead-lettered, not durable', { task: this.id, store, bytes: size });
+    this.options.onOutputDeadLetter?.({ topic: record.topic, code: 'CHANGELOG_RECORD_TOO_LARGE', origin: where.origin });
   }
 
   private count(map: Map<string, number>, node: string, n = 1): void {

@@ -47,6 +47,22 @@ describe('production errors', () => {
     });
   }
 
+  test('a store value over its changelog limit goes to the DLQ, not to the changelog; the task and the value in memory go on', async () => {
+    const driver = new TopologyTestDriver(releaseTopology(), { dlqTopic: 'dlq', startWallClockMs: 1_000_000, topicRules: rules({ 'test-app-held-words-changelog': { maxRecordBytes: 1_000 } }) });
+    await driver.pipeInput('held', 'big', { word: 'w'.repeat(2_000), seq: 1 });
+    await driver.pipeInput('held', 'small', { word: 'ok', seq: 2 });
+    assert.deepEqual(driver.changelog('held-words').map((c) => c.key), ['small'], 'only the value within the limit is written');
+    const letters = driver.readAllOutputs<Buffer, Buffer>('dlq');
+    assert.equal(letters.length, 1);
+    const h = letters[0]!.headers;
+    assert.equal(h[DLQ_HEADERS.errorCode], 'CHANGELOG_RECORD_TOO_LARGE');
+    assert.equal(h[DLQ_HEADERS.origin], 'changelog:held-words');
+    assert.equal(h[DLQ_HEADERS.sinkTopic], 'test-app-held-words-changelog');
+    assert.equal(letters[0]!.key?.toString(), 'big', 'the DLQ keeps the store key');
+    await driver.advanceWallClockTime(1_000);
+    assert.deepEqual(driver.readAllOutputs<string, WordEvent>('released').map((r) => r.key).sort(), ['big', 'small'], 'the store still holds the value in memory');
+  });
+
   test('the processing-error policy `fail` does not stop the task on a production error', async () => {
     const driver = new TopologyTestDriver(scalerTopology(), { dlqTopic: 'dlq', processingErrorPolicy: 'fail' });
     await driver.pipeInput('words', 'k', { word: 'huge', seq: 1 });
