@@ -20,13 +20,6 @@ const FORBIDDEN = {
   bench: ['chaos'],
 };
 
-/**
- * Known exceptions, each to be removed by the change named beside it. receipts/publisher.ts names
- * its topic with pipeline/topics.ts until the receiver's start-up (receipts/main.ts) moves into
- * pipeline/ and passes the topic in.
- */
-const EXCEPTIONS = { 'receipts/publisher.ts': ['pipeline'] };
-
 /** Packages a processor must not use: processors are pure logic on records and stores. */
 const PROCESSOR_PACKAGES = { paths: ['kafkajs', '@kafkajs/confluent-schema-registry', 'mysql2', '@clickhouse/client'], patterns: ['kafkajs/*'] };
 
@@ -50,14 +43,8 @@ const layerRule = (layer, forbidden, packages = { paths: [], patterns: [] }) => 
 
 const layerConfigs = Object.entries(FORBIDDEN).map(([layer, forbidden]) => ({
   files: [`${layer}/**/*.ts`],
-  ignores: Object.keys(EXCEPTIONS).filter((file) => file.startsWith(`${layer}/`)),
   rules: { 'no-restricted-imports': layerRule(layer, forbidden, layer === 'processors' ? PROCESSOR_PACKAGES : undefined) },
 }));
-
-const exceptionConfigs = Object.entries(EXCEPTIONS).map(([file, allowed]) => {
-  const layer = file.split('/')[0];
-  return { files: [file], rules: { 'no-restricted-imports': layerRule(layer, FORBIDDEN[layer].filter((f) => !allowed.includes(f))) } };
-});
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.stack/', 'dist/', 'bench/results/'] },
@@ -71,5 +58,4 @@ export default tseslint.config(
     },
   },
   ...layerConfigs,
-  ...exceptionConfigs,
 );

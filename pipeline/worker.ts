@@ -17,7 +17,7 @@ import { PipelineMetrics } from '../sinks/metrics/pipeline-metrics.ts';
 import { startMetricsServer } from '../sinks/metrics/server.ts';
 import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
-import { startReceiptReceiver, type RunningReceiver } from '../receipts/main.ts';
+import { startReceiptReceiver, type RunningReceiver } from './receiver.ts';
 import { createPipelineTopics } from './topics-admin.ts';
 import { registerSchemas } from './schemas.ts';
 import { buildStage, type Stage, type StageName } from './apps/index.ts';

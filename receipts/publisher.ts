@@ -3,7 +3,6 @@ import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { PushError, errorMessage } from '../common/errors.ts';
 import type { Endpoints } from '../common/endpoints.ts';
-import { topicName } from '../pipeline/topics.ts';
 import { registryAvroSerde } from '../topology/registry-serde.ts';
 import type { Serde } from '../topology/serdes.ts';
 
@@ -27,8 +26,8 @@ export interface ReceiptPublisher {
 
 export interface KafkaReceiptPublisherOptions {
   readonly endpoints: Endpoints;
-  /** Topic prefix (PUSH_TOPIC_PREFIX), for tests and tenants. Default ''. */
-  readonly topicPrefix?: string;
+  /** The raw receipts topic (push.receipts.raw with the deployment's prefix; the wiring names it). */
+  readonly topic: string;
   /** kafkajs client id. Default `push-receipts`. */
   readonly clientId?: string;
 }
@@ -46,7 +45,7 @@ export class KafkaReceiptPublisher implements ReceiptPublisher {
   private connected?: Promise<void>;
 
   constructor(options: KafkaReceiptPublisherOptions) {
-    this.topic = topicName('receiptsRaw', options.topicPrefix ?? '');
+    this.topic = options.topic;
     const kafka = new Kafka({ clientId: options.clientId ?? 'push-receipts', brokers: options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
     this.serde = registryAvroSerde<ReceiptRawRecord>({ registry: new SchemaRegistry({ host: options.endpoints.schemaRegistryUrl }), schema: RECEIPT_RAW_SCHEMA });

@@ -1,6 +1,6 @@
 import { readInt } from '../../common/config.ts';
 import { createLogger } from '../../common/log.ts';
-import { startReceiptReceiver } from '../../receipts/main.ts';
+import { startReceiptReceiver } from '../../pipeline/receiver.ts';
 import { receiptPrometheusListener } from '../../receipts/prometheus.ts';
 import { MetricsRegistry } from '../../sinks/metrics/prometheus.ts';
 import { startMetricsServer } from '../../sinks/metrics/server.ts';

@@ -115,7 +115,7 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     await receiptsApp.start();
     await startSinkApp().start();
 
-    publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: prefix });
+    publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });
     receiver = new ReceiptReceiver({ config: compileReceiverConfig({ port: 0, apps: receiptApps(['app-a', 'app-b']) }), publisher, parse: receiptParserFromRegistry(vendorRegistry), nonces: new MysqlNonceStore({ pool: mysql.pool, ttlMs: 600_000 }), metrics });
     receiverPort = await receiver.listen();
   });

@@ -41,7 +41,7 @@ describe('HMS nonce memory across receivers', () => {
     await admin.disconnect();
     mysql = await createTestMysql('nonces');
     registry = parsingRegistry();
-    publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: prefix });
+    publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });
   });
 
   after(async () => {

@@ -37,7 +37,7 @@ describe('receipt receiver limits', () => {
     await admin.createTopics({ topics: [{ topic: topicName('receiptsRaw', prefix), numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
     await admin.disconnect();
     registry = parsingRegistry();
-    publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: prefix });
+    publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });
   });
 
   after(async () => {

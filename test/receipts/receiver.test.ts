@@ -56,7 +56,7 @@ describe('receipt receiver', () => {
     await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
     await admin.disconnect();
     registry = parsingRegistry();
-    publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: prefix });
+    publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });
     receiver = new ReceiptReceiver({
       config: compileReceiverConfig({ port: 0, maxBodyBytes: 4096, apps: receiptApps() }),
       publisher,

@@ -6,12 +6,13 @@ import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry } from '../sinks/vendors/registry.ts';
-import { readReceiverConfig } from './config.ts';
-import type { ReceiptMetricsListener } from './metrics.ts';
-import { MysqlNonceStore } from './nonces.ts';
-import { receiptParserFromRegistry } from './parsers.ts';
-import { KafkaReceiptPublisher } from './publisher.ts';
-import { ReceiptReceiver } from './server.ts';
+import { readReceiverConfig } from '../receipts/config.ts';
+import type { ReceiptMetricsListener } from '../receipts/metrics.ts';
+import { MysqlNonceStore } from '../receipts/nonces.ts';
+import { receiptParserFromRegistry } from '../receipts/parsers.ts';
+import { KafkaReceiptPublisher } from '../receipts/publisher.ts';
+import { ReceiptReceiver } from '../receipts/server.ts';
+import { topicName } from './topics.ts';
 
 export interface RunningReceiver {
   readonly port: number;
@@ -33,7 +34,7 @@ export async function startReceiptReceiver(env: Env = process.env, metrics?: Rec
   const registry = createVendorRegistry(loadAppsConfig(appsPath));
   const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 4, timezone: 'Z' });
   const nonces = new MysqlNonceStore({ pool, ttlMs: 2 * config.hmsMaxSkewMs });
-  const publisher = new KafkaReceiptPublisher({ endpoints, topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX) });
+  const publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX)) });
   const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), nonces, metrics, logger });
   let port: number;
   try {
