@@ -1,6 +1,7 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { keyValueStore, timerStore } from '../../topology/stores.ts';
-import { FAN_OUT_STORES, fanOut, type DispatchProgress } from '../../processors/fan-out/fan-out.ts';
+import { FAN_OUT_STORES, fanOut } from '../../processors/fan-out/fan-out.ts';
+import { parkedStoreSerde, type ParkedValue } from '../../processors/fan-out/parked.ts';
 import type { FanOutOptions } from '../../processors/fan-out/options.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
@@ -34,7 +35,7 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
     .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source, n.reads)
     .addSink(n.outcomes, sink('outcomes'), n.processor)
     .addSink(n.tokens, sink('tokens'), n.processor)
-    .addStateStore(keyValueStore<DispatchProgress>(FAN_OUT_STORES.parked), n.processor)
+    .addStateStore(keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), n.processor)
     .addStateStore(timerStore(FAN_OUT_STORES.retryTimers), n.processor)
     .build();
 }

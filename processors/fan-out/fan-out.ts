@@ -6,6 +6,7 @@ import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../s
 import { SubmitBatcher } from './batcher.ts';
 import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
 import { fanOutConfig, type FanOutOptions } from './options.ts';
+import { ParkedDispatches, type DispatchProgress, type ParkedValue } from './parked.ts';
 import { ACCEPTED_DISCRIMINATOR, deadTokenReport, fanOutOutcome, pushMessage, replayedAnswer, taskRowOf, type FanOutAnswer, type FanOutReason } from './records.ts';
 import { RetryingDispatches } from './retrying.ts';
 import { VendorGate } from './vendor-gate.ts';
@@ -28,30 +29,7 @@ interface Job {
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
 export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
 
-/** How the last failed channel ended (decides the final outcome when every channel failed). */
-interface LastFailure {
-  vendor: string;
-  code: string;
-  /** Every channel so far ended on quota → DROPPED quota. */
-  quotaOnly: boolean;
-  /** The last channel ended throttled (429) → FAILED rate_limited. */
-  throttled: boolean;
-}
-
-/** Where a dispatch is in its walk over the device's channels; stored while it is parked. */
-export interface DispatchProgress {
-  readonly dispatch: PushDispatch;
-  readonly key: string;
-  readonly timestamp: number;
-  /** Channel index and the call number on that channel to make next. */
-  readonly channel: number;
-  readonly call: number;
-  /** Vendor calls made so far, all channels. */
-  readonly attempts: number;
-  readonly last: LastFailure;
-  /** Answers of the channels tried so far (absent in progress parked by older versions). */
-  readonly trail?: readonly ChannelAnswer[];
-}
+export type { DispatchProgress, ParkedValue } from './parked.ts';
 
 /** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
 const RECENT_LIMIT = 100_000;
@@ -82,7 +60,8 @@ const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' |
  * retry after the pause; quota → next channel, never retried; 5xx → bounded retries with jitter;
  * payload / permanent / auth → next channel. All channels failed → 3. Short backoffs are waited in
  * place; longer ones park the dispatch in a changelogged store, resumed by a wall-clock punctuator,
- * so a commit never waits out a long Retry-After. Results are forwarded from `process`,
+ * so a commit never waits out a long Retry-After; over its cap the oldest parked push ends FAILED
+ * parked_evicted (`evictOverCap`). Results are forwarded from `process`,
  * punctuations and the flushes, in the order the dispatches started; a periodic commit does not wait
  * for dispatches in flight (their input offsets stay out of it: `deferCompletion`), `flush` does.
  */
@@ -107,8 +86,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
 
   return () => {
     let ctx: ProcessorContext<string, PushOutcome | TokenReport>;
-    let parked: KeyValueStore<DispatchProgress>;
-    let timers: TimerStore;
+    let parked: ParkedDispatches;
     // Dispatches in the order they started; each releases its outputs (and, for a record, its
     // input offset) only once it and every earlier one have finished, so a commit never carries
     // the outcome of a dispatch whose input offset it does not also commit (see deferCompletion).
@@ -178,7 +156,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       const task = taskRowOf(d);
       if (fresh) {
         if (d.channels.length === 0) return emit({ status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
-        if (parked.get(d.task_id)) return; // already waiting out a backoff: that one finishes it
+        if (parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
         const claimStarted = config.clock.now();
         const known = recent.get(d.task_id) ?? (await ledger.claim(task));
         options.listener?.onClaimed?.(d, config.clock.now() - claimStarted);
@@ -217,10 +195,11 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
           fail('FAILED', 'payload_too_large', 'PAYLOAD_TOO_LARGE');
           continue;
         }
-        const park = (call: number, ms: number) => {
-          parked.put(d.task_id, { ...p, channel: ci, call, attempts, last, trail });
-          timers.set(d.task_id, ctx.wallClockTimeMs() + ms);
+        /** Parks the dispatch until its next call, waiting out the answer `code`; over the cap, the oldest parked push ends. */
+        const park = (call: number, ms: number, code: string) => {
+          parked.park({ ...p, channel: ci, call, attempts, last, trail, waitingOn: code }, ctx.wallClockTimeMs() + ms);
           retrying.add(conversation, d.task_id, d.seq);
+          evictOverCap();
         };
         for (let call = ci === p.channel ? p.call : 1; ; call++) {
           // The vendor is paused for this app (an earlier 429) for longer than we wait in place:
@@ -232,18 +211,18 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
               last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
               break;
             }
-            return park(call, paused);
+            return park(call, paused, 'VENDOR_PAUSED');
           }
           attempts++;
           const outcome: SubmitOutcome = await entry.batcher.submit(message);
           const now = config.clock.now();
           /** Waits `ms` before the next call: in place if short, else parked (returns true: stop here). */
-          const backOff = async (ms: number): Promise<boolean> => {
+          const backOff = async (ms: number, code: string): Promise<boolean> => {
             if (ms <= config.inlineBackoffMaxMs) {
               await config.clock.sleep(ms);
               return false;
             }
-            park(call + 1, ms);
+            park(call + 1, ms, code);
             return true;
           };
           if (outcome.kind === 'accepted') {
@@ -265,7 +244,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             emitChannel({ channel: ci, status: 'THROTTLED', vendor, reason: quota ? 'quota' : 'rate_limited', code: outcome.code, attempts, discriminator: `${ci}:${vendor}:throttled:${call}` });
             last = { vendor, code: outcome.code, quotaOnly: quota && last.quotaOnly, throttled: !quota };
             if (quota || hasNext || call >= config.maxThrottledAttempts) break;
-            if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
+            if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)), outcome.code)) return;
             continue;
           }
           if (outcome.kind === 'retryable') {
@@ -278,7 +257,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             const young = now - d.decided_at < config.retryMaxAgeMs;
             if (call < config.maxRetryableAttempts || (young && (unknown || !hasNext))) {
               retrying.add(conversation, d.task_id, d.seq);
-              if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)))) return;
+              if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)), outcome.code)) return;
               if (retrying.isRead(conversation, d.seq)) return endRead(vendor);
               continue;
             }
@@ -313,7 +292,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
           else failure ??= error;
         })
         .finally(() => {
-          if (!parked.get(taskId)) retrying.remove(taskId);
+          if (!parked.has(taskId)) retrying.remove(taskId);
           entry.finished = true;
           inFlight.delete(job);
           resumed.delete(job);
@@ -342,23 +321,45 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       if (event.kind !== 'READ' || event.conv_id === null || event.seq === null) return;
       const conversation = RetryingDispatches.conversation(event.uid, event.conv_id);
       for (const taskId of retrying.read(conversation, event.seq)) {
-        const p = parked.get(taskId);
+        const p = parked.take(taskId);
         if (!p) continue; // running: it sees the READ before its next call
-        parked.delete(taskId);
-        timers.cancel(taskId);
-        retrying.remove(taskId);
-        const d = p.dispatch;
-        const vendor = d.channels[p.channel]?.vendor ?? p.last.vendor;
-        const answer = readAnswer(vendor, p.attempts);
-        const trail = [...(p.trail ?? []), answer];
-        endFailed(taskRowOf(d), taskId, vendor, 'READ', p.attempts, trail);
-        const record = { key: p.key, value: fanOutOutcome(d, { ...answer, reason: 'read' }, config.clock.now()), timestamp: p.timestamp };
-        // Released in start order behind the dispatches in flight, like any other outcome.
-        jobs.push({ outputs: [{ child: outputs.outcomes, record }], finished: true, done: () => undefined });
-        options.listener?.onAnswer?.(vendor, d.app_id, 'SUPPRESSED', 'READ');
+        endParked(p, readAnswer(p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor, p.attempts));
       }
       drain();
     };
+
+    /**
+     * Ends a dispatch taken out of the parked store with its final answer (a READ, an eviction):
+     * the task row goes to failed (3) with the answer in its trail, so a re-dispatch re-emits
+     * exactly it. Its input offset was committed when it was first parked; the outcome and the
+     * store's tombstone go out in the same commit.
+     */
+    function endParked(p: DispatchProgress, answer: ChannelAnswer): void {
+      const d = p.dispatch;
+      retrying.remove(d.task_id);
+      endFailed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
+      const record = { key: p.key, value: fanOutOutcome(d, { ...answer, reason: answer.reason as FanOutReason }, config.clock.now()), timestamp: p.timestamp };
+      // Released in start order behind the dispatches in flight, like any other outcome.
+      jobs.push({ outputs: [{ child: outputs.outcomes, record }], finished: true, done: () => undefined });
+      options.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
+    }
+
+    /**
+     * Over the cap (`maxParked`), the oldest parked pushes (smallest decided_at: the least likely
+     * to matter still, and the first to reach the maximum age anyway) end now, FAILED on the channel
+     * they waited on with the vendor's last code: reason `parked_evicted`, or `vendor_unreachable`
+     * when that last call never reached the vendor (not a submission, as for the maximum age).
+     * Parking happens only where no other channel may be tried, so this is the task's final outcome.
+     */
+    function evictOverCap(): void {
+      for (const p of parked.takeOverCap()) {
+        const vendor = p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor;
+        const code = p.waitingOn ?? 'PARKED_EVICTED';
+        const reason: FanOutReason = UNREACHED_CODES.has(code) ? 'vendor_unreachable' : 'parked_evicted';
+        endParked(p, { channel: p.channel, status: 'FAILED', vendor, reason, code, attempts: p.attempts, discriminator: `${p.channel}:${vendor}:FAILED` });
+        options.listener?.onEvicted?.(vendor, p.dispatch.app_id);
+      }
+    }
 
     // Finished dispatches wait behind a slow earlier one: they count against the bound too.
     const backpressure = async () => {
@@ -371,15 +372,12 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     return {
       init(context) {
         ctx = context;
-        parked = ctx.getStateStore<KeyValueStore<DispatchProgress>>(FAN_OUT_STORES.parked);
-        timers = ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers);
-        for (const [taskId, p] of parked.entries()) retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq);
+        parked = new ParkedDispatches(ctx.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked), ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers), config.maxParked);
+        parked.restore((taskId, p) => retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq));
         ctx.schedule(config.retryPollMs, 'wall-clock', async (now) => {
-          for (const { key } of timers.popDue(now, config.maxInFlight)) {
-            const p = parked.get(key);
-            parked.delete(key);
-            if (p) start(p, false);
-          }
+          evictOverCap(); // a cap lowered since the store was written
+          for (const p of parked.takeDue(now, config.maxInFlight)) start(p, false);
+          options.listener?.onParked?.(ctx.taskId, parked.size);
           await backpressure();
           drain();
         });
@@ -410,6 +408,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       },
       async close() {
         await Promise.all([...inFlight]);
+        options.listener?.onParked?.(ctx.taskId, 0);
       },
     };
   };

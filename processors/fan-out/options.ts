@@ -17,6 +17,10 @@ export interface FanOutListener {
   onDispatchReceived?(dispatch: PushDispatch): void;
   /** A fresh dispatch's claim in the task ledger (MySQL) answered after `ms` (cache hits included). */
   onClaimed?(dispatch: PushDispatch, ms: number): void;
+  /** A parked push of (vendor, app) was ended by the cap `maxParked` (FAILED parked_evicted or vendor_unreachable). */
+  onEvicted?(vendor: string, appId: string): void;
+  /** Pushes parked in task `taskId` now (every retry poll; 0 when the task closes). */
+  onParked?(taskId: string, count: number): void;
 }
 
 /** Options of the fan-out stage (docs/design.md §2.4). */
@@ -45,6 +49,18 @@ export interface FanOutOptions {
    * default 3 600 000; 0–86 400 000.
    */
   readonly retryMaxAgeMs?: number;
+  /**
+   * Most pushes one task keeps parked (waiting out retryable answers or a vendor's pause). Parking
+   * one more evicts the oldest parked push (smallest decided_at): it ends at once, FAILED on its
+   * channel with the vendor's last code and reason `parked_evicted` (`vendor_unreachable` when that
+   * last call never reached the vendor), its task row failed (3); counted by `onEvicted`. Env
+   * PUSH_FANOUT_MAX_PARKED; default 50 000; 1–10 000 000. A parked push costs about 1.4–1.8 KB
+   * of memory all in (store value, retry timer, age and READ indexes; measured with ASCII and CJK
+   * text), so the default bounds a task near 90 MB while a vendor is down. That holds the whole
+   * default hour for up to ~14 parked pushes a second per partition; above it the oldest go first,
+   * so the newest notifications still go out when the vendor returns.
+   */
+  readonly maxParked?: number;
   /** Backoff before the second call, ms (doubling, full jitter). Default 200; 1–60 000. */
   readonly backoffInitialMs?: number;
   /** Longest backoff, ms. Default 30 000; 1–600 000. */
@@ -72,6 +88,7 @@ export interface FanOutConfig {
   readonly maxRetryableAttempts: number;
   readonly maxThrottledAttempts: number;
   readonly retryMaxAgeMs: number;
+  readonly maxParked: number;
   readonly backoffInitialMs: number;
   readonly backoffMaxMs: number;
   readonly defaultThrottleMs: number;
@@ -82,6 +99,9 @@ export interface FanOutConfig {
   readonly clock: GateClock;
 }
 
+const DEFAULT_MAX_PARKED = 50_000;
+const MAX_PARKED_RANGE = { min: 1, max: 10_000_000 };
+
 /** Validates once (ConfigError naming the option) and fills defaults. */
 export function fanOutConfig(o: FanOutOptions): FanOutConfig {
   return Object.freeze({
@@ -89,6 +109,7 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
     maxRetryableAttempts: checkRange('fanOut.maxRetryableAttempts', o.maxRetryableAttempts ?? 3, { min: 1, max: 10 }),
     maxThrottledAttempts: checkRange('fanOut.maxThrottledAttempts', o.maxThrottledAttempts ?? 4, { min: 1, max: 20 }),
     retryMaxAgeMs: checkRange('PUSH_FANOUT_RETRY_MAX_AGE_MS', o.retryMaxAgeMs ?? 3_600_000, { min: 0, max: 86_400_000 }),
+    maxParked: checkRange('PUSH_FANOUT_MAX_PARKED', o.maxParked ?? DEFAULT_MAX_PARKED, MAX_PARKED_RANGE),
     backoffInitialMs: checkRange('fanOut.backoffInitialMs', o.backoffInitialMs ?? 200, { min: 1, max: 60_000 }),
     backoffMaxMs: checkRange('fanOut.backoffMaxMs', o.backoffMaxMs ?? 30_000, { min: 1, max: 600_000 }),
     defaultThrottleMs: checkRange('fanOut.defaultThrottleMs', o.defaultThrottleMs ?? 1000, { min: 0, max: 600_000 }),
@@ -101,12 +122,13 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
 }
 
 /** Reads the PUSH_FANOUT_* keys into options (the rest comes from the worker's wiring). */
-export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs'> {
+export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs' | 'maxParked'> {
   return {
     ttlSeconds: readInt(env, 'PUSH_FANOUT_TTL_SECONDS', 86_400, { min: 0, max: 2_419_200 }),
     maxRetryableAttempts: readInt(env, 'PUSH_FANOUT_MAX_RETRIES', 3, { min: 1, max: 10 }),
     maxThrottledAttempts: readInt(env, 'PUSH_FANOUT_MAX_THROTTLED', 4, { min: 1, max: 20 }),
     maxInFlight: readInt(env, 'PUSH_FANOUT_MAX_IN_FLIGHT', 256, { min: 1, max: 100_000 }),
+    maxParked: readInt(env, 'PUSH_FANOUT_MAX_PARKED', DEFAULT_MAX_PARKED, MAX_PARKED_RANGE),
     // The older key (unknown outcomes only) still configures the general maximum age when the new one is unset.
     retryMaxAgeMs: env.PUSH_FANOUT_RETRY_MAX_AGE_MS === undefined && env.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS !== undefined
       ? readInt(env, 'PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS', 3_600_000, { min: 0, max: 86_400_000 })

@@ -17,6 +17,7 @@ export type FanOutReason =
   | 'retries_exhausted' // 5xx / network answers beyond the retry budget
   | 'vendor_unreachable' // the last attempts never reached the vendor (APNs streams refused on GOAWAY): not a submission
   | 'max_age_exceeded' // retryable answers (5xx, timeouts, lost answers) until the push was older than PUSH_FANOUT_RETRY_MAX_AGE_MS
+  | 'parked_evicted' // parked waiting out retryable answers when the task's parked store was full (PUSH_FANOUT_MAX_PARKED): the oldest parked push ends
   | 'read' // the conversation was read while the push waited to be retried (SUPPRESSED)
   | 'no_adapter' // the app has no such vendor configured
   | 'no_token' // the dispatch carried no channel

@@ -127,9 +127,13 @@ export class PipelineMetrics {
     },
   };
 
+  readonly fanOutEvictions = this.registry.counter('push_fanout_evictions_total', 'Parked pushes ended by the fan-out\'s cap PUSH_FANOUT_MAX_PARKED (the oldest first, FAILED parked_evicted), by vendor');
+  readonly fanOutParked = this.registry.gauge('push_fanout_parked', 'Pushes the fan-out holds parked, waiting out retryable vendor answers, by task');
+
   /**
    * The fan-out's listener: time from the decisions to the fan-out's `process` (when both ran in
-   * this process; the dispatch's decided_at is event time, not wall clock) and of each claim.
+   * this process; the dispatch's decided_at is event time, not wall clock) and of each claim; the
+   * parked pushes the cap evicts, and how many each task holds parked.
    */
   readonly fanOutListener: FanOutListener = {
     onDispatchReceived: (d) => {
@@ -141,5 +145,7 @@ export class PipelineMetrics {
       this.latencySegments.observe({ segment: 'decided-received', kind: d.kind }, now - decided);
     },
     onClaimed: (d, ms) => this.latencySegments.observe({ segment: 'claim', kind: d.kind }, ms),
+    onEvicted: (vendor) => this.fanOutEvictions.inc({ vendor }),
+    onParked: (task, count) => this.fanOutParked.set({ task }, count),
   };
 }

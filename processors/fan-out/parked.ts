@@ -1,0 +1,179 @@
+import type { KeyValueStore, StoreSerde, TimerStore } from '../../topology/stores.ts';
+import { InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
+import type { PushDispatch } from '../shared/records.ts';
+import type { ChannelAnswer } from './ledger.ts';
+
+/** How the last failed channel ended (decides the final outcome when every channel failed). */
+export interface LastFailure {
+  vendor: string;
+  code: string;
+  /** Every channel so far ended on quota → DROPPED quota. */
+  quotaOnly: boolean;
+  /** The last channel ended throttled (429) → FAILED rate_limited. */
+  throttled: boolean;
+}
+
+/** Where a dispatch is in its walk over the device's channels; stored while it is parked. */
+export interface DispatchProgress {
+  readonly dispatch: PushDispatch;
+  readonly key: string;
+  readonly timestamp: number;
+  /** Channel index and the call number on that channel to make next. */
+  readonly channel: number;
+  readonly call: number;
+  /** Vendor calls made so far, all channels. */
+  readonly attempts: number;
+  readonly last: LastFailure;
+  /** Answers of the channels tried so far (absent in progress parked by older versions). */
+  readonly trail?: readonly ChannelAnswer[];
+  /**
+   * The vendor code of the answer the parked dispatch waits out (a 5xx, a lost connection, a 429 or
+   * the vendor's pause); reported if the dispatch is evicted. Absent in progress parked by older versions.
+   */
+  readonly waitingOn?: string;
+}
+
+/**
+ * A value of the `fan-out-parked` store: the compact form below, or a DispatchProgress object as
+ * earlier versions wrote it (still read after a restore, and resumed like any other).
+ */
+export type ParkedValue = string | DispatchProgress;
+
+/**
+ * What a parked dispatch keeps, and why the text stays: the retry rebuilds the vendor message from
+ * the dispatch (records.ts `pushMessage`), and nothing else the fan-out can read holds the title
+ * and summary — im_push_task has no text, im.message.persisted is not an input here, and the
+ * policy may have replaced the text by the generic pair (docs/design.md §1.2), which a message id
+ * alone would not tell. A reference would not do, so the rendered text is kept; it is already
+ * short (the summary is cut to 100 grapheme clusters by the policy). What goes is the shape: one
+ * string per parked push, a positional JSON array without field names, the task id (the store key)
+ * and the record key (the uid), instead of a tree of objects: ~40 % fewer changelog bytes (about
+ * 500 instead of 850 for a one-channel push) and one heap object instead of a tree of seven; the memory of
+ * a parked push (~1.4–1.8 KB with its timer and indexes) stays about what it was, because text
+ * with CJK characters makes the whole string two bytes a character. Version 1:
+ *
+ *   [1, key (0 = the uid), timestamp, channel, call, attempts, waitingOn,
+ *    [last.vendor, last.code, quotaOnly 0/1, throttled 0/1],
+ *    [[trail channel, status, vendor, reason, code, attempts, discriminator], …],
+ *    uid, device_id, conv_id, seq, msg_id, app_id, platform,
+ *    [[vendor, token, classification or 0], …], title, body, badge, collapse_id, silent 0/1,
+ *    kind, merged_count, persisted_at, decided_at]
+ */
+const FORMAT = 1;
+
+export function encodeParked(p: DispatchProgress): string {
+  const d = p.dispatch;
+  const l = p.last;
+  return JSON.stringify([
+    FORMAT, p.key === d.uid ? 0 : p.key, p.timestamp, p.channel, p.call, p.attempts, p.waitingOn ?? null,
+    [l.vendor, l.code, l.quotaOnly ? 1 : 0, l.throttled ? 1 : 0],
+    (p.trail ?? []).map((a) => [a.channel, a.status, a.vendor, a.reason, a.code, a.attempts, a.discriminator]),
+    d.uid, d.device_id, d.conv_id, d.seq, d.msg_id, d.app_id, d.platform,
+    d.channels.map((c) => [c.vendor, c.token, Object.keys(c.classification).length > 0 ? c.classification : 0]),
+    d.title, d.body, d.badge, d.collapse_id, d.silent ? 1 : 0, d.kind, d.merged_count, d.persisted_at, d.decided_at,
+  ]);
+}
+
+/** The progress a parked value holds; `taskId` is its store key. Values of earlier versions are objects, returned as they are. */
+export function decodeParked(taskId: string, value: ParkedValue): DispatchProgress {
+  if (typeof value !== 'string') return value;
+  const v = JSON.parse(value) as unknown[];
+  if (v[0] !== FORMAT) throw new TypeError(`fan-out-parked ${taskId}: unknown format ${String(v[0])}`);
+  const [, key, timestamp, channel, call, attempts, waitingOn, last, trail, uid, deviceId, convId, seq, msgId, appId, platform, channels, title, body, badge, collapse, silent, kind, mergedCount, persistedAt, decidedAt] = v as [
+    number, string | 0, number, number, number, number, string | null, [string, string, number, number], Array<[number, ChannelAnswer['status'], string, string, string, number, string]>,
+    string, string, string, number, string, string, string, Array<[string, string, Record<string, string> | 0]>, string, string, number, string, number, PushDispatch['kind'], number, number, number,
+  ];
+  const dispatch: PushDispatch = {
+    task_id: taskId, uid, device_id: deviceId, conv_id: convId, seq, msg_id: msgId, app_id: appId, platform,
+    channels: channels.map(([vendor, token, classification]) => ({ vendor, token, classification: classification === 0 ? {} : classification })),
+    title, body, badge, collapse_id: collapse, silent: silent === 1, kind, merged_count: mergedCount, persisted_at: persistedAt, decided_at: decidedAt,
+  };
+  return {
+    dispatch, key: key === 0 ? uid : key, timestamp, channel, call, attempts,
+    last: { vendor: last[0], code: last[1], quotaOnly: last[2] === 1, throttled: last[3] === 1 },
+    trail: trail.map(([c, status, vendor, reason, code, n, discriminator]) => ({ channel: c, status, vendor, reason, code, attempts: n, discriminator })),
+    ...(waitingOn === null ? {} : { waitingOn }),
+  };
+}
+
+/** Changelog serde of `fan-out-parked`: the compact string as it is; an object (earlier versions) as JSON. */
+export const parkedStoreSerde: StoreSerde<ParkedValue> = {
+  serialize: (value) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)),
+  deserialize: (data) => {
+    const text = data.toString('utf8');
+    return text.startsWith('[') ? text : (JSON.parse(text) as DispatchProgress);
+  },
+};
+
+/**
+ * The parked dispatches of one fan-out task (docs/design.md §2.4): the changelogged store, the
+ * retry timers, and an index by age (decided_at, in memory, rebuilt at init) that names the push
+ * to evict when the store is over its cap. A resumed dispatch leaves all three while its calls
+ * run, and is parked again (with a new due time) if it has to wait once more.
+ */
+export class ParkedDispatches {
+  private readonly byAge = new InMemoryTimerStore('fan-out-parked-by-age', false);
+
+  constructor(
+    private readonly store: KeyValueStore<ParkedValue>,
+    private readonly timers: TimerStore,
+    private readonly maxParked: number,
+  ) {}
+
+  /** Rebuilds the age index from a restored store, handing each parked progress to `each`. */
+  restore(each: (taskId: string, p: DispatchProgress) => void): void {
+    for (const [taskId, value] of this.store.entries()) {
+      const p = decodeParked(taskId, value);
+      this.byAge.set(taskId, p.dispatch.decided_at);
+      each(taskId, p);
+    }
+  }
+
+  get size(): number {
+    return this.store.size;
+  }
+
+  has(taskId: string): boolean {
+    return this.store.get(taskId) !== undefined;
+  }
+
+  /** Parks (or parks again) a dispatch until `dueMs`. */
+  park(p: DispatchProgress, dueMs: number): void {
+    const taskId = p.dispatch.task_id;
+    this.store.put(taskId, encodeParked(p));
+    this.timers.set(taskId, dueMs);
+    this.byAge.set(taskId, p.dispatch.decided_at);
+  }
+
+  /** Removes a parked dispatch (cancelled by a READ) and returns it; undefined if it is not parked. */
+  take(taskId: string): DispatchProgress | undefined {
+    const value = this.store.get(taskId);
+    this.timers.cancel(taskId);
+    this.byAge.cancel(taskId);
+    if (value === undefined) return undefined;
+    this.store.delete(taskId);
+    return decodeParked(taskId, value);
+  }
+
+  /** Removes and returns the dispatches due at `nowMs`, earliest first, at most `limit`. */
+  takeDue(nowMs: number, limit: number): DispatchProgress[] {
+    const due: DispatchProgress[] = [];
+    for (const { key } of this.timers.popDue(nowMs, limit)) {
+      const p = this.take(key);
+      if (p) due.push(p);
+    }
+    return due;
+  }
+
+  /** Removes and returns the oldest parked dispatches (smallest decided_at) until the store is within its cap. */
+  takeOverCap(): DispatchProgress[] {
+    const evicted: DispatchProgress[] = [];
+    while (this.store.size > this.maxParked) {
+      const [oldest] = this.byAge.popDue(Number.POSITIVE_INFINITY, 1);
+      if (!oldest) break;
+      const p = this.take(oldest.key);
+      if (p) evicted.push(p);
+    }
+    return evicted;
+  }
+}
