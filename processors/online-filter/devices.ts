@@ -3,14 +3,19 @@
  * valid vendor token per app (fed by push.tokens). Only a fingerprint of each token is kept here;
  * the tokens themselves live in the policy stage's store.
  */
-import { createHash } from 'node:crypto';
 import type { TokenReport } from '../shared/records.ts';
+import { tokenHash } from '../shared/ids.ts';
 
-/** deviceId → `${appId}` → vendor → fingerprint of its VALID token. */
+/** deviceId → `${appId}` → vendor → tokenHash of its VALID token (processors/shared/ids.ts). */
 export type UserDevices = Record<string, Record<string, Record<string, string>>>;
 
-export function tokenFingerprint(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 16);
+/**
+ * Whether a stored hash names the token hashed as `hash`. State written before the one token hash
+ * holds its first 16 characters; such an entry still matches, and is rewritten at full length when
+ * the token is next reported VALID.
+ */
+function sameToken(stored: string | undefined, hash: string): boolean {
+  return stored === hash || (stored?.length === 16 && hash.startsWith(stored));
 }
 
 /**
@@ -20,7 +25,7 @@ export function tokenFingerprint(token: string): string {
  * writes the user's devices only on a change.
  */
 export function applyTokenReport(devices: UserDevices, report: TokenReport): boolean {
-  const fp = tokenFingerprint(report.token);
+  const hash = tokenHash(report.token);
   const apps = devices[report.device_id] ?? {};
   let changed = false;
   if (report.state === 'VALID') {
@@ -32,13 +37,13 @@ export function applyTokenReport(devices: UserDevices, report: TokenReport): boo
       }
     }
     const vendors = (apps[report.app_id] ??= {});
-    if (vendors[report.vendor] !== fp) {
-      vendors[report.vendor] = fp;
+    if (vendors[report.vendor] !== hash) {
+      vendors[report.vendor] = hash;
       changed = true;
     }
   } else {
     const vendors = apps[report.app_id];
-    if (vendors && report.vendor in vendors && (report.token === '' || vendors[report.vendor] === fp)) {
+    if (vendors && report.vendor in vendors && (report.token === '' || sameToken(vendors[report.vendor], hash))) {
       delete vendors[report.vendor];
       changed = true;
     }

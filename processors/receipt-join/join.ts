@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, type TimerStore } from '../../topology/stores.ts';
 import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
 import { writableReceipt } from './validate.ts';
+import { receiptEventId } from '../shared/ids.ts';
 import { TASK_STATUS, type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
 
 /** Header carrying the task's persisted_at (epoch ms) on matched receipts, for latency figures. */
@@ -203,9 +203,4 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
 
 function receiptFields(r: MessageReceipt): Pick<PushReceipt, 'vendor' | 'vendor_message_id' | 'status' | 'code' | 'at' | 'received_at'> {
   return { vendor: r.vendor, vendor_message_id: r.vendor_message_id, status: r.status, code: r.code, at: r.at, received_at: r.received_at };
-}
-
-/** Deterministic id of one receipt status of one submission: duplicates and replays share it. */
-export function receiptEventId(vendor: string, vendorMessageId: string, taskId: string, deviceId: string, status: string): string {
-  return createHash('sha256').update(['receipt', vendor, vendorMessageId, taskId, deviceId, status].join('\u001f')).digest('hex').slice(0, 32);
 }

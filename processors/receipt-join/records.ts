@@ -4,16 +4,13 @@
  * (vendor, vendor message id) onto one internal topic so that the join sees a message's
  * submission and its receipts in one task.
  */
-import { createHash } from 'node:crypto';
 import type { ParsedReceipt, Vendor } from '../fan-out/vendor-port.ts';
 
 /**
- * The join's view of a device token: sha256 hex, first 32 chars. Receipts carry it for the token
- * they name and fan-out outcomes for the token they used, so the token itself never leaves them.
+ * The join's view of a device token (processors/shared/ids.ts): receipts carry it for the token they
+ * name and fan-out outcomes for the token they used, so the token itself never leaves them.
  */
-export function tokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 32);
-}
+export { tokenHash } from '../shared/ids.ts';
 
 /** push.receipts.raw (schemas/receipt-raw.avsc). */
 export interface ReceiptRaw {

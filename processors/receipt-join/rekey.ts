@@ -12,7 +12,6 @@ const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { deliv
 /** The by-message key: compositeKey(vendor, vendor_message_id). */
 export const messageKey = (vendor: string, vendorMessageId: string): string => compositeKey(vendor, vendorMessageId);
 
-export { tokenHash };
 
 /**
  * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per

@@ -37,11 +37,32 @@ export function collapseId(uid: string, convId: string): string {
 }
 
 /**
- * A positive 31-bit integer derived from (uid, conv_id), for vendors whose replace key is a number
- * (vivo `notifyId` 1..2^31-1, Xiaomi and OPPO `notify_id`).
+ * The notify id of a collapse id, for vendors whose replace key is a number (vivo `notifyId`, HMS,
+ * Xiaomi and OPPO `notify_id`): 1..max, the same collapse id always giving the same number (FNV-1a
+ * of its UTF-8 bytes, as every notification sent so far carries it; changing it would stack a
+ * device's notifications once instead of replacing them).
  */
-export function notifyId(uid: string, convId: string): number {
-  return (digest(['collapse', uid, convId]).readUInt32BE(0) & 0x7fffffff) || 1;
+export function notifyId(collapseId: string, max = 2_147_483_647): number {
+  let h = 2166136261;
+  for (const byte of Buffer.from(collapseId, 'utf8')) {
+    h ^= byte;
+    h = Math.imul(h, 16777619) >>> 0;
+  }
+  return (h % max) + 1;
+}
+
+/**
+ * The hash of a device token that records carry instead of the token (push.outcomes and
+ * push.receipts.by-message `token_hash`, the receipt-join's stores, the online-filter's devices):
+ * the first 32 hex characters of its SHA-256.
+ */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 32);
+}
+
+/** Deterministic id of one receipt status of one submission: duplicates and replays share it. */
+export function receiptEventId(vendor: string, vendorMessageId: string, taskId: string, deviceId: string, status: string): string {
+  return digest(['receipt', vendor, vendorMessageId, taskId, deviceId, status]).toString('hex').slice(0, 32);
 }
 
 /**

@@ -52,12 +52,3 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
-/** A stable small positive integer from a string (notify ids: same collapse id → same id). */
-export function notifyIdOf(collapseId: string, max = 2_147_483_647): number {
-  let h = 2166136261;
-  for (const ch of Buffer.from(collapseId, 'utf8')) {
-    h ^= ch;
-    h = Math.imul(h, 16777619) >>> 0;
-  }
-  return (h % max) + 1;
-}

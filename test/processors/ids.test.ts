@@ -21,10 +21,16 @@ describe('ids', () => {
     assert.equal(collapseId('u1', 'c1'), collapseId('u1', 'c1'));
     assert.notEqual(collapseId('u1', 'c1'), collapseId('u1', 'c2'));
     assert.ok(Buffer.byteLength(collapseId('u'.repeat(500), 'c'.repeat(500))) <= 64);
+    const ids = new Set<number>();
     for (let i = 0; i < 1_000; i++) {
-      const n = notifyId(`u${i}`, 'c');
+      const n = notifyId(collapseId(`u${i}`, 'c'));
       assert.ok(Number.isInteger(n) && n >= 1 && n <= 2 ** 31 - 1);
+      assert.equal(notifyId(collapseId(`u${i}`, 'c')), n);
+      ids.add(n);
     }
+    assert.equal(ids.size, 1_000);
+    // The number every push sent so far carries for this collapse id (FNV-1a): a change would stack notifications.
+    assert.equal(notifyId('0123456789abcdef0123456789abcdef'), 1 + (fnv1a('0123456789abcdef0123456789abcdef') % (2 ** 31 - 1)));
   });
 
   test('outcome event ids are stable across replays and differ by status and reason', () => {
@@ -47,3 +53,10 @@ describe('online-filter options', () => {
     assert.equal(onlineFilterOptionsFromEnv({ PUSH_HOLD_WINDOW_MS: '30000' }).holdWindowMs, 30_000);
   });
 });
+
+/** FNV-1a 32-bit, written out here so the test fails if ids.ts's notify id changes its function. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(s)) h = Math.imul(h ^ byte, 0x01000193) >>> 0;
+  return h;
+}

@@ -1,5 +1,5 @@
 import type { HmsAppConfig } from '../apps-config.ts';
-import { notifyIdOf } from '../outcomes.ts';
+import { notifyId } from '../../../processors/shared/ids.ts';
 import type { PushMessage } from '../../../processors/fan-out/vendor-port.ts';
 import { fitJsonPayload, type NotificationText } from '../text.ts';
 
@@ -26,7 +26,7 @@ function render(m: PushMessage, config: HmsPayloadConfig, text: NotificationText
         body: text.body,
         click_action: { type: 3 },
         tag: m.collapseId,
-        notify_id: notifyIdOf(m.collapseId),
+        notify_id: notifyId(m.collapseId),
         importance: m.silent ? 'LOW' : 'NORMAL',
         default_sound: !m.silent,
         badge: { set_num: Math.min(99, Math.max(0, m.badge)), ...(config.badgeClass ? { class: config.badgeClass } : {}) },

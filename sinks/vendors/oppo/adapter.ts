@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { OppoAppConfig } from '../apps-config.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../http.ts';
-import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { notifyId } from '../../../processors/shared/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
@@ -67,7 +68,7 @@ export class OppoAdapter implements VendorAdapter {
         off_line: true,
         off_line_ttl: Math.min(864_000, Math.max(1, m.ttlSeconds)),
         channel_id: this.config.channelId,
-        notify_id: notifyIdOf(m.collapseId),
+        notify_id: notifyId(m.collapseId),
         category: m.classification?.category ?? this.config.category,
         notify_level: m.silent ? 1 : Number(m.classification?.notify_level ?? 2),
         ...(this.config.receiptUrl ? { call_back_url: this.config.receiptUrl, call_back_parameter: m.taskId.slice(0, 100) } : {}),

@@ -3,7 +3,8 @@ import type { VivoAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
 import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { notifyId } from '../../../processors/shared/ids.ts';
 import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
@@ -72,7 +73,7 @@ export class VivoAdapter implements VendorAdapter {
       classification: Number(m.classification?.classification ?? 1),
       category: m.classification?.category ?? this.config.category,
       clientCustomMap: m.data,
-      notifyId: notifyIdOf(m.collapseId),
+      notifyId: notifyId(m.collapseId),
       pushMode: 0,
       ...(this.config.receiptId ? { extra: { callback: this.config.receiptId, 'callback.param': m.collapseId.slice(0, 64) /* per conversation, so identical messages still batch */ } } : {}),
     };

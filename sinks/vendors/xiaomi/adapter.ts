@@ -1,7 +1,8 @@
 import type { XiaomiAppConfig } from '../apps-config.ts';
 import { groupByPayload } from '../batching.ts';
 import { deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { noAnswer, notifyIdOf, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { notifyId } from '../../../processors/shared/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
@@ -42,7 +43,7 @@ export class XiaomiAdapter implements VendorAdapter {
       payload: text.payload,
       notify_type: m.silent ? '4' : '-1',
       time_to_live: String(Math.max(0, m.ttlSeconds) * 1000),
-      notify_id: String(notifyIdOf(m.collapseId)),
+      notify_id: String(notifyId(m.collapseId)),
       'extra.channel_id': this.config.channelId,
       'extra.notify_effect': '1',
     };
