@@ -3,11 +3,9 @@ import { checkKey, readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
 import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../processors/shared/ingest.ts';
+import { RECEIPT_VENDORS, type ReceiptVendor } from '../processors/receipt-join/records.ts';
 import type { HmsCallbackCredentials } from './verify.ts';
 
-/** Vendors that post receipt callbacks (APNs and FCM have none: research/vendor-protocols.md §1.6, §2.7). */
-export type ReceiptVendor = 'hms' | 'xiaomi' | 'oppo' | 'vivo';
-export const RECEIPT_VENDORS: readonly ReceiptVendor[] = ['hms', 'xiaomi', 'oppo', 'vivo'];
 
 /** How one app's callbacks for one vendor are authenticated. */
 export type ReceiptAuth =

@@ -10,6 +10,7 @@ import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/cli
 import { Kafka, logLevel } from 'kafkajs';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { delay } from '../../stack/process.ts';
+import { VENDORS } from '../../processors/shared/vendors.ts';
 
 export const demoHelp = `pushctl demo [--users N] [--messages N] [--seconds S] [--instances N]
 
@@ -123,7 +124,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     console.log('\n=== offline-push demo summary ===');
     console.log(`input events          ${events.length} (persisted messages ${messages}, presence ${events.length - messages})`);
     console.log(`outcomes              ${watcher.total()}`);
-    console.log(`vendor accepted       ${c('ACCEPTED')}  (${['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo'].map((v) => `${v} ${c(`vendor/${v}`)}`).join(', ')})`);
+    console.log(`vendor accepted       ${c('ACCEPTED')}  (${VENDORS.map((v) => `${v} ${c(`vendor/${v}`)}`).join(', ')})`);
     console.log(`merged                ${c('MERGED')}`);
     console.log(`dead tokens           ${c('DEAD_TOKEN')}    failed ${c('FAILED')}    throttled ${c('THROTTLED')}`);
     for (const [k, n] of reasons) console.log(`${k.toLowerCase().padEnd(32)}${n}`);

@@ -10,6 +10,7 @@ import type { PushDispatch } from '../../processors/shared/records.ts';
 import { parseDuration } from './arrival.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { REPLAY_HEADER } from '../../processors/fan-out/fan-out.ts';
+import { TASK_STATUS } from '../../processors/shared/task-status.ts';
 
 export const replayHelp = `pushctl replay --since <duration> [--until <duration>] [--vendor V] [--app A] [--dry-run]
 
@@ -87,7 +88,7 @@ export async function replayCommand(args: string[]): Promise<number> {
   const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
   try {
     const [rows] = await db.query(
-      `SELECT task_id, vendor FROM im_push_task WHERE status = 3 AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
+      `SELECT task_id, vendor FROM im_push_task WHERE status = ${TASK_STATUS.failed} AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
       [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
     );
     const failed = rows as FailedTask[];
@@ -108,7 +109,7 @@ export async function replayCommand(args: string[]): Promise<number> {
     console.log(`${dispatches.size} dispatch record(s) found, ${replayable.length} with a valid token left`);
     if (args.includes('--dry-run') || replayable.length === 0) return 0;
 
-    await db.query('UPDATE im_push_task SET status = 0, fail_code = NULL WHERE status = 3 AND task_id IN (?)', [replayable.map((d) => d.value.task_id)]);
+    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status = ${TASK_STATUS.failed} AND task_id IN (?)`, [replayable.map((d) => d.value.task_id)]);
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     try {

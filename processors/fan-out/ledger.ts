@@ -3,10 +3,11 @@
  * most once. Injected, so the processor stays pure; `sinks/mysql/tasks.ts` implements it on MySQL.
  */
 
-/** Task status as stored: 0 pending, 1 submitted, 2 delivered, 3 failed, 4 merged. */
-export type TaskStatus = 0 | 1 | 2 | 3 | 4;
+import { TASK_STATUS } from '../shared/task-status.ts';
+import type { TaskStatus } from '../shared/task-status.ts';
 
-export const TASK_STATUS = { pending: 0, submitted: 1, delivered: 2, failed: 3, merged: 4 } as const;
+/** Task status as stored (processors/shared/task-status.ts), as the ledger's rows carry it. */
+export { TASK_STATUS, type TaskStatus };
 
 /** The identifying columns of one task row. */
 export interface TaskRow {

@@ -3,7 +3,8 @@ import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, ty
 import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
 import { writableReceipt } from './validate.ts';
 import { receiptEventId } from '../shared/ids.ts';
-import { TASK_STATUS, type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
+import { TASK_STATUS } from '../shared/task-status.ts';
+import { type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
 
 /** Header carrying the task's persisted_at (epoch ms) on matched receipts, for latency figures. */
 export const PERSISTED_AT_HEADER = 'push-persisted-at';

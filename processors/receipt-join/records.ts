@@ -5,6 +5,7 @@
  * submission and its receipts in one task.
  */
 import type { ParsedReceipt, Vendor } from '../fan-out/vendor-port.ts';
+import type { TASK_STATUS } from '../shared/task-status.ts';
 
 /**
  * The join's view of a device token (processors/shared/ids.ts): receipts carry it for the token they
@@ -87,16 +88,15 @@ export type ReceiptParsers = (vendor: Vendor) => ReceiptBodyParser | undefined;
  * APNs and FCM HTTP v1 have none (docs in the adapters): for them a vendor acceptance is the last
  * word, so the join keeps no state and token health counts the acceptance as the success signal.
  */
-export const RECEIPT_VENDORS: readonly Vendor[] = ['hms', 'xiaomi', 'oppo', 'vivo'];
+export const RECEIPT_VENDORS = ['hms', 'xiaomi', 'oppo', 'vivo'] as const satisfies readonly Vendor[];
 
-/** im_push_task status codes (docs/design.md §3). */
-export const TASK_STATUS = { delivered: 2, failed: 3 } as const;
+export type ReceiptVendor = (typeof RECEIPT_VENDORS)[number];
 
 export interface TaskStatusUpdate {
   readonly taskId: string;
   readonly deviceId: string;
-  /** 2 delivered or 3 failed. */
-  readonly status: 2 | 3;
+  /** Delivered or failed (processors/shared/task-status.ts). */
+  readonly status: typeof TASK_STATUS.delivered | typeof TASK_STATUS.failed;
   /** Epoch ms the vendor reported. */
   readonly at: number;
 }

@@ -11,6 +11,7 @@
 import { ContractError } from '../../common/errors.ts';
 import { compileIngestRules, eventTime, id, int, INT32_MAX, knownZone, MAX_LENGTH, MAX_MUTED_CONVERSATIONS, text, versionStamp, type IngestRules } from './ingest.ts';
 import type { MessagePersisted, PresenceEvent, PushCandidate, PushMerged, TokenReport, UserSettings } from './records.ts';
+import { VENDORS } from './vendors.ts';
 
 export type DecisionInput =
   | { kind: 'message'; value: MessagePersisted }
@@ -35,7 +36,7 @@ function shapeOf(value: unknown): DecisionInput {
   throw new ContractError('UNEXPECTED_RECORD', 'record matches none of the stage input schemas');
 }
 
-const VENDORS = new Set(['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo']);
+const VENDOR_NAMES = new Set<string>(VENDORS);
 
 function message(m: MessagePersisted, now: number, rules: IngestRules): string | undefined {
   return (
@@ -72,7 +73,7 @@ function token(t: TokenReport, now: number, rules: IngestRules): string | undefi
     text('manufacturer', t.manufacturer, MAX_LENGTH.manufacturer) ??
     versionStamp('reported_at', t.reported_at, now, rules);
   if (broken) return broken;
-  if (!VENDORS.has(t.vendor)) return `known_vendor: unknown vendor ${JSON.stringify(t.vendor.slice(0, 16))}`;
+  if (!VENDOR_NAMES.has(t.vendor)) return `known_vendor: unknown vendor ${JSON.stringify(t.vendor.slice(0, 16))}`;
   if (t.state === 'VALID' && !t.token) return 'token_present: a VALID token report needs a token';
   return undefined;
 }

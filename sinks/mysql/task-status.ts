@@ -1,6 +1,7 @@
 import type { Pool } from 'mysql2/promise';
 import { withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import type { TaskStatusUpdate, TaskStatusWriter } from '../../processors/receipt-join/records.ts';
+import { TASK_STATUS } from '../../processors/shared/task-status.ts';
 
 export interface MysqlTaskStatusWriterOptions {
   readonly pool: Pool;
@@ -31,7 +32,7 @@ export class MysqlTaskStatusWriter implements TaskStatusWriter {
   constructor(private readonly options: MysqlTaskStatusWriterOptions) {}
 
   update(update: TaskStatusUpdate): void {
-    if (update.status === 2) {
+    if (update.status === TASK_STATUS.delivered) {
       this.delivered.add(update.taskId);
       this.failed.delete(update.taskId);
     } else if (!this.delivered.has(update.taskId)) this.failed.add(update.taskId);
@@ -47,8 +48,11 @@ export class MysqlTaskStatusWriter implements TaskStatusWriter {
     const status = `\`${this.options.statusColumn ?? 'status'}\``;
     const size = this.options.maxBatchIds ?? 500;
     try {
-      for (let i = 0; i < delivered.length; i += size) await this.run(`UPDATE ${table} SET ${status} = 2 WHERE ${id} IN (?) AND ${status} IN (0, 1, 3)`, delivered.slice(i, i + size));
-      for (let i = 0; i < failed.length; i += size) await this.run(`UPDATE ${table} SET ${status} = 3 WHERE ${id} IN (?) AND ${status} IN (0, 1)`, failed.slice(i, i + size));
+      const { pending, submitted, delivered: DELIVERED, failed: FAILED } = TASK_STATUS;
+      for (let i = 0; i < delivered.length; i += size) {
+        await this.run(`UPDATE ${table} SET ${status} = ${DELIVERED} WHERE ${id} IN (?) AND ${status} IN (${pending}, ${submitted}, ${FAILED})`, delivered.slice(i, i + size));
+      }
+      for (let i = 0; i < failed.length; i += size) await this.run(`UPDATE ${table} SET ${status} = ${FAILED} WHERE ${id} IN (?) AND ${status} IN (${pending}, ${submitted})`, failed.slice(i, i + size));
     } catch (error) {
       for (const t of delivered) this.delivered.add(t);
       for (const t of failed) if (!this.delivered.has(t)) this.failed.add(t);

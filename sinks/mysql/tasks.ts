@@ -183,7 +183,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       result.status === TASK_STATUS.submitted ? new Date() : null,
     ]);
     // Assignments run left to right and see earlier ones, so `status` is updated last.
-    const advance = '(status = 0 OR (status = 3 AND VALUES(status) = 1))';
+    const advance = `(status = ${TASK_STATUS.pending} OR (status = ${TASK_STATUS.failed} AND VALUES(status) = ${TASK_STATUS.submitted}))`;
     try {
       await this.run(
         `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
