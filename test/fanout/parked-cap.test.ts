@@ -91,6 +91,28 @@ describe('fan-out: the parked store over its cap', () => {
     await fo.close();
   });
 
+  test('an evicted push whose last call never reached the vendor (APNs down, connection refused) ends vendor_unreachable, not as a submission', async () => {
+    const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 50, backoffMaxMs: 400, inlineBackoffMaxMs: 100, retryPollMs: 50, retryMaxAgeMs: 600_000, maxParked: 1, listener: metrics.fanOutListener });
+    const restarting = em.restart('apns', 4_000);
+    const older = dispatch({ uid: 'u-ga-old', device: 'ios', decided_at: Date.now() - 20_000, channels: [{ vendor: 'apns', token: em.token('apns', 'ga-old') }] });
+    const newer = dispatch({ uid: 'u-ga-new', device: 'ios', channels: [{ vendor: 'apns', token: em.token('apns', 'ga-new') }] });
+    const evictionsBefore = metrics.fanOutEvictions.get({ vendor: 'apns' });
+    await fo.send(newer);
+    await fo.send(older);
+    assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status, o.reason, o.code]), [[older.task_id, 'FAILED', 'vendor_unreachable', 'CONNECTION_LOST']]);
+    assert.equal(metrics.fanOutEvictions.get({ vendor: 'apns' }) - evictionsBefore, 1);
+    assert.equal((await taskRow(db.pool, db.table, older.task_id))!.status, 3);
+    await restarting;
+    for (const until = Date.now() + 8_000; Date.now() < until && !em.apns.accepted().some((r) => r.token === newer.channels[0]!.token); ) {
+      await sleep(100);
+      await fo.driver.advanceWallClockTime(100);
+    }
+    await fo.driver.advanceWallClockTime(100);
+    assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status]), [[newer.task_id, 'ACCEPTED']]);
+    assert.equal(em.apns.accepted().filter((r) => r.token === older.channels[0]!.token).length, 0);
+    await fo.close();
+  });
+
   test('the cap is validated at start, naming the key', () => {
     assert.equal(fanOutOptionsFromEnv({}).maxParked, 50_000, 'default');
     assert.equal(fanOutOptionsFromEnv({ PUSH_FANOUT_MAX_PARKED: '2000' }).maxParked, 2_000);
