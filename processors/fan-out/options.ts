@@ -1,4 +1,5 @@
-import { checkRange, readInt, type Env } from '../../common/config.ts';
+import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
+import { CONFIG_KEYS as KEYS } from '../../common/config-keys.ts';
 import type { Vendor, VendorAdapter, VendorLimits } from './vendor-port.ts';
 import type { PushTaskLedger } from './ledger.ts';
 import type { PushDispatch } from '../shared/records.ts';
@@ -99,21 +100,18 @@ export interface FanOutConfig {
   readonly clock: GateClock;
 }
 
-const DEFAULT_MAX_PARKED = 50_000;
-const MAX_PARKED_RANGE = { min: 1, max: 10_000_000 };
-
-/** Validates once (ConfigError naming the option) and fills defaults. */
+/** Validates once (ConfigError naming the PUSH_* key, or the option when it has none) and fills defaults. */
 export function fanOutConfig(o: FanOutOptions): FanOutConfig {
   return Object.freeze({
-    ttlSeconds: checkRange('fanOut.ttlSeconds', o.ttlSeconds ?? 86_400, { min: 0, max: 2_419_200 }),
-    maxRetryableAttempts: checkRange('fanOut.maxRetryableAttempts', o.maxRetryableAttempts ?? 3, { min: 1, max: 10 }),
-    maxThrottledAttempts: checkRange('fanOut.maxThrottledAttempts', o.maxThrottledAttempts ?? 4, { min: 1, max: 20 }),
-    retryMaxAgeMs: checkRange('PUSH_FANOUT_RETRY_MAX_AGE_MS', o.retryMaxAgeMs ?? 3_600_000, { min: 0, max: 86_400_000 }),
-    maxParked: checkRange('PUSH_FANOUT_MAX_PARKED', o.maxParked ?? DEFAULT_MAX_PARKED, MAX_PARKED_RANGE),
+    ttlSeconds: checkKey(KEYS.PUSH_FANOUT_TTL_SECONDS, o.ttlSeconds),
+    maxRetryableAttempts: checkKey(KEYS.PUSH_FANOUT_MAX_RETRIES, o.maxRetryableAttempts),
+    maxThrottledAttempts: checkKey(KEYS.PUSH_FANOUT_MAX_THROTTLED, o.maxThrottledAttempts),
+    retryMaxAgeMs: checkKey(KEYS.PUSH_FANOUT_RETRY_MAX_AGE_MS, o.retryMaxAgeMs),
+    maxParked: checkKey(KEYS.PUSH_FANOUT_MAX_PARKED, o.maxParked),
     backoffInitialMs: checkRange('fanOut.backoffInitialMs', o.backoffInitialMs ?? 200, { min: 1, max: 60_000 }),
     backoffMaxMs: checkRange('fanOut.backoffMaxMs', o.backoffMaxMs ?? 30_000, { min: 1, max: 600_000 }),
     defaultThrottleMs: checkRange('fanOut.defaultThrottleMs', o.defaultThrottleMs ?? 1000, { min: 0, max: 600_000 }),
-    maxInFlight: checkRange('fanOut.maxInFlight', o.maxInFlight ?? 256, { min: 1, max: 100_000 }),
+    maxInFlight: checkKey(KEYS.PUSH_FANOUT_MAX_IN_FLIGHT, o.maxInFlight),
     inlineBackoffMaxMs: checkRange('fanOut.inlineBackoffMaxMs', o.inlineBackoffMaxMs ?? 1000, { min: 0, max: 60_000 }),
     retryPollMs: checkRange('fanOut.retryPollMs', o.retryPollMs ?? 250, { min: 10, max: 60_000 }),
     defaultLimits: o.defaultLimits ?? { ratePerSecond: 500, concurrency: 64 },
@@ -124,14 +122,14 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
 /** Reads the PUSH_FANOUT_* keys into options (the rest comes from the worker's wiring). */
 export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs' | 'maxParked'> {
   return {
-    ttlSeconds: readInt(env, 'PUSH_FANOUT_TTL_SECONDS', 86_400, { min: 0, max: 2_419_200 }),
-    maxRetryableAttempts: readInt(env, 'PUSH_FANOUT_MAX_RETRIES', 3, { min: 1, max: 10 }),
-    maxThrottledAttempts: readInt(env, 'PUSH_FANOUT_MAX_THROTTLED', 4, { min: 1, max: 20 }),
-    maxInFlight: readInt(env, 'PUSH_FANOUT_MAX_IN_FLIGHT', 256, { min: 1, max: 100_000 }),
-    maxParked: readInt(env, 'PUSH_FANOUT_MAX_PARKED', DEFAULT_MAX_PARKED, MAX_PARKED_RANGE),
+    ttlSeconds: readKey(env, KEYS.PUSH_FANOUT_TTL_SECONDS),
+    maxRetryableAttempts: readKey(env, KEYS.PUSH_FANOUT_MAX_RETRIES),
+    maxThrottledAttempts: readKey(env, KEYS.PUSH_FANOUT_MAX_THROTTLED),
+    maxInFlight: readKey(env, KEYS.PUSH_FANOUT_MAX_IN_FLIGHT),
+    maxParked: readKey(env, KEYS.PUSH_FANOUT_MAX_PARKED),
     // The older key (unknown outcomes only) still configures the general maximum age when the new one is unset.
     retryMaxAgeMs: env.PUSH_FANOUT_RETRY_MAX_AGE_MS === undefined && env.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS !== undefined
-      ? readInt(env, 'PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS', 3_600_000, { min: 0, max: 86_400_000 })
-      : readInt(env, 'PUSH_FANOUT_RETRY_MAX_AGE_MS', 3_600_000, { min: 0, max: 86_400_000 }),
+      ? readKey(env, KEYS.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS)
+      : readKey(env, KEYS.PUSH_FANOUT_RETRY_MAX_AGE_MS),
   };
 }

@@ -16,6 +16,7 @@ import { compileOnlineFilterOptions } from '../../processors/online-filter/optio
 import { compilePolicyOptions } from '../../processors/policy/options.ts';
 import { compileIngestRules } from '../../processors/shared/ingest.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
+import { fanOutConfig, fanOutOptionsFromEnv, type FanOutOptions } from '../../processors/fan-out/options.ts';
 
 /** Folders of the product (not tests, the local stack, the benchmark or the demo's own tooling). */
 const SOURCE_DIRS = ['cli', 'common', 'pipeline', 'processors', 'receipts', 'sinks', 'topology', 'migrations'];
@@ -87,6 +88,11 @@ test('an empty environment yields the declared defaults', () => {
   );
   const ingest = compileIngestRules();
   assert.deepEqual([ingest.maxPastSkewMs, ingest.maxFutureSkewMs], [k.PUSH_INGEST_MAX_PAST_SKEW_MS.default, k.PUSH_INGEST_MAX_FUTURE_SKEW_MS.default]);
+  const fanOut = fanOutConfig({ ...fanOutOptionsFromEnv({}) } as FanOutOptions);
+  assert.deepEqual(
+    [fanOut.ttlSeconds, fanOut.maxRetryableAttempts, fanOut.maxThrottledAttempts, fanOut.retryMaxAgeMs, fanOut.maxParked, fanOut.maxInFlight],
+    [k.PUSH_FANOUT_TTL_SECONDS.default, k.PUSH_FANOUT_MAX_RETRIES.default, k.PUSH_FANOUT_MAX_THROTTLED.default, k.PUSH_FANOUT_RETRY_MAX_AGE_MS.default, k.PUSH_FANOUT_MAX_PARKED.default, k.PUSH_FANOUT_MAX_IN_FLIGHT.default],
+  );
   const receiver = compileReceiverConfig({ apps: [] });
   assert.deepEqual([receiver.host, receiver.port, receiver.maxBodyBytes, receiver.hmsMaxSkewMs], [k.PUSH_RECEIPTS_HOST.default, k.PUSH_RECEIPTS_PORT.default, k.PUSH_RECEIPTS_MAX_BODY_BYTES.default, k.PUSH_RECEIPTS_HMS_MAX_SKEW_MS.default]);
 });
