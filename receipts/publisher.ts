@@ -5,18 +5,10 @@ import { PushError, errorMessage } from '../common/errors.ts';
 import type { Endpoints } from '../common/endpoints.ts';
 import { registryAvroSerde } from '../topology/registry-serde.ts';
 import type { Serde } from '../topology/serdes.ts';
+import type { ReceiptRaw } from '../processors/shared/records.ts';
 
-/** A verified callback as it goes to push.receipts.raw (schemas/receipt-raw.avsc). */
-export interface ReceiptRawRecord {
-  /** sha256 of vendor and body, hex: duplicate deliveries of one callback share it. */
-  readonly receipt_id: string;
-  readonly vendor: string;
-  readonly app_id: string | null;
-  readonly content_type: string | null;
-  readonly body: Buffer;
-  /** Epoch ms. */
-  readonly received_at: number;
-}
+/** A verified callback as it goes to push.receipts.raw (processors/shared/records.ts). */
+export type ReceiptRawRecord = Readonly<ReceiptRaw>;
 
 /** Where verified callbacks go. `publish` resolves once Kafka acknowledged every record. */
 export interface ReceiptPublisher {

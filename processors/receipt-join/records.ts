@@ -13,36 +13,9 @@ import type { TASK_STATUS } from '../shared/task-status.ts';
  */
 export { tokenHash } from '../shared/ids.ts';
 
-/** push.receipts.raw (schemas/receipt-raw.avsc). */
-export interface ReceiptRaw {
-  receipt_id: string;
-  vendor: string;
-  app_id: string | null;
-  content_type: string | null;
-  body: Buffer;
-  received_at: number;
-}
-
-export type ReceiptStatus = 'DELIVERED' | 'FAILED' | 'DEAD_TOKEN';
-
-/** push.receipts (schemas/push-receipt.avsc). */
-export interface PushReceipt {
-  event_id: string;
-  vendor: string;
-  vendor_message_id: string;
-  status: ReceiptStatus;
-  code: string;
-  at: number;
-  received_at: number;
-  matched: boolean;
-  task_id: string | null;
-  uid: string | null;
-  device_id: string | null;
-  app_id: string | null;
-  platform: string | null;
-  conv_id: string | null;
-  seq: number | null;
-}
+/** The join's topic records (processors/shared/records.ts, checked against schemas/ by test/schemas/record-types.test.ts). */
+export type { PushReceipt, ReceiptRaw, ReceiptStatus } from '../shared/records.ts';
+import type { ReceiptStatus } from '../shared/records.ts';
 
 /** What the join remembers of one vendor-accepted submission. */
 export interface SubmissionRef {

@@ -1,7 +1,8 @@
 /**
- * TypeScript shapes of the topic values the decision stages read and write. Field names are the
- * Avro field names of schemas/*.avsc (snake_case, as on the wire); unions decode to `null` or the
- * value. Keys of every topic are the recipient uid.
+ * TypeScript shapes of the topic values, one interface per schemas/*.avsc, each naming its schema in
+ * its doc comment. Field names are the Avro field names (snake_case, as on the wire); unions decode
+ * to `null` or the value. test/schemas/record-types.test.ts checks every field, its nullability and
+ * every enum against the schemas. Keys of every topic are the recipient uid.
  */
 export type ConvType = 'SINGLE' | 'GROUP' | 'CHANNEL' | 'SYSTEM';
 export type Mention = 'NONE' | 'DIRECT' | 'ALL';
@@ -160,4 +161,37 @@ export interface PushOutcome {
    * 32 chars). Null or absent elsewhere and in records written before the field existed.
    */
   token_hash?: string | null;
+}
+
+/** push.receipts.raw (receipt-raw.avsc). */
+export interface ReceiptRaw {
+  /** sha256 of vendor and body, hex: duplicate deliveries of one callback share it. */
+  receipt_id: string;
+  vendor: string;
+  app_id: string | null;
+  content_type: string | null;
+  body: Buffer;
+  /** Epoch ms. */
+  received_at: number;
+}
+
+export type ReceiptStatus = 'DELIVERED' | 'FAILED' | 'DEAD_TOKEN';
+
+/** push.receipts (push-receipt.avsc). */
+export interface PushReceipt {
+  event_id: string;
+  vendor: string;
+  vendor_message_id: string;
+  status: ReceiptStatus;
+  code: string;
+  at: number;
+  received_at: number;
+  matched: boolean;
+  task_id: string | null;
+  uid: string | null;
+  device_id: string | null;
+  app_id: string | null;
+  platform: string | null;
+  conv_id: string | null;
+  seq: number | null;
 }

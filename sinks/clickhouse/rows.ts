@@ -4,60 +4,13 @@
  * always gives the same row (same `event_id`, same sorting key), which is what makes replays and
  * duplicate receipts harmless.
  */
+import type { OutcomeStatus, PushOutcome, PushReceipt } from '../../processors/shared/records.ts';
 
-/** A push-outcome record as decoded from push.outcomes (schemas/push-outcome.avsc). */
-export interface PushOutcomeRecord {
-  readonly event_id: string;
-  readonly task_id: string;
-  readonly uid: string;
-  readonly device_id: string | null;
-  readonly conv_id: string;
-  readonly seq: number;
-  readonly msg_id: string;
-  readonly app_id: string;
-  readonly platform: string | null;
-  readonly vendor: string | null;
-  readonly stage: string;
-  readonly status: OutcomeStatus;
-  readonly reason: string | null;
-  readonly code: string | null;
-  readonly vendor_message_id: string | null;
-  readonly collapse_id: string | null;
-  readonly attempts: number;
-  readonly persisted_at: number;
-  readonly at: number;
-  readonly latency_ms: number | null;
-}
+/** A push-outcome record as decoded from push.outcomes (the one type, processors/shared/records.ts). */
+export type PushOutcomeRecord = Readonly<PushOutcome>;
 
-export type OutcomeStatus =
-  | 'SUBMITTED'
-  | 'ACCEPTED'
-  | 'FAILED'
-  | 'DEAD_TOKEN'
-  | 'THROTTLED'
-  | 'MERGED'
-  | 'SUPPRESSED'
-  | 'DROPPED'
-  | 'SKIPPED_DUPLICATE';
-
-/** A push-receipt record as decoded from push.receipts (schemas/push-receipt.avsc). */
-export interface PushReceiptRecord {
-  readonly event_id: string;
-  readonly vendor: string;
-  readonly vendor_message_id: string;
-  readonly status: 'DELIVERED' | 'FAILED' | 'DEAD_TOKEN';
-  readonly code: string;
-  readonly at: number;
-  readonly received_at: number;
-  readonly matched: boolean;
-  readonly task_id: string | null;
-  readonly uid: string | null;
-  readonly device_id: string | null;
-  readonly app_id: string | null;
-  readonly platform: string | null;
-  readonly conv_id: string | null;
-  readonly seq: number | null;
-}
+/** A push-receipt record as decoded from push.receipts (processors/shared/records.ts). */
+export type PushReceiptRecord = Readonly<PushReceipt>;
 
 export type PushEventKind =
   | 'submitted'
