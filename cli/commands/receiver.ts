@@ -1,4 +1,5 @@
-import { readInt } from '../../common/config.ts';
+import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { createLogger } from '../../common/log.ts';
 import { startReceiptReceiver } from '../../pipeline/receiver.ts';
 import { receiptPrometheusListener } from '../../receipts/prometheus.ts';
@@ -17,7 +18,7 @@ export const receiverHelp = `pushctl receiver
 export async function receiverCommand(): Promise<number> {
   const env = process.env;
   const logger = createLogger({ service: 'push-receipts' });
-  const metricsPort = readInt(env, 'PUSH_RECEIPTS_METRICS_PORT', 9474, { min: 0, max: 65535 });
+  const metricsPort = readKey(env, CONFIG_KEYS.PUSH_RECEIPTS_METRICS_PORT);
   const registry = new MetricsRegistry();
   const receiver = await startReceiptReceiver(env, receiptPrometheusListener(registry), logger);
   const metrics = await startMetricsServer(registry, { live: () => true, ready: () => true }, metricsPort);

@@ -3,7 +3,8 @@ import mysql from 'mysql2/promise';
 import { randomBytes } from 'node:crypto';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../../common/endpoints.ts';
-import { readString } from '../../common/config.ts';
+import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import type { PushDispatch } from '../../processors/shared/records.ts';
@@ -84,7 +85,7 @@ export async function replayCommand(args: string[]): Promise<number> {
   const vendor = option(args, '--vendor');
   const app = option(args, '--app');
   const endpoints = readEndpoints();
-  const prefix = readString(process.env, 'PUSH_TOPIC_PREFIX', '');
+  const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
   const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
   try {
     const [rows] = await db.query(

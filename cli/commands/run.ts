@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { readInt } from '../../common/config.ts';
+import { readInt, readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { closeOnSignals } from '../../topology/shutdown.ts';
 import { isTransientStartError, startWorker } from '../../pipeline/worker.ts';
 import { retry } from '../../common/retry.ts';
@@ -43,7 +44,7 @@ export async function runCommand(args: string[]): Promise<number> {
     return 1;
   }
   // Several instances: one child process each, so a crash of one is a crash of one.
-  const basePort = readInt(env, 'PUSH_METRICS_PORT', 9464, { min: 0, max: 65535 });
+  const basePort = readKey(env, CONFIG_KEYS.PUSH_METRICS_PORT);
   const pushctl = fileURLToPath(new URL('../pushctl.ts', import.meta.url));
   const children: ChildProcess[] = [];
   for (let i = 0; i < instances; i++) {

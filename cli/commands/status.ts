@@ -1,5 +1,6 @@
 import { Kafka, logLevel } from 'kafkajs';
-import { readInt, readString } from '../../common/config.ts';
+import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { groupStatus, restartStatus, type RestartStatus } from '../../pipeline/group-status.ts';
 
@@ -23,14 +24,15 @@ export function describeRestarts(r: RestartStatus): string {
 
 function metricsUrls(args: string[]): string[] {
   const i = args.indexOf('--metrics');
-  const listed = i >= 0 ? args[i + 1] : process.env.PUSH_STATUS_METRICS_URLS;
-  if (listed) return listed.split(',').map((u) => u.trim()).filter(Boolean);
-  return [`http://127.0.0.1:${readInt(process.env, 'PUSH_METRICS_PORT', 9464, { min: 1, max: 65535 })}/metrics`];
+  const listed = readKey({ PUSH_STATUS_METRICS_URLS: i >= 0 ? args[i + 1] : process.env.PUSH_STATUS_METRICS_URLS }, CONFIG_KEYS.PUSH_STATUS_METRICS_URLS);
+  if (listed.length > 0) return listed;
+  // A worker's port, not 0 (which lets a worker pick any free port): status needs one to read.
+  return [`http://127.0.0.1:${readKey(process.env, CONFIG_KEYS.PUSH_METRICS_PORT, undefined, { min: 1, max: CONFIG_KEYS.PUSH_METRICS_PORT.max })}/metrics`];
 }
 
 export async function statusCommand(args: string[]): Promise<number> {
   const i = args.indexOf('--app');
-  const groupId = readString({ PUSH_APPLICATION_ID: i >= 0 ? args[i + 1] : process.env.PUSH_APPLICATION_ID }, 'PUSH_APPLICATION_ID', 'offline-push');
+  const groupId = readKey({ PUSH_APPLICATION_ID: i >= 0 ? args[i + 1] : process.env.PUSH_APPLICATION_ID }, CONFIG_KEYS.PUSH_APPLICATION_ID);
   const admin = new Kafka({ clientId: 'pushctl', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { ConfigError } from '../../common/errors.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
-import { readString } from '../../common/config.ts';
+import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { trafficProducer } from '../../demo/traffic.ts';
 import type { TokenReport } from '../../processors/shared/records.ts';
 
@@ -72,7 +73,7 @@ export async function tokensCommand(args: string[]): Promise<number> {
     uid: r.uid, device_id: r.device_id, platform: r.platform, vendor: r.vendor, app_id: r.app_id, token: r.token,
     reported_at: now, state: 'INVALID', source: 'OPERATOR', reason, manufacturer: null,
   }));
-  const producer = await trafficProducer(readString(process.env, 'PUSH_TOPIC_PREFIX', ''));
+  const producer = await trafficProducer(readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX));
   try {
     await producer.send('tokens', reports.map((value) => ({ key: value.uid, value })));
   } finally {

@@ -1,4 +1,5 @@
-import { readInt, readString } from '../../common/config.ts';
+import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { createPipelineTopics, pipelineTopicSizes, type TopicPlan } from '../../pipeline/topics-admin.ts';
 
 export const topicsHelp = `pushctl topics create|describe [--partitions N] [--prefix P]
@@ -13,8 +14,8 @@ export function topicPlan(args: string[], env = process.env): TopicPlan {
     return i >= 0 ? args[i + 1] : undefined;
   };
   return {
-    partitions: readInt({ PUSH_PARTITIONS: flag('--partitions') ?? env.PUSH_PARTITIONS }, 'PUSH_PARTITIONS', 6, { min: 1, max: 256 }),
-    prefix: readString({ PUSH_TOPIC_PREFIX: flag('--prefix') ?? env.PUSH_TOPIC_PREFIX }, 'PUSH_TOPIC_PREFIX', ''),
+    partitions: readKey({ PUSH_PARTITIONS: flag('--partitions') ?? env.PUSH_PARTITIONS }, CONFIG_KEYS.PUSH_PARTITIONS),
+    prefix: readKey({ PUSH_TOPIC_PREFIX: flag('--prefix') ?? env.PUSH_TOPIC_PREFIX }, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
   };
 }
 

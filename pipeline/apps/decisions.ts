@@ -25,7 +25,8 @@ import { mergeOptionsFromEnv, mergeStores, MERGE_STORE_NAMES, type MergeOptions 
 import { policy } from '../../processors/policy/policy.ts';
 import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 import { policyOptionsFromEnv, policyStores, POLICY_STORE_NAMES, type PolicyOptions } from '../../processors/policy/options.ts';
-import { readBool, type Env } from '../../common/config.ts';
+import { readKey, type Env } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import type { TopicKey } from '../topics.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
@@ -76,5 +77,5 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
  * PUSH_INGEST_MAX_FUTURE_SKEW_MS). A bad value throws a ConfigError naming its key.
  */
 export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
-  return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env), taps: readBool(env, 'PUSH_DECISION_TAPS', false) };
+  return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env), taps: readKey(env, CONFIG_KEYS.PUSH_DECISION_TAPS) };
 }
