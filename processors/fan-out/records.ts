@@ -1,6 +1,6 @@
 import type { PushMessage } from './vendor-port.ts';
 import { outcomeEventId } from '../shared/ids.ts';
-import { tokenHash } from '../receipt-join/records.ts';
+import { tokenHash } from '../shared/ids.ts';
 import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
 

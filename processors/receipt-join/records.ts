@@ -7,12 +7,6 @@
 import type { ParsedReceipt, Vendor } from '../fan-out/vendor-port.ts';
 import type { TASK_STATUS } from '../shared/task-status.ts';
 
-/**
- * The join's view of a device token (processors/shared/ids.ts): receipts carry it for the token they
- * name and fan-out outcomes for the token they used, so the token itself never leaves them.
- */
-export { tokenHash } from '../shared/ids.ts';
-
 /** The join's topic records (processors/shared/records.ts, checked against schemas/ by test/schemas/record-types.test.ts). */
 export type { PushReceipt, ReceiptRaw, ReceiptStatus } from '../shared/records.ts';
 import type { ReceiptStatus } from '../shared/records.ts';
@@ -28,7 +22,7 @@ export interface SubmissionRef {
   seq: number;
   persisted_at: number;
   accepted_at: number;
-  /** `tokenHash` of the token the vendor accepted (null in outcomes written before the field existed). */
+  /** `tokenHash` (processors/shared/ids.ts) of the token the vendor accepted (null in outcomes written before the field existed). */
   token_hash?: string | null;
 }
 

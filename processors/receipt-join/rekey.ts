@@ -4,8 +4,9 @@ import { VENDORS, type ParsedReceipt, type Vendor } from '../fan-out/vendor-port
 import { compositeKey } from '../shared/keys.ts';
 import { compileIngestRules, type IngestOptions } from '../shared/ingest.ts';
 import type { PushOutcome } from '../shared/records.ts';
-import { RECEIPT_VENDORS, tokenHash, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus, type SubmissionRef } from './records.ts';
+import { RECEIPT_VENDORS, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus, type SubmissionRef } from './records.ts';
 import { rawReceiptViolation, receiptViolation } from './validate.ts';
+import { tokenHash } from '../shared/ids.ts';
 
 const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { delivered: 'DELIVERED', failed: 'FAILED', 'dead-token': 'DEAD_TOKEN' };
 

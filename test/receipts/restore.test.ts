@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
-import { tokenHash } from '../../processors/receipt-join/records.ts';
+import { tokenHash } from '../../processors/shared/ids.ts';
 import { messageKey } from '../../processors/receipt-join/rekey.ts';
 import { compositeKey } from '../../processors/shared/keys.ts';
 import { TOKEN_LIFECYCLE_STORES } from '../../processors/token-lifecycle/lifecycle.ts';
