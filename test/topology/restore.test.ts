@@ -52,7 +52,8 @@ test('timers held by a closed instance are restored from the changelog by the ne
   const out = await readTopic(output, (r) => r.length >= 2, 30_000, 2000);
   assert.deepEqual(out.map((r) => [r.key, r.value?.toString()]).sort(), [['u1', 'first'], ['u2', 'second']]);
   const timerRecords = [...restored].filter(([k]) => k.startsWith('hold-timers@')).reduce((n, [, v]) => n + v, 0);
-  assert.ok(timerRecords >= 3, `timer changelog replayed (${JSON.stringify([...restored])})`);
+  // u1's and u2's timers; u3's was set and cancelled before its first commit, so the changelog never held it.
+  assert.ok(timerRecords >= 2, `timer changelog replayed (${JSON.stringify([...restored])})`);
 });
 
 test('processingErrorPolicy fail stops the app with TASK_FAILED and commits nothing of the failing batch', { timeout: 60_000 }, async () => {
