@@ -173,6 +173,9 @@ export class StreamsApp {
       if (this.closing) return;
       this.onAssignment(payload.memberId, payload.memberAssignment);
     });
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (!retired()) this.onFilteredBatch(payload);
+    });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (retired() || this.closing) return;
       this.log.warn('consumer crashed', { error: payload.error });
@@ -324,7 +327,10 @@ export class StreamsApp {
       if (handle.closed || batch.messages.length === 0) return;
       for (const message of batch.messages) handle.input.push(toInput(batch.topic, batch.partition, message));
       // Handed over: kafkajs fetches on from here. Nothing is committed until the task processed it.
-      resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
+      const last = batch.messages[batch.messages.length - 1]!.offset;
+      const tail = batch.lastOffset();
+      if (BigInt(tail) > BigInt(last)) this.enqueueConsumedThrough(handle, batch.topic, batch.partition, tail);
+      resolveOffset(tail);
       this.schedule(handle);
       while (handle.input.full && !handle.closed && isRunning() && !this.closing && !this.restarting) {
         await Promise.race([handle.input.belowHalf(), sleep(1000)]);
@@ -338,6 +344,22 @@ export class StreamsApp {
     } finally {
       this.inFlightBatches--;
     }
+  }
+
+  /**
+   * A fetch whose records were all transaction markers or aborted records (kafkajs resolves those
+   * without calling eachBatch, then reports them as a batch of size 0): the task may commit past them.
+   */
+  private onFilteredBatch(payload: { topic: string; partition: number; batchSize: number; lastOffset: string }): void {
+    if (payload.batchSize > 0 || this.closing || this.restarting || this.fatal) return;
+    const sub = this.options.topology.subtopologyOfTopic(payload.topic);
+    const handle = sub && this.handles.get(taskId(sub.id, payload.partition));
+    if (handle && handle.isReady && !handle.closed) this.enqueueConsumedThrough(handle, payload.topic, payload.partition, payload.lastOffset);
+  }
+
+  private enqueueConsumedThrough(handle: TaskHandle, topic: string, partition: number, offset: string): void {
+    handle.input.push({ consumedThrough: true, topic, partition, offset });
+    this.schedule(handle);
   }
 
   /** Queues a turn of the task's input processing in its executor, unless one is queued already. */
@@ -371,6 +393,11 @@ export class StreamsApp {
       const offset = BigInt(input.offset);
       const next = handle.nextOffsets.get(input.topic);
       if (next !== undefined && offset < next) continue;
+      if ('consumedThrough' in input) {
+        handle.task.consumedThrough(input.topic, input.offset);
+        handle.nextOffsets.set(input.topic, offset + 1n);
+        continue;
+      }
       const processing = handle.task.process(input);
       const outcome = processing instanceof Promise ? await processing : processing;
       handle.nextOffsets.set(input.topic, offset + 1n);

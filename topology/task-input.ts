@@ -1,6 +1,22 @@
 import type { InputRecord } from './task.ts';
 
 /**
+ * The consumer read past `offset` and nothing up to it is left to process: the offsets after the
+ * last record were transaction markers or aborted records, which read_committed consumers never see.
+ * Queued behind the records before it, so the task commits past them only once those are processed
+ * (Kafka Streams commits the consumer's position likewise); a partition written transactionally
+ * then shows no lag of 1 forever.
+ */
+export interface ConsumedThrough {
+  readonly consumedThrough: true;
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+export type QueuedInput = InputRecord | ConsumedThrough;
+
+/**
  * Fetched records of one task waiting to be processed, in fetch order (Kafka Streams' partition
  * record queue, one per task). The consumer's fetch loop only appends here and returns, so a task
  * that is busy (a fan-out flush waiting for vendor answers, a commit being prepared) never holds
@@ -11,7 +27,7 @@ import type { InputRecord } from './task.ts';
  * buffering without limit.
  */
 export class TaskInputQueue {
-  private items: InputRecord[] = [];
+  private items: QueuedInput[] = [];
   private head = 0;
   private waiters: Array<() => void> = [];
 
@@ -25,11 +41,11 @@ export class TaskInputQueue {
     return this.size >= this.highWater;
   }
 
-  push(record: InputRecord): void {
+  push(record: QueuedInput): void {
     this.items.push(record);
   }
 
-  shift(): InputRecord | undefined {
+  shift(): QueuedInput | undefined {
     if (this.head >= this.items.length) return undefined;
     const record = this.items[this.head]!;
     this.items[this.head++] = undefined as never;

@@ -149,6 +149,17 @@ export class StreamTask {
     return this.streamTime;
   }
 
+  /**
+   * Nothing of `topic` up to `offset` is left to process (transaction markers or aborted records
+   * followed the last record, see ConsumedThrough): the next commit may cover it.
+   */
+  consumedThrough(topic: string, offset: string): void {
+    const processed = this.offsets.get(topic);
+    if (processed !== undefined && BigInt(processed) >= BigInt(offset)) return;
+    this.offsets.set(topic, offset);
+    this.uncommitted = true;
+  }
+
   /** True when records were processed or punctuators ran since the last drain, or deferred records are unfinished. */
   hasUncommittedWork(): boolean {
     if (this.uncommitted) return true;

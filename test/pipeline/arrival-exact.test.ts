@@ -189,8 +189,8 @@ test('per-vendor arrival in ClickHouse equals the emulators\' ground truth: dupl
       logger: createLogger({ service: 'replay-clickhouse' }, 'warn'),
     });
     await replay.start();
-    // Done when the replay group has committed up to the end of both topics (a partition written
-    // transactionally ends in a commit marker, hence lag ≤ 1) and its offsets stand still.
+    // Done when the replay group has committed up to the end of both topics (past the commit
+    // markers that end every partition written transactionally) and its offsets stand still.
     let previous = '';
     let replayed = 0;
     const deadline = Date.now() + 90_000;
@@ -199,7 +199,7 @@ test('per-vendor arrival in ClickHouse equals the emulators\' ground truth: dupl
       const status = await groupStatus(admin, replayId).catch(() => undefined);
       const parts = status?.topics.flatMap((x) => x.partitions.map((p) => ({ ...p, topic: x.topic }))) ?? [];
       const snapshot = JSON.stringify(parts);
-      const complete = status?.state === 'Stable' && new Set(parts.map((p) => p.topic)).size === 2 && parts.every((p) => p.lag <= 1);
+      const complete = status?.state === 'Stable' && new Set(parts.map((p) => p.topic)).size === 2 && parts.every((p) => p.lag === 0);
       if (complete && snapshot === previous) {
         replayed = parts.reduce((n, p) => n + p.committed, 0);
         break;
