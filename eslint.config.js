@@ -33,11 +33,7 @@ const layerRule = (layer, forbidden, packages = { paths: [], patterns: [] }) => 
   'error',
   {
     paths: packages.paths,
-    patterns: [
-      ...packages.patterns.map((group) => ({ group: [group] })),
-      ...(forbidden.length > 0 ? [into(forbidden, layer)] : []),
-      into(['cli'], layer),
-    ],
+    patterns: [...packages.patterns.map((group) => ({ group: [group] })), ...(forbidden.length > 0 ? [into(forbidden, layer)] : []), into(['cli'], layer)],
   },
 ];
 

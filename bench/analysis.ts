@@ -24,8 +24,7 @@ function devicesByToken(population: Population): Map<string, Device> {
   return map;
 }
 
-const persistedOf = (events: readonly TimedRecord[]): MessagePersisted[] =>
-  events.flatMap((e) => (e.topic === 'persisted' ? [e.value] : []));
+const persistedOf = (events: readonly TimedRecord[]): MessagePersisted[] => events.flatMap((e) => (e.topic === 'persisted' ? [e.value] : []));
 
 export interface LatencyFigures {
   /** How the latency was measured. */
@@ -152,9 +151,15 @@ export function stormFigures(events: readonly TimedRecord[], population: Populat
   }
   const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : 0);
   return {
-    triggers: messages.length, deviceTriggers, submissions, acceptedSubmissions: accepted,
+    triggers: messages.length,
+    deviceTriggers,
+    submissions,
+    acceptedSubmissions: accepted,
     submissionsPerTrigger: ratio(submissions, messages.length),
     submissionsPerDeviceTrigger: ratio(submissions, deviceTriggers),
-    pairs, pairsFinalLatest: latest, pairsFinalStale: stale, pairsWithoutPush: without,
+    pairs,
+    pairsFinalLatest: latest,
+    pairsFinalStale: stale,
+    pairsWithoutPush: without,
   };
 }

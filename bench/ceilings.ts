@@ -93,7 +93,7 @@ export async function measureCeilings(options: CeilingOptions = {}): Promise<Cei
       apps.push(app);
       await app.start();
     }
-    for (const deadline = Date.now() + 60_000; apps.some((a) => a.assignedTasks().length === 0); ) {
+    for (const deadline = Date.now() + 60_000; apps.some((a) => a.assignedTasks().length === 0);) {
       if (Date.now() > deadline) throw new Error('the exactly-once hops got no partitions within 60 s');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

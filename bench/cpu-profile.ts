@@ -80,7 +80,8 @@ export function summarizeProfiles(profiles: readonly CpuProfile[], top = 20, roo
       const group = groupOf(node.callFrame, root);
       groupMs.set(group, (groupMs.get(group) ?? 0) + ms);
       const { functionName, url, lineNumber } = node.callFrame;
-      const fn = `${functionName || '(anonymous)'} ${url ? `${url.replace(`file://${root}`, '').replace(/^(.*\/)?node_modules\//, '')}:${lineNumber + 1}` : ''}`.trim();
+      const fn =
+        `${functionName || '(anonymous)'} ${url ? `${url.replace(`file://${root}`, '').replace(/^(.*\/)?node_modules\//, '')}:${lineNumber + 1}` : ''}`.trim();
       const entry = fnMs.get(fn) ?? { group, ms: 0 };
       entry.ms += ms;
       fnMs.set(fn, entry);
@@ -104,7 +105,9 @@ export function formatSummary(s: ProfileSummary): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`.padStart(7);
   return [
     `sampled ${(s.totalMs / 1000).toFixed(1)} s; self time by group (share of all samples, share of the busy ones: idle excluded)`,
-    ...s.groups.map((g) => `  ${g.group.padEnd(34)} ${String(g.ms).padStart(8)} ms  ${pct(g.share)}  ${g.group === '(idle)' ? '' : pct(g.busyShare)}`.trimEnd()),
+    ...s.groups.map((g) =>
+      `  ${g.group.padEnd(34)} ${String(g.ms).padStart(8)} ms  ${pct(g.share)}  ${g.group === '(idle)' ? '' : pct(g.busyShare)}`.trimEnd(),
+    ),
     '',
     `top ${s.functions.length} functions by self time:`,
     ...s.functions.map((f) => `  ${pct(f.share)}  ${f.group.padEnd(26)} ${f.fn}`),
@@ -121,7 +124,11 @@ function main(args: string[]): number {
   const top = topIndex >= 0 ? Math.max(1, Number(args[topIndex + 1]) || 20) : 20;
   const rootIndex = args.indexOf('--root');
   const root = rootIndex >= 0 && args[rootIndex + 1] ? resolve(args[rootIndex + 1]!) + '/' : ROOT;
-  const summary = summarizeProfiles(files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as CpuProfile), top, root);
+  const summary = summarizeProfiles(
+    files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as CpuProfile),
+    top,
+    root,
+  );
   console.log(args.includes('--json') ? JSON.stringify(summary, null, 2) : formatSummary(summary));
   return 0;
 }

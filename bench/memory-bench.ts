@@ -92,10 +92,23 @@ export function benchCandidate(i: number, at: number): PushCandidate {
   const user = 1_000_000_000 + (i % 250_000);
   const conv = (i / 250_000) | 0;
   return {
-    kind: 'TRIGGER', uid: String(user), device_id: `dev-${user.toString(16)}-a1`, conv_id: conv % 2 ? `g_${700_000 + user % 9973 + conv}` : `p2p_${user}_${user + conv}`,
-    seq: 1 + (i % 7), msg_id: `m-${at.toString(36)}-${i.toString(36)}`, conv_type: conv % 2 ? 'GROUP' : 'SINGLE', sender_uid: String(2_000_000_000 + (i % 99_991)),
-    unread_cnt: 1 + (i % 7), title: `Sender ${i % 99_991}`, summary: `message number ${i} of the benchmark conversation`, sensitive: false,
-    mention: 'NONE', persisted_at: at, app_id: 'im.bench', presence: 'OFFLINE', decided_at: at,
+    kind: 'TRIGGER',
+    uid: String(user),
+    device_id: `dev-${user.toString(16)}-a1`,
+    conv_id: conv % 2 ? `g_${700_000 + (user % 9973) + conv}` : `p2p_${user}_${user + conv}`,
+    seq: 1 + (i % 7),
+    msg_id: `m-${at.toString(36)}-${i.toString(36)}`,
+    conv_type: conv % 2 ? 'GROUP' : 'SINGLE',
+    sender_uid: String(2_000_000_000 + (i % 99_991)),
+    unread_cnt: 1 + (i % 7),
+    title: `Sender ${i % 99_991}`,
+    summary: `message number ${i} of the benchmark conversation`,
+    sensitive: false,
+    mention: 'NONE',
+    persisted_at: at,
+    app_id: 'im.bench',
+    presence: 'OFFLINE',
+    decided_at: at,
   };
 }
 
@@ -104,33 +117,64 @@ const memory = () => {
   (globalThis as { gc?: () => void }).gc?.();
   const status = readStatus();
   const u = process.memoryUsage();
-  const mb = (bytes: number) => Math.round(bytes / MB * 10) / 10;
+  const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;
   return { rssMb: Math.round((status.get('VmRSS') ?? 0) / 102.4) / 10, heapMb: mb(u.heapUsed), heapTotalMb: mb(u.heapTotal), externalMb: mb(u.external) };
 };
 
 function readStatus(): Map<string, number> {
   const text = readFileSync('/proc/self/status', 'utf8');
-  return new Map(text.split('\n').map((l) => l.split(':')).filter((p) => p.length === 2).map(([k, v]) => [k!.trim(), Number.parseInt(v!, 10)]));
+  return new Map(
+    text
+      .split('\n')
+      .map((l) => l.split(':'))
+      .filter((p) => p.length === 2)
+      .map(([k, v]) => [k!.trim(), Number.parseInt(v!, 10)]),
+  );
 }
 
 /** Feeds the triggers to one task per partition; `onChangelog` receives each commit's changelog. */
-async function openWindows(topology: Topology, windows: number, partitions: number, appId: string, onChangelog?: (records: Array<{ topic: string; partition: number; key: Buffer; value: Buffer | null }>) => Promise<void>): Promise<StreamTask[]> {
+async function openWindows(
+  topology: Topology,
+  windows: number,
+  partitions: number,
+  appId: string,
+  onChangelog?: (records: Array<{ topic: string; partition: number; key: Buffer; value: Buffer | null }>) => Promise<void>,
+): Promise<StreamTask[]> {
   const now = Date.now() + CLOCK_AHEAD_MS;
-  const tasks = Array.from({ length: partitions }, (_, p) => new StreamTask({
-    applicationId: appId, topology, subtopology: topology.subtopologies[0]!, partition: p, clock: () => now,
-    dlqTopic: 'bench.dlq', processingErrorPolicy: 'fail', changelogTopic: (s) => changelogTopicName(appId, s),
-  }));
+  const tasks = Array.from(
+    { length: partitions },
+    (_, p) =>
+      new StreamTask({
+        applicationId: appId,
+        topology,
+        subtopology: topology.subtopologies[0]!,
+        partition: p,
+        clock: () => now,
+        dlqTopic: 'bench.dlq',
+        processingErrorPolicy: 'fail',
+        changelogTopic: (s) => changelogTopicName(appId, s),
+      }),
+  );
   for (const t of tasks) await t.init();
   const serde = jsonSerde<PushCandidate>();
   const COMMIT_EVERY = 2_000;
   for (let i = 0; i < windows; i++) {
     const c = benchCandidate(i, now);
     const p = i % partitions;
-    await tasks[p]!.process({ topic: IN_TOPIC, partition: p, offset: String(i), key: Buffer.from(c.uid), value: serde.serialize(IN_TOPIC, c) as Buffer, timestamp: now, headers: {} });
+    await tasks[p]!.process({
+      topic: IN_TOPIC,
+      partition: p,
+      offset: String(i),
+      key: Buffer.from(c.uid),
+      value: serde.serialize(IN_TOPIC, c) as Buffer,
+      timestamp: now,
+      headers: {},
+    });
     if ((i + 1) % COMMIT_EVERY === 0 || i === windows - 1) {
       for (const t of tasks) {
         const { changelog } = t.drainOutputs();
-        if (onChangelog && changelog.length > 0) await onChangelog(changelog.map((r) => ({ topic: r.topic, partition: r.partition!, key: r.key!, value: r.value })));
+        if (onChangelog && changelog.length > 0)
+          await onChangelog(changelog.map((r) => ({ topic: r.topic, partition: r.partition!, key: r.key!, value: r.value })));
       }
     }
   }
@@ -141,7 +185,8 @@ async function openWindows(topology: Topology, windows: number, partitions: numb
 async function memoryBreakdown(): Promise<string> {
   const { getHeapSpaceStatistics } = await import('node:v8');
   const spaces = getHeapSpaceStatistics().map((x) => `${x.space_name} ${Math.round(x.space_size / MB)}/${Math.round(x.space_used_size / MB)} MB`);
-  const mappings = readFileSync('/proc/self/smaps', 'utf8').split(/\n(?=[0-9a-f]+-)/)
+  const mappings = readFileSync('/proc/self/smaps', 'utf8')
+    .split(/\n(?=[0-9a-f]+-)/)
     .map((seg) => ({ head: seg.split('\n')[0]!.slice(0, 90), kb: Number(/\nRss:\s+(\d+)/.exec(seg)?.[1] ?? 0) }))
     .filter((m) => m.kb > 4096)
     .map((m) => `${Math.round(m.kb / 1024)} MB ${m.head}`);
@@ -155,7 +200,7 @@ async function phaseOpen(o: Required<MemoryBenchOptions>): Promise<object> {
   const tasks = await openWindows(mergeBenchTopology(o.mode), o.windows, o.partitions, 'bench-memory');
   const openSeconds = (Date.now() - started) / 1000;
   const m = memory();
-  const held = tasks.reduce((n, t) => n + ((t.stores.get('merge-windows') as unknown as { size: number }).size), 0);
+  const held = tasks.reduce((n, t) => n + (t.stores.get('merge-windows') as unknown as { size: number }).size, 0);
   if (process.env.MEMORY_BENCH_SPACES) process.stderr.write(await memoryBreakdown());
   return { ...m, baselineRssMb: baseline.rssMb, openSeconds, storeKeys: held };
 }
@@ -168,7 +213,9 @@ async function phaseFill(o: Required<MemoryBenchOptions>, appId: string): Promis
   const topology = mergeBenchTopology(o.mode);
   await ensureTopics(admin, [
     { topic: IN_TOPIC, numPartitions: o.partitions },
-    ...mergeStores().filter((s) => s.changelog !== false).map((s) => ({ topic: changelogTopicName(appId, s.name), numPartitions: o.partitions, configs: { 'cleanup.policy': 'compact' } })),
+    ...mergeStores()
+      .filter((s) => s.changelog !== false)
+      .map((s) => ({ topic: changelogTopicName(appId, s.name), numPartitions: o.partitions, configs: { 'cleanup.policy': 'compact' } })),
   ]);
   await admin.disconnect();
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -196,7 +243,9 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   const isReady = new Promise<void>((r) => (ready = r));
   const base = createLogger({}, 'warn');
   const watch = (inner: Logger): Logger => ({
-    debug: inner.debug, warn: inner.warn, error: inner.error,
+    debug: inner.debug,
+    warn: inner.warn,
+    error: inner.error,
     info: (message, fields) => {
       if (message === 'tasks ready' && readyAt === 0) {
         readyAt = Date.now();
@@ -207,7 +256,11 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
     child: (fields) => watch(inner.child(fields)),
   });
   const app = new StreamsApp({
-    applicationId: appId, topology: mergeBenchTopology(o.mode), brokers: o.brokers, dlqTopic: TOPICS.dlq.name, logger: watch(base),
+    applicationId: appId,
+    topology: mergeBenchTopology(o.mode),
+    brokers: o.brokers,
+    dlqTopic: TOPICS.dlq.name,
+    logger: watch(base),
     metricsListener: {
       onAssignment: (e) => {
         if (e.taskIds.length > 0 && assignedAt === 0) assignedAt = Date.now();
@@ -241,7 +294,24 @@ async function deleteBenchTopics(brokers: string[], appId: string): Promise<void
 /** Runs one phase in a fresh `node --expose-gc` process; returns its JSON result. */
 function runChild(phase: string, o: Required<MemoryBenchOptions>, appId: string): Promise<Record<string, number>> {
   const self = fileURLToPath(import.meta.url);
-  const args = ['--expose-gc', '--import', 'tsx', self, '--child', phase, '--app', appId, '--windows', String(o.windows), '--mode', o.mode, '--partitions', String(o.partitions), '--brokers', o.brokers.join(',')];
+  const args = [
+    '--expose-gc',
+    '--import',
+    'tsx',
+    self,
+    '--child',
+    phase,
+    '--app',
+    appId,
+    '--windows',
+    String(o.windows),
+    '--mode',
+    o.mode,
+    '--partitions',
+    String(o.partitions),
+    '--brokers',
+    o.brokers.join(','),
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -273,7 +343,13 @@ export async function runMemoryBench(opts: MemoryBenchOptions = {}): Promise<Mem
   const o = withDefaults(opts);
   const open = await runChild('open', o, 'bench-memory');
   const result: MemoryBenchResult = {
-    windows: o.windows, mode: o.mode, partitions: o.partitions, rssMb: open.rssMb!, heapMb: open.heapMb!, baselineRssMb: open.baselineRssMb!, openSeconds: open.openSeconds!,
+    windows: o.windows,
+    mode: o.mode,
+    partitions: o.partitions,
+    rssMb: open.rssMb!,
+    heapMb: open.heapMb!,
+    baselineRssMb: open.baselineRssMb!,
+    openSeconds: open.openSeconds!,
   };
   if (!o.restore) return result;
   const appId = `bench-restore-${Date.now().toString(36)}`;
@@ -294,8 +370,11 @@ function arg(argv: string[], name: string): string | undefined {
 async function main(argv: string[]): Promise<void> {
   const num = (name: string) => (arg(argv, name) === undefined ? undefined : Number(arg(argv, name)));
   const opts: MemoryBenchOptions = {
-    windows: num('windows'), mode: arg(argv, 'mode') as MergeMode | undefined, partitions: num('partitions'),
-    restore: !argv.includes('--no-restore'), brokers: arg(argv, 'brokers')?.split(','),
+    windows: num('windows'),
+    mode: arg(argv, 'mode') as MergeMode | undefined,
+    partitions: num('partitions'),
+    restore: !argv.includes('--no-restore'),
+    brokers: arg(argv, 'brokers')?.split(','),
   };
   const phase = arg(argv, 'child');
   if (phase === undefined) {

@@ -71,13 +71,24 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   const loadPopulation = buildPopulation({ users: options.users, apps: [env.appId], seed: options.seed, idPrefix: `${env.run}t` }, env.emulators.token);
   const stormUsers = Math.max(100, Math.min(options.users, 2000));
   const storm = buildPopulation(
-    { users: stormUsers, apps: [env.appId], seed: options.seed + 1, idPrefix: `${env.run}s`, onlineShare: 0, backgroundShare: 0, quietShare: 0, deadTokenShare: 0 },
+    {
+      users: stormUsers,
+      apps: [env.appId],
+      seed: options.seed + 1,
+      idPrefix: `${env.run}s`,
+      onlineShare: 0,
+      backgroundShare: 0,
+      quietShare: 0,
+      deadTokenShare: 0,
+    },
     env.emulators.token,
   );
   // As in the demo: some devices' preferred token is already dead at the vendor (fan-out falls back).
   for (const device of loadPopulation.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
 
-  say(`[bench] populations: load ${loadPopulation.users.length} users / ${loadPopulation.devices.length} devices, storm ${storm.users.length} users / ${storm.devices.length} devices; sending tokens and settings ...`);
+  say(
+    `[bench] populations: load ${loadPopulation.users.length} users / ${loadPopulation.devices.length} devices, storm ${storm.users.length} users / ${storm.devices.length} devices; sending tokens and settings ...`,
+  );
   for (const population of [loadPopulation, storm]) {
     const setup = setupRecords(population);
     await put.traffic.send('tokens', setup.tokens);
@@ -90,7 +101,16 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   /** A timeline of `seconds` starting 1.5 s from now (a storm spreads over ~2 s: the last start 2 s before the end). */
   const load = (population: Population, rate: number, seconds: number, extra: { stormShare?: number; counters?: TimelineCounters }) => {
     const startMs = Date.now() + 1500;
-    const records = [...timeline(population, { users: population.users.length, seed: options.seed, messages: Math.round(rate * seconds), durationMs: Math.max(1000, seconds * 1000 - 2000), startMs, ...extra })];
+    const records = [
+      ...timeline(population, {
+        users: population.users.length,
+        seed: options.seed,
+        messages: Math.round(rate * seconds),
+        durationMs: Math.max(1000, seconds * 1000 - 2000),
+        startMs,
+        ...extra,
+      }),
+    ];
     return { records, window: { startMs, seconds } };
   };
   // Trailing merge updates go out at window close: a phase is drained only after that.
@@ -117,7 +137,11 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
     }
     lastKept = rate;
   }
-  for (let rate = Math.round(options.rates[0]! / 2), tries = 0; lastKept === undefined && tries < options.lowerTries && rate >= 10; rate = Math.round(rate / 2), tries++) {
+  for (
+    let rate = Math.round(options.rates[0]! / 2), tries = 0;
+    lastKept === undefined && tries < options.lowerTries && rate >= 10;
+    rate = Math.round(rate / 2), tries++
+  ) {
     if (await step(rate, ' (lower)')) lastKept = rate;
     else firstFailed = rate;
   }
@@ -133,14 +157,17 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   say(`[bench] latency phase: ${halfRate} msgs/s (half of ${maxRate}) for ${options.latencySeconds} s ...`);
   // A step that did not keep up may leave a backlog (its drain wait is bounded): the latency phase
   // starts on a drained pipeline, or its figures would measure that backlog.
-  if ((await waitDrained(put, 600_000)) === null) notes.push('the pipeline had not drained 10 min after the load steps; the latency phase started on a backlog');
+  if ((await waitDrained(put, 600_000)) === null)
+    notes.push('the pipeline had not drained 10 min after the load steps; the latency phase started on a backlog');
   // Let the steps' merge windows close first, so the phase's first messages are leading pushes.
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   const latencyPhase = async (rate: number, seconds: number) => {
     const latencyLoad = load(loadPopulation, rate, seconds, { counters, stormShare: options.stormShare ?? 0.0015 });
     const latencyStep = await runStep(put, `latency ${rate}/s`, latencyLoad.records, { settleMs, window: latencyLoad.window });
     const figures = { ...leadingPushLatency(latencyLoad.records, loadPopulation, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate };
-    say(`[bench] latency at ${rate}/s: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, p99.9 ${figures.p999Ms} ms over ${figures.samples} leading pushes; segments (leading pushes):`);
+    say(
+      `[bench] latency at ${rate}/s: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, p99.9 ${figures.p999Ms} ms over ${figures.samples} leading pushes; segments (leading pushes):`,
+    );
     for (const line of latencyStep.breakdown ? formatSegments(latencyStep.breakdown.segments) : ['    (no worker metrics)']) say(line);
     if (!latencyStep.sustained) notes.push(`the ${rate}/s latency phase itself did not keep up: ${latencyStep.verdict}`);
     return figures;
@@ -155,12 +182,14 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   const stormLoad = load(storm, stormRate, options.stormSeconds, { stormShare: 1 });
   const stormStep = await runStep(put, `storm ${stormRate}/s`, stormLoad.records, { settleMs, window: stormLoad.window });
   const stormResult = { ...stormFigures(stormLoad.records, storm, takeReceived(env)), step: stormStep };
-  say(`[bench] storm: ${stormResult.submissions} submissions for ${stormResult.triggers} triggers (${stormResult.submissionsPerTrigger}); ${stormResult.pairsFinalLatest}/${stormResult.pairs} (device, conv) end on the latest seq`);
-  if (stormResult.pairsWithoutPush > 0) notes.push(`${stormResult.pairsWithoutPush} storm (device, conv) pairs got no accepted push at all (see the workers' logs and the outcomes topic)`);
+  say(
+    `[bench] storm: ${stormResult.submissions} submissions for ${stormResult.triggers} triggers (${stormResult.submissionsPerTrigger}); ${stormResult.pairsFinalLatest}/${stormResult.pairs} (device, conv) end on the latest seq`,
+  );
+  if (stormResult.pairsWithoutPush > 0)
+    notes.push(`${stormResult.pairsWithoutPush} storm (device, conv) pairs got no accepted push at all (see the workers' logs and the outcomes topic)`);
   // Idle burn last, when every phase has drained and every merge window closed (measured before the
   // steps it caught the tail of the setup records).
   const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
   say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
   return { steps, latency, latencyAt100, storm: stormResult, idleWorkerCpuMsPerSecond, notes };
 }
-

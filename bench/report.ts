@@ -104,7 +104,8 @@ interface Row {
 
 const verdict = (ok: boolean | null): Verdict => (ok === null ? 'not measured' : ok ? 'met' : 'MISSED');
 /** Against a long-term target and a milestone: met, milestone (only), MISSED. */
-const verdict2 = (target: boolean | null, milestone: boolean | null): Verdict => (target === null || milestone === null ? 'not measured' : target ? 'met' : milestone ? 'milestone' : 'MISSED');
+const verdict2 = (target: boolean | null, milestone: boolean | null): Verdict =>
+  target === null || milestone === null ? 'not measured' : target ? 'met' : milestone ? 'milestone' : 'MISSED';
 const pct = (share: number | null | undefined) => (share === null || share === undefined ? 'n/a' : `${Math.round(share * 1000) / 10} %`);
 const ms = (x: number | null | undefined) => (x === null || x === undefined ? 'n/a' : `${Math.round(x)} ms`);
 
@@ -122,19 +123,41 @@ export function aboveIdle(step: StepResult, idleMsPerSecond: number): number | '
 function mergeStateRows(m: MemoryBenchResult | null): Row[] {
   if (!m) {
     return [
-      { what: 'worker RSS at 1M open merge windows', target: '≤ 512 MB', milestone: 'same', measured: 'not measured (run with --merge-windows 1000000)', verdict: 'not measured' },
-      { what: 'restore after restart, 1M windows', target: '≤ 10 s', milestone: 'same', measured: 'not measured (run with --merge-windows 1000000)', verdict: 'not measured' },
+      {
+        what: 'worker RSS at 1M open merge windows',
+        target: '≤ 512 MB',
+        milestone: 'same',
+        measured: 'not measured (run with --merge-windows 1000000)',
+        verdict: 'not measured',
+      },
+      {
+        what: 'restore after restart, 1M windows',
+        target: '≤ 10 s',
+        milestone: 'same',
+        measured: 'not measured (run with --merge-windows 1000000)',
+        verdict: 'not measured',
+      },
     ];
   }
   const full = m.windows >= 1_000_000;
-  const judge = (value: number | undefined, limit: number): Verdict => (value === undefined ? 'not measured' : value > limit ? 'MISSED' : full ? 'met' : 'not measured');
+  const judge = (value: number | undefined, limit: number): Verdict =>
+    value === undefined ? 'not measured' : value > limit ? 'MISSED' : full ? 'met' : 'not measured';
   const at = `${m.windows.toLocaleString('en-US')} open windows`;
   const restoreS = m.restoreMs === undefined ? undefined : Math.round(m.restoreMs / 100) / 10;
   return [
-    { what: 'worker RSS at 1M open merge windows', target: '≤ 512 MB', milestone: 'same', measured: `${m.rssMb} MB RSS, ${m.heapMb} MB heap after GC at ${at} (baseline ${m.baselineRssMb} MB)`, verdict: judge(m.rssMb, 512) },
     {
-      what: 'restore after restart, 1M windows', target: '≤ 10 s', milestone: 'same',
-      measured: restoreS === undefined ? 'not measured' : `${restoreS} s at ${at} (${m.restoredRecords ?? '?'} records; RSS after ${m.restoredRssMb ?? '?'} MB)`,
+      what: 'worker RSS at 1M open merge windows',
+      target: '≤ 512 MB',
+      milestone: 'same',
+      measured: `${m.rssMb} MB RSS, ${m.heapMb} MB heap after GC at ${at} (baseline ${m.baselineRssMb} MB)`,
+      verdict: judge(m.rssMb, 512),
+    },
+    {
+      what: 'restore after restart, 1M windows',
+      target: '≤ 10 s',
+      milestone: 'same',
+      measured:
+        restoreS === undefined ? 'not measured' : `${restoreS} s at ${at} (${m.restoredRecords ?? '?'} records; RSS after ${m.restoredRssMb ?? '?'} MB)`,
       verdict: judge(restoreS, 10),
     },
   ];
@@ -147,11 +170,17 @@ export function tableRows(r: BenchResult): Row[] {
   const b = sustainedStep?.breakdown ?? null;
   const atStep = sustainedStep ? ` (step ${sustainedStep.label})` : '';
   const latencyRow = (what: string, l: BenchResult['latency'], target: string, milestone: string, limit: number): Row => ({
-    what, target, milestone,
+    what,
+    target,
+    milestone,
     measured: l ? `p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)} (n=${l.samples}, ${l.rate} msgs/s)` : 'n/a',
     verdict: verdict(l && l.p99Ms !== null ? l.p99Ms <= limit : null),
   });
-  const produced = b ? Object.entries(b.producedPerMessageByApp).map(([app, v]) => `${app} ${v.output}+${v.changelog}`).join(', ') : '';
+  const produced = b
+    ? Object.entries(b.producedPerMessageByApp)
+        .map(([app, v]) => `${app} ${v.output}+${v.changelog}`)
+        .join(', ')
+    : '';
   const rows: Row[] = [
     {
       what: 'sustained end-to-end ingest, exactly-once',
@@ -164,55 +193,101 @@ export function tableRows(r: BenchResult): Row[] {
       what: 'pipeline ÷ raw kafkajs consume→produce ceiling',
       target: '≥ 0.15',
       milestone: '≥ 0.05',
-      measured: r.pipelineToRawCeiling === null ? 'n/a' : `${r.pipelineToRawCeiling} (${r.sustainedEventsPerSecond} ÷ ${r.ceilings?.rawConsumeProduce.recordsPerSecond} records/s)`,
+      measured:
+        r.pipelineToRawCeiling === null
+          ? 'n/a'
+          : `${r.pipelineToRawCeiling} (${r.sustainedEventsPerSecond} ÷ ${r.ceilings?.rawConsumeProduce.recordsPerSecond} records/s)`,
       verdict: r.pipelineToRawCeiling === null ? 'not measured' : verdict2(r.pipelineToRawCeiling >= 0.15, r.pipelineToRawCeiling >= 0.05),
     },
     {
       what: 'Kafka records produced per persisted msg',
       target: '≤ 4 (incl. changelogs)',
       milestone: '≤ 5',
-      measured: b ? `${b.recordsProducedPerMessage} = output ${b.outputRecordsPerMessage} + changelog ${b.changelogRecordsPerMessage}${atStep}; by group (output+changelog): ${produced}` : 'n/a',
+      measured: b
+        ? `${b.recordsProducedPerMessage} = output ${b.outputRecordsPerMessage} + changelog ${b.changelogRecordsPerMessage}${atStep}; by group (output+changelog): ${produced}`
+        : 'n/a',
       verdict: b ? verdict2(b.recordsProducedPerMessage <= 4, b.recordsProducedPerMessage <= 5) : 'not measured',
     },
-    { what: 'Kafka records fetched per persisted msg', target: '(reported)', milestone: '', measured: b ? `${b.recordsFetchedPerMessage} (processed ${b.recordsProcessedPerMessage})${atStep}` : 'n/a', verdict: '' },
+    {
+      what: 'Kafka records fetched per persisted msg',
+      target: '(reported)',
+      milestone: '',
+      measured: b ? `${b.recordsFetchedPerMessage} (processed ${b.recordsProcessedPerMessage})${atStep}` : 'n/a',
+      verdict: '',
+    },
     {
       what: 'commits (transactions) per second',
-      target: '(reported)', milestone: '',
-      measured: b ? `${b.commitsPerSecond}/s: ${Object.entries(b.commitsPerSecondByApp).map(([app, n]) => `${app} ${n}`).join(', ')}${atStep}` : 'n/a',
+      target: '(reported)',
+      milestone: '',
+      measured: b
+        ? `${b.commitsPerSecond}/s: ${Object.entries(b.commitsPerSecondByApp)
+            .map(([app, n]) => `${app} ${n}`)
+            .join(', ')}${atStep}`
+        : 'n/a',
       verdict: '',
     },
     latencyRow('latency persist → vendor, offline, leading, ½ max load', r.latency, 'p99 ≤ 300 ms', 'p99 ≤ 300 ms', 300),
     latencyRow('latency persist → vendor, offline, leading, 100 msgs/s', r.latencyAt100, '(none)', 'p99 ≤ 150 ms', 150),
     {
       what: 'group storm: vendor submissions ÷ triggers',
-      target: '≤ 0.30', milestone: 'same',
-      measured: r.storm ? `${r.storm.submissionsPerTrigger} (${r.storm.submissions}/${r.storm.triggers}; per device-trigger ${r.storm.submissionsPerDeviceTrigger})` : 'n/a',
+      target: '≤ 0.30',
+      milestone: 'same',
+      measured: r.storm
+        ? `${r.storm.submissionsPerTrigger} (${r.storm.submissions}/${r.storm.triggers}; per device-trigger ${r.storm.submissionsPerDeviceTrigger})`
+        : 'n/a',
       verdict: verdict(r.storm ? r.storm.submissionsPerTrigger <= 0.3 : null),
     },
     {
       what: 'group storm: final unread count never lost',
-      target: '0 stale or missing', milestone: 'same',
-      measured: r.storm ? `${r.storm.pairsFinalLatest}/${r.storm.pairs} (device, conv) end on latest seq; stale ${r.storm.pairsFinalStale}, no push ${r.storm.pairsWithoutPush}` : 'n/a',
+      target: '0 stale or missing',
+      milestone: 'same',
+      measured: r.storm
+        ? `${r.storm.pairsFinalLatest}/${r.storm.pairs} (device, conv) end on latest seq; stale ${r.storm.pairsFinalStale}, no push ${r.storm.pairsWithoutPush}`
+        : 'n/a',
       verdict: verdict(r.storm ? r.storm.pairsFinalStale === 0 && r.storm.pairsWithoutPush === 0 : null),
     },
     {
       what: 'worker CPU per persisted msg, sustained rate',
-      target: '(none)', milestone: '≤ 0.3 ms',
-      measured: at ? `${at.workerCpuMsPerMessage} ms gross, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)` : 'n/a',
+      target: '(none)',
+      milestone: '≤ 0.3 ms',
+      measured: at
+        ? `${at.workerCpuMsPerMessage} ms gross, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)`
+        : 'n/a',
       verdict: verdict(at ? at.workerCpuMsPerMessage <= 0.3 : null),
     },
-    { what: 'GC share of worker CPU, sustained rate', target: '(reported)', milestone: '', measured: b ? `${pct(b.gcShareOfWorkerCpu)}: ${b.gcSeconds} s of GC pauses in ${Math.round(sustainedStep!.workerCpuMs) / 1000} s of worker CPU${atStep}` : 'n/a', verdict: '' },
+    {
+      what: 'GC share of worker CPU, sustained rate',
+      target: '(reported)',
+      milestone: '',
+      measured: b
+        ? `${pct(b.gcShareOfWorkerCpu)}: ${b.gcSeconds} s of GC pauses in ${Math.round(sustainedStep!.workerCpuMs) / 1000} s of worker CPU${atStep}`
+        : 'n/a',
+      verdict: '',
+    },
     {
       what: 'worker RSS (peak over the run)',
-      target: '(≤ 512 MB at 1M open windows)', milestone: '',
+      target: '(≤ 512 MB at 1M open windows)',
+      milestone: '',
       measured: maxPeak === null ? 'n/a' : `${maxPeak} MB max over ${r.workers.length} worker(s) at this run's load`,
       verdict: '',
     },
     ...mergeStateRows(r.mergeState),
   ];
   if (r.ceilings) {
-    rows.push({ what: 'ceiling: raw kafkajs consume→produce', target: '(reference)', milestone: '', measured: `${r.ceilings.rawConsumeProduce.recordsPerSecond.toLocaleString('en-US')} records/s`, verdict: '' });
-    rows.push({ what: `ceiling: ${r.ceilings.exactlyOnceChain.hops} exactly-once identity hops`, target: '(reference)', milestone: '', measured: `${r.ceilings.exactlyOnceChain.recordsPerSecond.toLocaleString('en-US')} records/s; pipeline ÷ chain ${r.pipelineToCeiling ?? 'n/a'}`, verdict: '' });
+    rows.push({
+      what: 'ceiling: raw kafkajs consume→produce',
+      target: '(reference)',
+      milestone: '',
+      measured: `${r.ceilings.rawConsumeProduce.recordsPerSecond.toLocaleString('en-US')} records/s`,
+      verdict: '',
+    });
+    rows.push({
+      what: `ceiling: ${r.ceilings.exactlyOnceChain.hops} exactly-once identity hops`,
+      target: '(reference)',
+      milestone: '',
+      measured: `${r.ceilings.exactlyOnceChain.recordsPerSecond.toLocaleString('en-US')} records/s; pipeline ÷ chain ${r.pipelineToCeiling ?? 'n/a'}`,
+      verdict: '',
+    });
   }
   return rows;
 }
@@ -222,13 +297,20 @@ export function describeStep(s: StepResult): string {
   const b = s.breakdown;
   const cpu = `worker CPU ${s.workerCpuMsPerMessage} ms/msg`;
   if (!b) return `${cpu}; no worker metrics`;
-  const commits = Object.entries(b.commitsPerSecondByApp).map(([app, n]) => `${app} ${n}`).join(', ');
-  const requests = Object.entries(b.kafkaRequestsPerMessageByApi ?? {}).map(([api, n]) => `${api} ${n}`).join(', ');
+  const commits = Object.entries(b.commitsPerSecondByApp)
+    .map(([app, n]) => `${app} ${n}`)
+    .join(', ');
+  const requests = Object.entries(b.kafkaRequestsPerMessageByApi ?? {})
+    .map(([api, n]) => `${api} ${n}`)
+    .join(', ');
   return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
 }
 
 function pad(cells: string[], widths: number[]): string {
-  return cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return cells
+    .map((c, i) => c.padEnd(widths[i]!))
+    .join('  ')
+    .trimEnd();
 }
 
 export function formatTable(r: BenchResult): string {
@@ -243,7 +325,12 @@ export function formatTable(r: BenchResult): string {
     `  ${''.padEnd(14)} ${describeStep(s)}`,
   ]);
   const segments = [r.latency, r.latencyAt100].flatMap((l) =>
-    l ? [`persist → vendor segments at ${l.rate} msgs/s (leading pushes; emulator-measured p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}):`, ...(l.step.breakdown ? formatSegments(l.step.breakdown.segments, '  ') : ['  (no worker metrics)'])] : [],
+    l
+      ? [
+          `persist → vendor segments at ${l.rate} msgs/s (leading pushes; emulator-measured p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}):`,
+          ...(l.step.breakdown ? formatSegments(l.step.breakdown.segments, '  ') : ['  (no worker metrics)']),
+        ]
+      : [],
   );
   return [
     ...lines,

@@ -70,7 +70,12 @@ function gitSha(): string | null {
 
 function extraWorkerEnv(): Record<string, string> {
   const raw = process.env.PUSH_BENCH_WORKER_ENV ?? '';
-  return Object.fromEntries(raw.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    raw
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
 }
 
 async function deleteRunTopics(prefixes: string[]): Promise<void> {
@@ -95,7 +100,10 @@ export async function main(args: string[]): Promise<number> {
   const instances = intFlag(args, '--instances', 1, 16);
   const partitions = intFlag(args, '--partitions', 6, 64);
   const commitIntervalMs = intFlag(args, '--commit-interval', 100, 60_000);
-  const rates = (flag(args, '--rates') ?? (quick ? '100' : '250,500,1000,2000,4000,8000,16000')).split(',').map(Number).filter((n) => n > 0);
+  const rates = (flag(args, '--rates') ?? (quick ? '100' : '250,500,1000,2000,4000,8000,16000'))
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   const workerEnv: Record<string, string> = { PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs), ...extraWorkerEnv() };
   const mergeWindowMs = Number(workerEnv.PUSH_MERGE_WINDOW_MS ?? 5000);
   const phase: PhaseOptions = {
@@ -118,7 +126,12 @@ export async function main(args: string[]): Promise<number> {
   let ceilings: CeilingResult | null = null;
   if (!args.includes('--no-ceilings')) {
     say('[bench] ceilings on the same broker ...');
-    ceilings = await measureCeilings({ records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000), partitions, commitIntervalMs, onProgress: say });
+    ceilings = await measureCeilings({
+      records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000),
+      partitions,
+      commitIntervalMs,
+      onProgress: say,
+    });
   }
 
   let mergeState: MemoryBenchResult | null = null;
@@ -159,7 +172,10 @@ export async function main(args: string[]): Promise<number> {
     const traffic = await trafficProducer(env.topicPrefix);
     try {
       const metricsPorts = () => env.workers.map((w) => w.metricsPort);
-      outcome = await runPipelinePhases({ env, admin, traffic, workerPids, metricsPorts, peakRssMb, say, applicationId: env.applicationId, topicPrefix: env.topicPrefix }, phase);
+      outcome = await runPipelinePhases(
+        { env, admin, traffic, workerPids, metricsPorts, peakRssMb, say, applicationId: env.applicationId, topicPrefix: env.topicPrefix },
+        phase,
+      );
     } finally {
       await traffic.close();
     }
@@ -180,7 +196,9 @@ export async function main(args: string[]): Promise<number> {
   if (!sustained) notes.push('no load step kept up: the sustained rate is reported as 0');
   if (outcome.steps.every((s) => s.sustained)) notes.push(`every step kept up: the sustained rate is a lower bound; run with higher --rates`);
   notes.push(...outcome.notes);
-  notes.push('sustained = the step kept its persisted-message input lag ≤ 2 s of load at the end and its event-path lag did not rise (slope ≤ 5 % of the input record rate); ceilings drain a backlog, the pipeline is driven open-loop');
+  notes.push(
+    'sustained = the step kept its persisted-message input lag ≤ 2 s of load at the end and its event-path lag did not rise (slope ≤ 5 % of the input record rate); ceilings drain a backlog, the pipeline is driven open-loop',
+  );
   notes.push('the broker (Kafka 3.9.1 KRaft), MariaDB, ClickHouse, the registry, the emulators, the generator and the workers share this machine');
   const kafkajsVersion = (JSON.parse(readFileSync(join(ROOT, 'node_modules/kafkajs/package.json'), 'utf8')) as { version: string }).version;
   const result: BenchResult = {
@@ -188,11 +206,28 @@ export async function main(args: string[]): Promise<number> {
     finishedAt: new Date().toISOString(),
     command: `npm run bench -- ${args.join(' ')}`.trim(),
     environment: {
-      cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version, kafkajs: kafkajsVersion,
-      brokers: readEndpoints().kafkaBrokers, coLocated: 'broker co-located with the pipeline', gitSha: gitSha(),
-      loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg().map((x) => Math.round(x * 100) / 100),
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      kafkajs: kafkajsVersion,
+      brokers: readEndpoints().kafkaBrokers,
+      coLocated: 'broker co-located with the pipeline',
+      gitSha: gitSha(),
+      loadAverageAtStart: loadAtStart,
+      loadAverageAtEnd: loadavg().map((x) => Math.round(x * 100) / 100),
     },
-    config: { quick, instances, partitions, commitIntervalMs, mergeWindowMs, users: phase.users, stepSeconds: phase.stepSeconds, rates, seed: phase.seed, workerEnv },
+    config: {
+      quick,
+      instances,
+      partitions,
+      commitIntervalMs,
+      mergeWindowMs,
+      users: phase.users,
+      stepSeconds: phase.stepSeconds,
+      rates,
+      seed: phase.seed,
+      workerEnv,
+    },
     ceilings,
     steps: outcome.steps,
     sustainedEventsPerSecond: sustainedRate,

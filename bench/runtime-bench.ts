@@ -115,15 +115,28 @@ export async function rawHop(kafka: Kafka, input: string, output: string, record
 export function identityTopology(input: string, output: string) {
   return new TopologyBuilder()
     .addSource('bench-source', { topics: [input], keySerde: bufferSerde, valueSerde: bufferSerde })
-    .addProcessor('identity', () => {
-      let ctx: ProcessorContext;
-      return { init: (c: ProcessorContext) => void (ctx = c), process: (r: StreamRecord<Buffer, Buffer>) => ctx.forward(r) };
-    }, 'bench-source')
+    .addProcessor(
+      'identity',
+      () => {
+        let ctx: ProcessorContext;
+        return { init: (c: ProcessorContext) => void (ctx = c), process: (r: StreamRecord<Buffer, Buffer>) => ctx.forward(r) };
+      },
+      'bench-source',
+    )
     .addSink('bench-sink', { topic: output, keySerde: bufferSerde, valueSerde: bufferSerde }, 'identity')
     .build();
 }
 
-async function runtimeHop(kafka: Kafka, brokers: string[], input: string, output: string, records: number, guarantee: ProcessingGuarantee, commitIntervalMs: number, partitions: number): Promise<number> {
+async function runtimeHop(
+  kafka: Kafka,
+  brokers: string[],
+  input: string,
+  output: string,
+  records: number,
+  guarantee: ProcessingGuarantee,
+  commitIntervalMs: number,
+  partitions: number,
+): Promise<number> {
   const app = new StreamsApp({
     applicationId: `bench-${guarantee.replace(/_/g, '-')}-${suffix()}`,
     topology: identityTopology(input, output),
@@ -157,7 +170,11 @@ export async function runRuntimeBench(opts: RuntimeBenchOptions = {}): Promise<R
     ['raw kafkajs consume→produce', (out) => rawHop(kafka, input, out, records, partitions)],
     ['runtime identity hop, exactly_once', (out) => runtimeHop(kafka, brokers, input, out, records, 'exactly_once', commitIntervalMs, partitions)],
   ];
-  if (opts.includeAtLeastOnce ?? true) scenarios.push(['runtime identity hop, at_least_once', (out) => runtimeHop(kafka, brokers, input, out, records, 'at_least_once', commitIntervalMs, partitions)]);
+  if (opts.includeAtLeastOnce ?? true)
+    scenarios.push([
+      'runtime identity hop, at_least_once',
+      (out) => runtimeHop(kafka, brokers, input, out, records, 'at_least_once', commitIntervalMs, partitions),
+    ]);
   const outputs = scenarios.map(() => `bench-out-${suffix()}`);
   const created = [input, ...outputs];
   try {

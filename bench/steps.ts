@@ -164,8 +164,12 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
       }
       samples.push(s);
       recordMemory(put);
-      const lags = Object.entries(s.byStage).map(([k, v]) => `${k} ${v}`).join(', ');
-      put.say(`[${label}] ${round1((s.at - firstAt) / 1000)} s  sent ${sent}/${events.length}  consumed ${s.persistedCommitted - before.persistedCommitted}/${persistedMessages}  lag: ${lags}`);
+      const lags = Object.entries(s.byStage)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      put.say(
+        `[${label}] ${round1((s.at - firstAt) / 1000)} s  sent ${sent}/${events.length}  consumed ${s.persistedCommitted - before.persistedCommitted}/${persistedMessages}  lag: ${lags}`,
+      );
     }
   })();
   await put.traffic.play(events, (n) => (sent = n));
@@ -198,11 +202,21 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   if (generatorRate < 0.9 * offeredRate) reasons.push(`generator reached only ${generatorRate}/s`);
   const per1k = (ms: number) => (persistedMessages > 0 ? round1((ms / persistedMessages) * 1000) : 0);
   return {
-    label, offeredRate, seconds: round1(seconds), persistedMessages, inputRecords: events.length, generatorRate,
+    label,
+    offeredRate,
+    seconds: round1(seconds),
+    persistedMessages,
+    inputRecords: events.length,
+    generatorRate,
     consumedRate: Math.round(consumedDuringLoad / Math.max(seconds, loadSeconds)),
-    inputLagAtEnd, lagAtEnd: end.byStage, maxPathLag, pathLagSlope, drainSeconds,
+    inputLagAtEnd,
+    lagAtEnd: end.byStage,
+    maxPathLag,
+    pathLagSlope,
+    drainSeconds,
     sustained: reasons.length === 0,
-    verdict: reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
+    verdict:
+      reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
     workerCpuMsPer1k: per1k(cpu1 - cpu0),
     workerCpuMsPerMessage: persistedMessages > 0 ? Math.round(((cpu1 - cpu0) / persistedMessages) * 1000) / 1000 : 0,
     workerCpuMs: Math.round(cpu1 - cpu0),
@@ -210,6 +224,9 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),
     boxCpuBusy: boxBusyShare(box0, box1),
     workerRssMb,
-    breakdown: metrics0 && metrics1 ? stepBreakdown(delta(metrics0, metrics1), { applicationId: put.applicationId, persistedMessages, seconds: cpuSeconds, workerCpuMs: cpu1 - cpu0 }) : null,
+    breakdown:
+      metrics0 && metrics1
+        ? stepBreakdown(delta(metrics0, metrics1), { applicationId: put.applicationId, persistedMessages, seconds: cpuSeconds, workerCpuMs: cpu1 - cpu0 })
+        : null,
   };
 }

@@ -52,7 +52,8 @@ function parseKey(key: string): { name: string; labels: Labels } {
   const brace = key.indexOf('{');
   if (brace < 0) return { name: key, labels: {} };
   const labels: Labels = {};
-  for (const m of key.slice(brace + 1, -1).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[m[1]!] = m[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+  for (const m of key.slice(brace + 1, -1).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+    labels[m[1]!] = m[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
   return { name: key.slice(0, brace), labels };
 }
 
@@ -156,11 +157,19 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 function requestsByApi(requests: ReturnType<typeof series>, per: (n: number) => number): Record<string, number> {
   const byApi = new Map<string, number>();
   for (const { labels, value } of requests) byApi.set(labels.api ?? '?', (byApi.get(labels.api ?? '?') ?? 0) + value);
-  return Object.fromEntries([...byApi].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([api, n]) => [api, per(n)]));
+  return Object.fromEntries(
+    [...byApi]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([api, n]) => [api, per(n)]),
+  );
 }
 
 /** The breakdown of one span from the workers' counter deltas. */
-export function stepBreakdown(d: MetricsSnapshot, o: { applicationId: string; persistedMessages: number; seconds: number; workerCpuMs: number }): StepBreakdown {
+export function stepBreakdown(
+  d: MetricsSnapshot,
+  o: { applicationId: string; persistedMessages: number; seconds: number; workerCpuMs: number },
+): StepBreakdown {
   const stage = (app: string) => (app.startsWith(`${o.applicationId}-`) ? app.slice(o.applicationId.length + 1) : app);
   const per = (n: number) => (o.persistedMessages > 0 ? r2(n / o.persistedMessages) : 0);
   const produced = series(d, 'push_records_produced_total');
@@ -171,7 +180,8 @@ export function stepBreakdown(d: MetricsSnapshot, o: { applicationId: string; pe
     else entry.output += value;
   }
   const commitsByApp: Record<string, number> = {};
-  for (const { labels, value } of series(d, 'push_transactions_total')) commitsByApp[stage(labels.app ?? '')] = (commitsByApp[stage(labels.app ?? '')] ?? 0) + value;
+  for (const { labels, value } of series(d, 'push_transactions_total'))
+    commitsByApp[stage(labels.app ?? '')] = (commitsByApp[stage(labels.app ?? '')] ?? 0) + value;
   const perSecond = (n: number) => (o.seconds > 0 ? Math.round((n / o.seconds) * 10) / 10 : 0);
   const gcSeconds = sum(series(d, 'push_gc_seconds_total'));
   const leading = (segmentName: string) => (l: Labels) => l.segment === segmentName && l.kind === 'LEADING';
@@ -205,7 +215,7 @@ export function formatSegments(s: LatencySegments, indent = '    '): string[] {
   const rows: Array<[string, SegmentFigure]> = [
     ['persisted → decided (decisions: fetch, hops, processing)', s.persistedToDecided],
     ['decided → fan-out received (commit wait + txn + fetch)', s.decidedToReceived],
-    ['  of which the decisions\' commit (flush → ack, all)', s.decisionsCommit],
+    ["  of which the decisions' commit (flush → ack, all)", s.decisionsCommit],
     ['persisted → fan-out received (cumulative)', s.persistedToReceived],
     ['claim (MySQL)', s.claim],
     ['vendor call (HTTP, all kinds)', s.vendorCall],

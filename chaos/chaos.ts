@@ -96,7 +96,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const instances = options.instances ?? 2;
   const rnd = random(options.seed ?? 7);
   const run: PipelineRun = await startRun({
-    instances, partitions: 6, users: options.users, durationMs: options.durationMs, forwardStores: true, verbose: options.verbose === true,
+    instances,
+    partitions: 6,
+    users: options.users,
+    durationMs: options.durationMs,
+    forwardStores: true,
+    verbose: options.verbose === true,
     ...(options.messagesPerUser === undefined ? {} : { messagesPerUser: options.messagesPerUser }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
   });
@@ -109,7 +114,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const faults: FaultEvent[] = [];
   const crashes: ChaosReport['crashes'] = [];
   const storms: StormWindow[] = [];
-  const malformed = Object.fromEntries(['garbage', 'unknown-schema-id', 'wrong-record', 'truncated', 'bad-values'].map((k) => [k, 0])) as Record<MalformedKind, number>;
+  const malformed = Object.fromEntries(['garbage', 'unknown-schema-id', 'wrong-record', 'truncated', 'bad-values'].map((k) => [k, 0])) as Record<
+    MalformedKind,
+    number
+  >;
   let t0 = Date.now();
   const note = (kind: string, detail: string) => {
     faults.push({ atMs: Date.now() - t0, kind, detail });
@@ -138,37 +146,47 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // SIGKILL of a random worker at random points; each comes back 1–4 s later.
     const killTimes = Array.from({ length: options.kills }, () => 0.05 + rnd() * 0.85).sort((a, b) => a - b);
-    actions.push((async () => {
-      for (const fraction of killTimes) {
-        await at(fraction);
-        const index = env.workers[Math.floor(rnd() * env.workers.length)]!.index;
-        stopping.add(index);
-        await stopWorker(env, index, 'SIGKILL');
-        note('sigkill', `worker ${index}`);
-        await sleep(1000 + rnd() * 3000);
-        await env.startWorker(index);
-        stopping.delete(index);
-        watch(index);
-        note('restart', `worker ${index}`);
-      }
-    })());
+    actions.push(
+      (async () => {
+        for (const fraction of killTimes) {
+          await at(fraction);
+          const index = env.workers[Math.floor(rnd() * env.workers.length)]!.index;
+          stopping.add(index);
+          await stopWorker(env, index, 'SIGKILL');
+          note('sigkill', `worker ${index}`);
+          await sleep(1000 + rnd() * 3000);
+          await env.startWorker(index);
+          stopping.delete(index);
+          watch(index);
+          note('restart', `worker ${index}`);
+        }
+      })(),
+    );
 
     if (options.storms !== false) {
       for (const storm of STORMS) {
-        actions.push((async () => {
-          await at(storm.at);
-          const emulator = env.emulators[storm.vendor];
-          const fromMs = Date.now();
-          if (storm.fault === 'slow') emulator.latencyMs = 800;
-          else emulator.script(storm.fault, { times: storm.times ?? Infinity });
-          const label = storm.fault === 'slow' ? 'slow answers (800 ms)' : `${storm.fault.kind}${storm.times ? ` ×${storm.times}` : ''}`;
-          note('vendor-storm', `${storm.vendor} ${label}`);
-          await sleep(storm.forMs);
-          if (storm.fault === 'slow') emulator.latencyMs = 0;
-          else emulator.clearFaults();
-          storms.push({ vendor: storm.vendor, fault: label, fromMs, toMs: Date.now(), ...(storm.retryAfterMs === undefined ? {} : { retryAfterMs: storm.retryAfterMs }) });
-          note('vendor-storm-end', storm.vendor);
-        })());
+        actions.push(
+          (async () => {
+            await at(storm.at);
+            const emulator = env.emulators[storm.vendor];
+            const fromMs = Date.now();
+            if (storm.fault === 'slow') emulator.latencyMs = 800;
+            else emulator.script(storm.fault, { times: storm.times ?? Infinity });
+            const label = storm.fault === 'slow' ? 'slow answers (800 ms)' : `${storm.fault.kind}${storm.times ? ` ×${storm.times}` : ''}`;
+            note('vendor-storm', `${storm.vendor} ${label}`);
+            await sleep(storm.forMs);
+            if (storm.fault === 'slow') emulator.latencyMs = 0;
+            else emulator.clearFaults();
+            storms.push({
+              vendor: storm.vendor,
+              fault: label,
+              fromMs,
+              toMs: Date.now(),
+              ...(storm.retryAfterMs === undefined ? {} : { retryAfterMs: storm.retryAfterMs }),
+            });
+            note('vendor-storm-end', storm.vendor);
+          })(),
+        );
       }
     }
 
@@ -186,23 +204,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     actions.push(outage(0.45, 'clickhouse', options.clickhouseOutageMs));
 
     if (options.brokerRestart) {
-      actions.push((async () => {
-        await at(0.8);
-        note('broker-down', 'SIGTERM to the stack broker');
-        const { downMs } = await restartKafka();
-        note('broker-up', `back after ${(downMs / 1000).toFixed(1)} s`);
-      })());
+      actions.push(
+        (async () => {
+          await at(0.8);
+          note('broker-down', 'SIGTERM to the stack broker');
+          const { downMs } = await restartKafka();
+          note('broker-up', `back after ${(downMs / 1000).toFixed(1)} s`);
+        })(),
+      );
     }
 
-    actions.push((async () => {
-      for (let burst = 0; burst < 10; burst++) {
-        await at(0.05 + burst * 0.09);
-        const counts = await bad.send(Math.floor(options.malformed / 10) + (burst < options.malformed % 10 ? 1 : 0));
-        for (const [k, n] of Object.entries(counts)) malformed[k as MalformedKind] += n;
-      }
-      note('malformed', `${Object.values(malformed).reduce((a, b) => a + b, 0)} malformed inputs sent`);
-      await bad.close();
-    })());
+    actions.push(
+      (async () => {
+        for (let burst = 0; burst < 10; burst++) {
+          await at(0.05 + burst * 0.09);
+          const counts = await bad.send(Math.floor(options.malformed / 10) + (burst < options.malformed % 10 ? 1 : 0));
+          for (const [k, n] of Object.entries(counts)) malformed[k as MalformedKind] += n;
+        }
+        note('malformed', `${Object.values(malformed).reduce((a, b) => a + b, 0)} malformed inputs sent`);
+        await bad.close();
+      })(),
+    );
 
     const sent = await playing;
     note('traffic-done', `${sent} timeline records sent`);
@@ -221,10 +243,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       (p) => failedInputs.has(inputKey(p.uid, p.convId, p.seq, p.deviceId)) && lost.has(pushKey(p.vendor, p.token, p.convId, p.seq)),
     ).length;
     return {
-      run: env.run, startedAt: new Date(started).toISOString(), options: { ...options, verbose: undefined, onStarted: undefined } as ChaosReport['options'],
+      run: env.run,
+      startedAt: new Date(started).toISOString(),
+      options: { ...options, verbose: undefined, onStarted: undefined } as ChaosReport['options'],
       wallSeconds: Math.round((Date.now() - started) / 1000),
       inputs: { messages: run.scenario.messages, timelineRecords: run.scenario.timeline.length, malformed },
-      faults, verdict, failedNotLost, malformedInDlq, storms: stormChecks, crashes,
+      faults,
+      verdict,
+      failedNotLost,
+      malformedInDlq,
+      storms: stormChecks,
+      crashes,
       summary: {
         // A push that failed after bounded retries is accounted (FAILED, replayable), not lost.
         nothingLost: verdict.pushes.lost.length === failedNotLost && verdict.outcomes.missing.length === 0,

@@ -26,9 +26,14 @@ export interface Collector<T> {
   close(): Promise<void>;
 }
 
-const kafka = () => new Kafka({ clientId: 'chaos-reader', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 50, maxRetryTime: 5000 } });
+const kafka = () =>
+  new Kafka({ clientId: 'chaos-reader', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 50, maxRetryTime: 5000 } });
 
-async function collect<T>(topic: string, groupId: string, decode: (value: Buffer, headers: Record<string, string>) => Promise<T | undefined>): Promise<Collector<T>> {
+async function collect<T>(
+  topic: string,
+  groupId: string,
+  decode: (value: Buffer, headers: Record<string, string>) => Promise<T | undefined>,
+): Promise<Collector<T>> {
   const records: T[] = [];
   let last = Date.now();
   const consumer: Consumer = kafka().consumer({ groupId, readUncommitted: false, sessionTimeout: 10_000, heartbeatInterval: 1000 });

@@ -12,7 +12,12 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /** An admin client of the stack's broker (retries through a broker restart). */
 export function chaosAdmin(): Admin {
-  return new Kafka({ clientId: 'chaos-admin', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 20, maxRetryTime: 5000 } }).admin();
+  return new Kafka({
+    clientId: 'chaos-admin',
+    brokers: readEndpoints().kafkaBrokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 20, maxRetryTime: 5000 },
+  }).admin();
 }
 
 /** Every stage group's status (members, assignment, offsets). */
@@ -24,7 +29,8 @@ export async function stageStatuses(admin: Admin, applicationId: string): Promis
 
 function snapshot(statuses: readonly GroupStatus[]): string {
   const parts: string[] = [];
-  for (const s of statuses) for (const t of s.topics) for (const p of t.partitions) parts.push(`${s.groupId}/${t.topic}/${p.partition}=${p.committed}/${p.end}`);
+  for (const s of statuses)
+    for (const t of s.topics) for (const p of t.partitions) parts.push(`${s.groupId}/${t.topic}/${p.partition}=${p.committed}/${p.end}`);
   return parts.sort().join(',');
 }
 
@@ -63,7 +69,11 @@ export async function waitDrained(
       try {
         const statuses = await stageStatuses(admin, applicationId);
         current = statuses.every((s) => s.state === 'Stable') ? snapshot(statuses) : '';
-        behind = statuses.flatMap((s) => s.topics.flatMap((t) => t.partitions.filter((p) => p.lag > MARKER_LAG).map((p) => ({ group: s.groupId, topic: t.topic, partition: p.partition, lag: p.lag }))));
+        behind = statuses.flatMap((s) =>
+          s.topics.flatMap((t) =>
+            t.partitions.filter((p) => p.lag > MARKER_LAG).map((p) => ({ group: s.groupId, topic: t.topic, partition: p.partition, lag: p.lag })),
+          ),
+        );
       } catch {
         current = '';
       }
@@ -83,5 +93,12 @@ export async function waitDrained(
 
 /** Partitions per member of one group: `{ clientId/memberId: ['topic:0', ...] }` (the first stage source's topics). */
 export function assignmentOf(status: GroupStatus): Record<string, string[]> {
-  return Object.fromEntries(status.members.map((m) => [m.memberId, Object.entries(m.assignment).flatMap(([t, ps]) => ps.map((p) => `${t}:${p}`)).sort()]));
+  return Object.fromEntries(
+    status.members.map((m) => [
+      m.memberId,
+      Object.entries(m.assignment)
+        .flatMap(([t, ps]) => ps.map((p) => `${t}:${p}`))
+        .sort(),
+    ]),
+  );
 }

@@ -100,12 +100,28 @@ export async function malformedProducer(topicPrefix: string, appId: string): Pro
   const endpoints = readEndpoints();
   const serdes = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), topicPrefix);
   const persistedTopic = topicName('persisted', topicPrefix);
-  const producer = new Kafka({ clientId: 'chaos-malformed', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 5000 } }).producer();
+  const producer = new Kafka({
+    clientId: 'chaos-malformed',
+    brokers: endpoints.kafkaBrokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, maxRetryTime: 5000 },
+  }).producer();
   await producer.connect();
   let n = 0;
   const validMessage = (i: number) => ({
-    msg_id: `bad-${i}`, conv_id: `bad-conv-${i}`, conv_type: 'SINGLE', seq: 1, sender_uid: 'bad-sender', uid: `bad-${i}`, unread_cnt: 1,
-    title: 't', summary: 's', sensitive: false, mention: 'NONE', persisted_at: Date.now(), app_id: appId,
+    msg_id: `bad-${i}`,
+    conv_id: `bad-conv-${i}`,
+    conv_type: 'SINGLE',
+    seq: 1,
+    sender_uid: 'bad-sender',
+    uid: `bad-${i}`,
+    unread_cnt: 1,
+    title: 't',
+    summary: 's',
+    sensitive: false,
+    mention: 'NONE',
+    persisted_at: Date.now(),
+    app_id: appId,
   });
   const one = async (kind: MalformedKind, i: number): Promise<Buffer> => {
     switch (kind) {
@@ -121,8 +137,21 @@ export async function malformedProducer(topicPrefix: string, appId: string): Pro
       }
       case 'wrong-record':
         return serdes('receipts').serialize(topicName('receipts', topicPrefix), {
-          event_id: `bad-${i}`, vendor: 'apns', vendor_message_id: `bad-${i}`, status: 'DELIVERED', code: '0', at: Date.now(), received_at: Date.now(),
-          matched: false, task_id: null, uid: null, device_id: null, app_id: null, platform: null, conv_id: null, seq: null,
+          event_id: `bad-${i}`,
+          vendor: 'apns',
+          vendor_message_id: `bad-${i}`,
+          status: 'DELIVERED',
+          code: '0',
+          at: Date.now(),
+          received_at: Date.now(),
+          matched: false,
+          task_id: null,
+          uid: null,
+          device_id: null,
+          app_id: null,
+          platform: null,
+          conv_id: null,
+          seq: null,
         });
       case 'truncated': {
         const full = await serdes('persisted').serialize(persistedTopic, validMessage(i));

@@ -151,7 +151,11 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   }
   const env = await startEnvironment({ instances: options.instances, partitions: options.partitions ?? 6, workerEnv, verbose: options.verbose === true });
   const scenarioAt = (startMs: number): ScenarioOptions => ({
-    users: options.users, durationMs: options.durationMs, startMs, appId: env.appId, tokenFor: env.emulators.token,
+    users: options.users,
+    durationMs: options.durationMs,
+    startMs,
+    appId: env.appId,
+    tokenFor: env.emulators.token,
     // Users of their own: the task ledger in MySQL is shared by every run, and task ids derive from (uid, conv, seq, device).
     uidPrefix: `${env.run}-u`,
     ...(options.messagesPerUser === undefined ? {} : { messagesPerUser: options.messagesPerUser }),
@@ -209,7 +213,13 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   let stuck: StuckPartition[] = [];
 
   return {
-    env, scenario, outcomes: out, deadLetters: dlq, traffic: tr, startedAtMs, startupExits,
+    env,
+    scenario,
+    outcomes: out,
+    deadLetters: dlq,
+    traffic: tr,
+    startedAtMs,
+    startupExits,
     ...(stores ? { stores } : {}),
     play: (onProgress) => playResilient(tr, scenario, onProgress),
     async drain(timeoutMs = 300_000) {
@@ -245,7 +255,9 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
               return [v, { clickhouse: { submitted: row?.submitted ?? 0, arrived: row?.arrived ?? 0 }, emulators: truth[v] ?? { submitted: 0, arrived: 0 } }];
             }),
           );
-          const exact = vendors.every((v) => byVendor[v]!.clickhouse.submitted === byVendor[v]!.emulators.submitted && byVendor[v]!.clickhouse.arrived === byVendor[v]!.emulators.arrived);
+          const exact = vendors.every(
+            (v) => byVendor[v]!.clickhouse.submitted === byVendor[v]!.emulators.submitted && byVendor[v]!.clickhouse.arrived === byVendor[v]!.emulators.arrived,
+          );
           arrival = { exact, byVendor };
           if (exact || Date.now() > deadline) break;
           await sleep(2000);

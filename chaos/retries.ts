@@ -60,8 +60,14 @@ export function checkStorms(received: readonly ReceivedPush[], storms: readonly 
     const perPush = new Map<string, number>();
     for (const r of inStorm) perPush.set(pushOf(r), (perPush.get(pushOf(r)) ?? 0) + 1);
     return {
-      vendor: storm.vendor, fault: storm.fault, refused: refused.length, requests: inStorm.length, minRetryGapMs: minGap, tooEarly,
-      maxRequestsPerPush: Math.max(0, ...perPush.values()), examples,
+      vendor: storm.vendor,
+      fault: storm.fault,
+      refused: refused.length,
+      requests: inStorm.length,
+      minRetryGapMs: minGap,
+      tooEarly,
+      maxRequestsPerPush: Math.max(0, ...perPush.values()),
+      examples,
     };
   });
 }

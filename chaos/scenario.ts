@@ -99,7 +99,20 @@ export interface Scenario {
 export const inputKey = (uid: string, convId: string, seq: number, deviceId: string | null) => `${uid}|${convId}|${seq}|${deviceId ?? ''}`;
 export const pushKey = (vendor: string, token: string, convId: string, seq: number) => `${vendor}|${token}|${convId}|${seq}`;
 
-const CATEGORY_CYCLE: readonly Category[] = ['offline', 'offline', 'offline', 'offline', 'private', 'online', 'quiet', 'muted', 'dead-first', 'offline', 'offline', 'no-token'];
+const CATEGORY_CYCLE: readonly Category[] = [
+  'offline',
+  'offline',
+  'offline',
+  'offline',
+  'private',
+  'online',
+  'quiet',
+  'muted',
+  'dead-first',
+  'offline',
+  'offline',
+  'no-token',
+];
 
 const MAKERS = [
   { manufacturer: 'apple', platform: 'ios', vendors: ['apns'] },
@@ -158,18 +171,35 @@ export function buildScenario(o: ScenarioOptions): Scenario {
         setup.tokens.push({
           key: user.uid,
           value: {
-            uid: user.uid, device_id: device.deviceId, platform: device.platform, vendor: t.vendor, app_id: o.appId, token: t.token,
-            reported_at: o.startMs - 5000, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: device.manufacturer,
+            uid: user.uid,
+            device_id: device.deviceId,
+            platform: device.platform,
+            vendor: t.vendor,
+            app_id: o.appId,
+            token: t.token,
+            reported_at: o.startMs - 5000,
+            state: 'VALID',
+            source: 'CLIENT',
+            reason: null,
+            manufacturer: device.manufacturer,
           },
         });
       }
-      if (device.online) setup.presence.push({ key: user.uid, value: { uid: user.uid, device_id: device.deviceId, kind: 'CONNECT', conv_id: null, seq: null, at: o.startMs - 2000 } });
+      if (device.online)
+        setup.presence.push({
+          key: user.uid,
+          value: { uid: user.uid, device_id: device.deviceId, kind: 'CONNECT', conv_id: null, seq: null, at: o.startMs - 2000 },
+        });
     }
     setup.settings.push({
       key: user.uid,
       value: {
-        uid: user.uid, time_zone: 'UTC', quiet_hours: user.category === 'quiet' ? quietHoursAround(o.startMs) : null,
-        muted_conversations: [...user.muted], private_mode: user.category === 'private', updated_at: o.startMs - 5000,
+        uid: user.uid,
+        time_zone: 'UTC',
+        quiet_hours: user.category === 'quiet' ? quietHoursAround(o.startMs) : null,
+        muted_conversations: [...user.muted],
+        private_mode: user.category === 'private',
+        updated_at: o.startMs - 5000,
       },
     });
   }
@@ -179,14 +209,35 @@ export function buildScenario(o: ScenarioOptions): Scenario {
   const optionalPushes: ExpectedPush[] = [];
   const expectedClasses = new Map<string, OutcomeClass>();
   let messages = 0;
-  const message = (user: ScenarioUser, convId: string, seq: number, at: number, unread: number, klass: (d: ScenarioDevice) => OutcomeClass, trailing = false) => {
+  const message = (
+    user: ScenarioUser,
+    convId: string,
+    seq: number,
+    at: number,
+    unread: number,
+    klass: (d: ScenarioDevice) => OutcomeClass,
+    trailing = false,
+  ) => {
     const summary = `summary ${convId} #${seq} for ${user.uid}`;
     messages++;
     timeline.push({
-      topic: 'persisted', at, key: user.uid,
+      topic: 'persisted',
+      at,
+      key: user.uid,
       value: {
-        msg_id: `m-${convId}-${seq}`, conv_id: convId, conv_type: 'SINGLE', seq, sender_uid: `s-${user.uid}`, uid: user.uid, unread_cnt: unread,
-        title: `From s-${user.uid}`, summary, sensitive: false, mention: 'NONE', persisted_at: at, app_id: o.appId,
+        msg_id: `m-${convId}-${seq}`,
+        conv_id: convId,
+        conv_type: 'SINGLE',
+        seq,
+        sender_uid: `s-${user.uid}`,
+        uid: user.uid,
+        unread_cnt: unread,
+        title: `From s-${user.uid}`,
+        summary,
+        sensitive: false,
+        mention: 'NONE',
+        persisted_at: at,
+        app_id: o.appId,
       },
     });
     if (user.devices.length === 0) {
@@ -196,22 +247,37 @@ export function buildScenario(o: ScenarioOptions): Scenario {
     for (const device of user.devices) {
       const c = klass(device);
       expectedClasses.set(inputKey(user.uid, convId, seq, device.deviceId), c);
-      if (device.online) timeline.push({ topic: 'presence', at: at + 100, key: user.uid, value: { uid: user.uid, device_id: device.deviceId, kind: 'ACK', conv_id: convId, seq, at: at + 100 } });
+      if (device.online)
+        timeline.push({
+          topic: 'presence',
+          at: at + 100,
+          key: user.uid,
+          value: { uid: user.uid, device_id: device.deviceId, kind: 'ACK', conv_id: convId, seq, at: at + 100 },
+        });
       if (c === 'ACCEPTED' || c === 'MERGED|ACCEPTED') {
         const channel = user.category === 'dead-first' ? device.tokens[1]! : device.tokens[0]!;
         (c === 'ACCEPTED' ? expectedPushes : optionalPushes).push({
-          vendor: channel.vendor, token: channel.token, uid: user.uid, deviceId: device.deviceId, convId, seq, summary,
-          generic: user.category === 'private', trailing: trailing || c !== 'ACCEPTED',
+          vendor: channel.vendor,
+          token: channel.token,
+          uid: user.uid,
+          deviceId: device.deviceId,
+          convId,
+          seq,
+          summary,
+          generic: user.category === 'private',
+          trailing: trailing || c !== 'ACCEPTED',
         });
       }
     }
   };
-  const plain = (user: ScenarioUser) => (d: ScenarioDevice): OutcomeClass => {
-    if (d.online) return 'SUPPRESSED/online_ack';
-    if (user.category === 'quiet') return 'SUPPRESSED/dnd';
-    if (user.category === 'muted') return 'SUPPRESSED/mute';
-    return 'ACCEPTED';
-  };
+  const plain =
+    (user: ScenarioUser) =>
+    (d: ScenarioDevice): OutcomeClass => {
+      if (d.online) return 'SUPPRESSED/online_ack';
+      if (user.category === 'quiet') return 'SUPPRESSED/dnd';
+      if (user.category === 'muted') return 'SUPPRESSED/mute';
+      return 'ACCEPTED';
+    };
   // Messages stay clear of the last 10 % of the duration, so every hold and merge window closes in it.
   const at = () => o.startMs + Math.floor(rnd() * o.durationMs * 0.9);
   users.forEach((user, i) => {
@@ -227,7 +293,15 @@ export function buildScenario(o: ScenarioOptions): Scenario {
   });
   // Heartbeats keep online devices online through long runs (the filter's timeout is 90 s).
   for (let hb = o.startMs + 30_000; hb < o.startMs + o.durationMs; hb += 30_000) {
-    for (const user of users) for (const d of user.devices) if (d.online) timeline.push({ topic: 'presence', at: hb, key: user.uid, value: { uid: user.uid, device_id: d.deviceId, kind: 'HEARTBEAT', conv_id: null, seq: null, at: hb } });
+    for (const user of users)
+      for (const d of user.devices)
+        if (d.online)
+          timeline.push({
+            topic: 'presence',
+            at: hb,
+            key: user.uid,
+            value: { uid: user.uid, device_id: d.deviceId, kind: 'HEARTBEAT', conv_id: null, seq: null, at: hb },
+          });
   }
   timeline.sort((a, b) => a.at - b.at);
   return { users, devices: users.flatMap((u) => u.devices), setup, timeline, expectedPushes, optionalPushes, expectedClasses, deadTokens, messages };

@@ -135,8 +135,18 @@ export function verifyPushes(scenario: Scenario, received: readonly ReceivedPush
     }
   }
   return {
-    expected: expected.size, delivered: expected.size - lost.length, optionalDelivered, lost, viaOtherChannel, duplicates, duplicatesSharingCollapseId,
-    unexpected, wrongCollapseId, summaryLeaks, summaryMissing, byVendor,
+    expected: expected.size,
+    delivered: expected.size - lost.length,
+    optionalDelivered,
+    lost,
+    viaOtherChannel,
+    duplicates,
+    duplicatesSharingCollapseId,
+    unexpected,
+    wrongCollapseId,
+    summaryLeaks,
+    summaryMissing,
+    byVendor,
   };
 }
 

@@ -29,7 +29,13 @@ const commands: Record<string, { help: string; run: (args: string[]) => Promise<
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
   if (!name || name === '--help' || name === 'help') {
-    console.log('usage: pushctl <command> [args]\n\ncommands:\n' + Object.values(commands).map((c) => '  ' + c.help.split('\n')[0]).join('\n') + '\n\nconfiguration: PUSH_* environment keys, listed by pushctl config');
+    console.log(
+      'usage: pushctl <command> [args]\n\ncommands:\n' +
+        Object.values(commands)
+          .map((c) => '  ' + c.help.split('\n')[0])
+          .join('\n') +
+        '\n\nconfiguration: PUSH_* environment keys, listed by pushctl config',
+    );
     return name ? 0 : 2;
   }
   const command = commands[name];

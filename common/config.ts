@@ -40,7 +40,10 @@ export function readEnum<T extends string>(env: Env, key: string, fallback: T, a
 export function readList(env: Env, key: string, fallback: readonly string[]): string[] {
   const raw = env[key];
   if (raw === undefined || raw === '') return [...fallback];
-  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** Validates a number that came from an options object rather than the environment. */
@@ -100,7 +103,8 @@ export function checkKey(key: ConfigKey, value: unknown, range?: { min: number; 
     case 'list': {
       const items = (value as string[] | undefined) ?? [...key.default];
       const unknown = key.values ? items.find((item) => !key.values!.includes(item)) : undefined;
-      if (unknown !== undefined) throw new ConfigError(key.key, `unknown ${key.itemName ?? 'item'} ${JSON.stringify(unknown)}; expected some of ${key.values!.join(', ')}`);
+      if (unknown !== undefined)
+        throw new ConfigError(key.key, `unknown ${key.itemName ?? 'item'} ${JSON.stringify(unknown)}; expected some of ${key.values!.join(', ')}`);
       return items;
     }
   }

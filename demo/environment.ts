@@ -106,7 +106,9 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const receiptsConfig = join(dir, 'receipts.json');
   writeFileSync(
     receiptsConfig,
-    JSON.stringify({ apps: [{ appId, hms: emulators.hmsReceiptSigning, xiaomi: { sharedSecret: secret }, oppo: { sharedSecret: secret }, vivo: { sharedSecret: secret } }] }),
+    JSON.stringify({
+      apps: [{ appId, hms: emulators.hmsReceiptSigning, xiaomi: { sharedSecret: secret }, oppo: { sharedSecret: secret }, vivo: { sharedSecret: secret } }],
+    }),
     { mode: 0o600 },
   );
 
@@ -143,13 +145,25 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   for (let i = 0; i < instances; i++) await startWorker(i);
 
   const env: Environment = {
-    run, topicPrefix, applicationId, appId, emulators, receiptPort, workers, workerEnv, startWorker,
+    run,
+    topicPrefix,
+    applicationId,
+    appId,
+    emulators,
+    receiptPort,
+    workers,
+    workerEnv,
+    startWorker,
     async waitReady(timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
       for (const worker of workers) {
         for (;;) {
-          if (worker.process.exitCode !== null) throw new Error(`worker ${worker.index} exited with ${worker.process.exitCode}; see ${LOG_DIR}/${run}-worker-${worker.index}.log`);
-          const ok = await fetch(`http://127.0.0.1:${worker.metricsPort}/readyz`).then((r) => r.ok, () => false);
+          if (worker.process.exitCode !== null)
+            throw new Error(`worker ${worker.index} exited with ${worker.process.exitCode}; see ${LOG_DIR}/${run}-worker-${worker.index}.log`);
+          const ok = await fetch(`http://127.0.0.1:${worker.metricsPort}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          );
           if (ok) break;
           if (Date.now() > deadline) throw new Error(`worker ${worker.index} not ready after ${timeoutMs} ms`);
           await delay(250);

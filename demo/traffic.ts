@@ -23,7 +23,9 @@ export async function trafficProducer(topicPrefix: string): Promise<TrafficProdu
   const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
   await registerSchemas(registry, { prefix: topicPrefix });
   const serdes: ValueSerdes = registryValueSerdes(registry, topicPrefix);
-  const producer: Producer = new Kafka({ clientId: 'im-traffic', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).producer({ allowAutoTopicCreation: false });
+  const producer: Producer = new Kafka({ clientId: 'im-traffic', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).producer({
+    allowAutoTopicCreation: false,
+  });
   await producer.connect();
 
   const send: TrafficProducer['send'] = async (topic, records) => {

@@ -75,11 +75,28 @@ export type TimedRecord =
   | { readonly topic: 'presence'; readonly at: number; readonly key: string; readonly value: PresenceEvent };
 
 export interface MessagePersisted {
-  msg_id: string; conv_id: string; conv_type: 'SINGLE' | 'GROUP'; seq: number; sender_uid: string; uid: string;
-  unread_cnt: number; title: string; summary: string; sensitive: boolean; mention: 'NONE' | 'DIRECT' | 'ALL';
-  persisted_at: number; app_id: string;
+  msg_id: string;
+  conv_id: string;
+  conv_type: 'SINGLE' | 'GROUP';
+  seq: number;
+  sender_uid: string;
+  uid: string;
+  unread_cnt: number;
+  title: string;
+  summary: string;
+  sensitive: boolean;
+  mention: 'NONE' | 'DIRECT' | 'ALL';
+  persisted_at: number;
+  app_id: string;
 }
-export interface PresenceEvent { uid: string; device_id: string; kind: string; conv_id: string | null; seq: number | null; at: number }
+export interface PresenceEvent {
+  uid: string;
+  device_id: string;
+  kind: string;
+  conv_id: string | null;
+  seq: number | null;
+  at: number;
+}
 
 /** Mulberry32: small, fast, good enough for workloads. */
 export function random(seed: number): () => number {
@@ -126,16 +143,25 @@ export function buildPopulation(options: WorkloadOptions, tokenFor: (vendor: Ven
       const maker = MAKERS.find((m) => (pick -= m.weight) < 0) ?? MAKERS[0]!;
       const deviceId = `${uid}-d${d}`;
       const p = rnd();
-      const presence = p < (options.onlineShare ?? 0.25) ? 'online' : p < (options.onlineShare ?? 0.25) + (options.backgroundShare ?? 0.1) ? 'background' : 'offline';
+      const presence =
+        p < (options.onlineShare ?? 0.25) ? 'online' : p < (options.onlineShare ?? 0.25) + (options.backgroundShare ?? 0.1) ? 'background' : 'offline';
       devices.push({
-        uid, deviceId, platform: maker.platform, manufacturer: maker.manufacturer, presence,
+        uid,
+        deviceId,
+        platform: maker.platform,
+        manufacturer: maker.manufacturer,
+        presence,
         tokens: maker.vendors.map((vendor) => ({ vendor, token: tokenFor(vendor, `${deviceId}-${vendor}`) })),
         deadFirstToken: rnd() < (options.deadTokenShare ?? 0.03),
       });
     }
     const quiet = rnd() < (options.quietShare ?? 0.05);
     users.push({
-      uid, appId: apps[u % apps.length]!, devices, quiet, timeZone: zoneFor(quiet, nowMs),
+      uid,
+      appId: apps[u % apps.length]!,
+      devices,
+      quiet,
+      timeZone: zoneFor(quiet, nowMs),
       privateMode: rnd() < (options.privateShare ?? 0.05),
       ...(rnd() < 0.05 ? { mutedConv: `c-${uid}-muted` } : {}),
     });
@@ -150,8 +176,17 @@ export function setupRecords(population: Population, nowMs = Date.now()) {
       device.tokens.map((t) => ({
         key: user.uid,
         value: {
-          uid: user.uid, device_id: device.deviceId, platform: device.platform, vendor: t.vendor, app_id: user.appId, token: t.token,
-          reported_at: nowMs, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: device.manufacturer,
+          uid: user.uid,
+          device_id: device.deviceId,
+          platform: device.platform,
+          vendor: t.vendor,
+          app_id: user.appId,
+          token: t.token,
+          reported_at: nowMs,
+          state: 'VALID',
+          source: 'CLIENT',
+          reason: null,
+          manufacturer: device.manufacturer,
         },
       })),
     ),
@@ -159,9 +194,12 @@ export function setupRecords(population: Population, nowMs = Date.now()) {
   const settings = population.users.map((user) => ({
     key: user.uid,
     value: {
-      uid: user.uid, time_zone: user.timeZone,
+      uid: user.uid,
+      time_zone: user.timeZone,
       quiet_hours: user.quiet ? { start_minute: 22 * 60, end_minute: 8 * 60 } : null,
-      muted_conversations: user.mutedConv ? [user.mutedConv] : [], private_mode: user.privateMode, updated_at: nowMs,
+      muted_conversations: user.mutedConv ? [user.mutedConv] : [],
+      private_mode: user.privateMode,
+      updated_at: nowMs,
     },
   }));
   return { tokens, settings };
@@ -172,7 +210,10 @@ export function setupRecords(population: Population, nowMs = Date.now()) {
  * spread over `durationMs` from `startMs` — `stormShare` of them in group storms — each followed, for
  * online devices, by an ACK 50–300 ms later. Records come out in time order.
  */
-export function* timeline(population: Population, options: WorkloadOptions & { messages: number; durationMs: number; startMs: number; stormShare?: number; counters?: TimelineCounters }): Generator<TimedRecord> {
+export function* timeline(
+  population: Population,
+  options: WorkloadOptions & { messages: number; durationMs: number; startMs: number; stormShare?: number; counters?: TimelineCounters },
+): Generator<TimedRecord> {
   const rnd = random((options.seed ?? 1) + 7);
   const events: TimedRecord[] = [];
   const presence = (device: Device, kind: string, at: number, conv: string | null = null, seq: number | null = null) =>
@@ -189,11 +230,23 @@ export function* timeline(population: Population, options: WorkloadOptions & { m
     const count = (unread.get(user.uid) ?? 0) + 1;
     unread.set(user.uid, count);
     events.push({
-      topic: 'persisted', at, key: user.uid,
+      topic: 'persisted',
+      at,
+      key: user.uid,
       value: {
-        msg_id: `m-${conv}-${seq}`, conv_id: conv, conv_type: convType, seq, sender_uid: sender, uid: user.uid, unread_cnt: count,
-        title: convType === 'GROUP' ? `Group ${conv}` : `User ${sender}`, summary: `message ${seq} in ${conv}`,
-        sensitive: conv.endsWith('-s'), mention, persisted_at: at, app_id: user.appId,
+        msg_id: `m-${conv}-${seq}`,
+        conv_id: conv,
+        conv_type: convType,
+        seq,
+        sender_uid: sender,
+        uid: user.uid,
+        unread_cnt: count,
+        title: convType === 'GROUP' ? `Group ${conv}` : `User ${sender}`,
+        summary: `message ${seq} in ${conv}`,
+        sensitive: conv.endsWith('-s'),
+        mention,
+        persisted_at: at,
+        app_id: user.appId,
       },
     });
     for (const device of user.devices) {

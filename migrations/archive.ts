@@ -18,7 +18,8 @@ export interface ArchiveOptions {
   archiveTable?: string;
 }
 
-const COLUMNS = 'id, task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, vendor_message_id, collapse_id, status, attempts, fail_code, created_at, updated_at, submitted_at';
+const COLUMNS =
+  'id, task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, vendor_message_id, collapse_id, status, attempts, fail_code, created_at, updated_at, submitted_at';
 
 /** Returns how many rows moved. */
 export async function archiveTasks(pool: Pool, options: ArchiveOptions = {}): Promise<number> {

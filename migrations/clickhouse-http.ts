@@ -27,7 +27,9 @@ export async function clickhouseQuery(target: ClickHouseTarget, sql: string, inD
   }
   const text = await response.text();
   if (!response.ok) {
-    throw new PushError('CLICKHOUSE_QUERY_FAILED', `ClickHouse answered ${response.status}: ${text.slice(0, 500)}`, { retriable: response.status >= 500 && !/Code: \d+/.test(text) });
+    throw new PushError('CLICKHOUSE_QUERY_FAILED', `ClickHouse answered ${response.status}: ${text.slice(0, 500)}`, {
+      retriable: response.status >= 500 && !/Code: \d+/.test(text),
+    });
   }
   return text;
 }

@@ -119,7 +119,10 @@ async function migrateClickHouse(target: ClickHouseTarget, dir: string, options:
   const files = readMigrations(dir);
   await clickhouseQuery(target, `CREATE DATABASE IF NOT EXISTS ${chIdent(target.database)}`, false);
   // TinyLog: a handful of rows, appended once per version; runs on 18.16 and current releases.
-  await clickhouseQuery(target, 'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime) ENGINE = TinyLog');
+  await clickhouseQuery(
+    target,
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime) ENGINE = TinyLog',
+  );
   const text = await clickhouseQuery(target, 'SELECT version, checksum FROM schema_migrations FORMAT TabSeparated');
   const recorded = new Map<number, string>();
   for (const line of text.split('\n').filter(Boolean)) {
@@ -128,7 +131,10 @@ async function migrateClickHouse(target: ClickHouseTarget, dir: string, options:
   }
   return applyInOrder(files, recorded, 'clickhouse', options, async (file) => {
     for (const statement of file.statements) await clickhouseQuery(target, statement);
-    await clickhouseQuery(target, `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (${file.version}, ${chString(file.name)}, ${chString(file.checksum)}, now())`);
+    await clickhouseQuery(
+      target,
+      `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (${file.version}, ${chString(file.name)}, ${chString(file.checksum)}, now())`,
+    );
     options.log?.info('clickhouse migration applied', { version: file.version, name: file.name });
   });
 }
@@ -147,7 +153,10 @@ async function applyInOrder(
       if (checksum !== file.checksum && options.allowChangedFiles) {
         options.log?.warn('migration changed after it was applied; not re-applied', { side, file: basename(file.path) });
       } else if (checksum !== file.checksum) {
-        throw new ContractError('MIGRATION_CHANGED', `${side} migration ${basename(file.path)} was changed after it was applied; add a new numbered file instead`);
+        throw new ContractError(
+          'MIGRATION_CHANGED',
+          `${side} migration ${basename(file.path)} was changed after it was applied; add a new numbered file instead`,
+        );
       }
       out.alreadyApplied.push(file.version);
       continue;
@@ -163,6 +172,8 @@ export async function migrateAll(options: { mysqlOnly?: boolean } = {}): Promise
   const e = readEndpoints();
   return migrate({
     mysqlUrl: e.mysqlUrl,
-    ...(options.mysqlOnly ? {} : { clickhouse: { url: e.clickhouseUrl, database: e.clickhouseDatabase, user: e.clickhouseUser, password: e.clickhousePassword } }),
+    ...(options.mysqlOnly
+      ? {}
+      : { clickhouse: { url: e.clickhouseUrl, database: e.clickhouseDatabase, user: e.clickhouseUser, password: e.clickhousePassword } }),
   });
 }

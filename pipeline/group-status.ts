@@ -42,7 +42,14 @@ export async function groupStatus(admin: Admin, groupId: string): Promise<GroupS
 
 /** One worker's restarts of an application, from its /metrics (topology/metrics.ts, sinks/metrics/pipeline-metrics.ts). */
 export type RestartStatus =
-  | { readonly url: string; readonly reachable: true; readonly restarts: number; readonly byCode: Record<string, number>; readonly consecutive: number; readonly backoffMs: number }
+  | {
+      readonly url: string;
+      readonly reachable: true;
+      readonly restarts: number;
+      readonly byCode: Record<string, number>;
+      readonly consecutive: number;
+      readonly backoffMs: number;
+    }
   | { readonly url: string; readonly reachable: false; readonly error: string };
 
 /** Reads `push_app_restarts_total`, `push_app_consecutive_restarts` and `push_app_restart_backoff_ms` of `app` from each worker. */

@@ -26,7 +26,11 @@ export interface RunningReceiver {
  * migrations/mysql/005_push_receipt_nonce.sql, shared by every receiver). Every key is validated
  * before anything is opened.
  */
-export async function startReceiptReceiver(env: Env = process.env, metrics?: ReceiptMetricsListener, logger: Logger = createLogger({ service: 'push-receipts' })): Promise<RunningReceiver> {
+export async function startReceiptReceiver(
+  env: Env = process.env,
+  metrics?: ReceiptMetricsListener,
+  logger: Logger = createLogger({ service: 'push-receipts' }),
+): Promise<RunningReceiver> {
   const config = readReceiverConfig(env);
   const appsPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
   if (appsPath === '') throw new ConfigError('PUSH_APPS_CONFIG', 'expected the path of the vendor apps JSON file');

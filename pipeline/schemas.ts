@@ -28,7 +28,9 @@ const avroTypes = new Map<string, avro.Type>();
 
 /** The .avsc files in `schemas/`, sorted. */
 export function schemaFiles(dir: string = SCHEMA_DIR): string[] {
-  return readdirSync(dir).filter((f) => f.endsWith('.avsc')).sort();
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.avsc'))
+    .sort();
 }
 
 /** Reads and parses one .avsc file (cached). Throws a ContractError naming the file when it is not a valid Avro record. */

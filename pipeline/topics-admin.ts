@@ -14,8 +14,7 @@ export interface TopicPlan {
 
 /** One pipeline topic as found on the cluster. */
 export type TopicSize =
-  | { readonly name: string; readonly exists: false }
-  | { readonly name: string; readonly exists: true; readonly partitions: number; readonly records: number };
+  { readonly name: string; readonly exists: false } | { readonly name: string; readonly exists: true; readonly partitions: number; readonly records: number };
 
 function admin(brokers: string[]) {
   return new Kafka({ clientId: 'pushctl', brokers, logLevel: logLevel.NOTHING }).admin();
@@ -32,7 +31,12 @@ export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoi
       .filter(({ name }) => !existing.has(name))
       .map(({ key, name }) => {
         const configs = 'configs' in TOPICS[key] ? (TOPICS[key] as { configs: Record<string, string> }).configs : {};
-        return { topic: name, numPartitions: plan.partitions, replicationFactor: 1, configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })) };
+        return {
+          topic: name,
+          numPartitions: plan.partitions,
+          replicationFactor: 1,
+          configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
+        };
       });
     if (wanted.length > 0) await client.createTopics({ topics: wanted, waitForLeaders: true });
     return wanted.map((t) => t.topic);

@@ -107,7 +107,16 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
 
   // Building the stages validates every option, so a bad configuration fails before anything is touched.
   const stages: Stage[] = config.stages.map((name) =>
-    buildStage(name, { env, endpoints, topicPrefix: config.topicPrefix, registry, mysql: pool, vendors: vendors!, metrics, logger: logger.child({ stage: name }) }),
+    buildStage(name, {
+      env,
+      endpoints,
+      topicPrefix: config.topicPrefix,
+      registry,
+      mysql: pool,
+      vendors: vendors!,
+      metrics,
+      logger: logger.child({ stage: name }),
+    }),
   );
   const apps: StreamsApp[] = [];
   let receiver: RunningReceiver | undefined;
@@ -126,7 +135,11 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   try {
     await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
     await registerSchemas(registry, { prefix: config.topicPrefix });
-    await ensureInternalTopics(endpoints.kafkaBrokers, stages.flatMap((s) => s.internalTopics), config.partitions);
+    await ensureInternalTopics(
+      endpoints.kafkaBrokers,
+      stages.flatMap((s) => s.internalTopics),
+      config.partitions,
+    );
     for (const stage of stages) {
       const app = new StreamsApp({
         applicationId: `${config.applicationId}-${stage.name}`,
@@ -177,7 +190,9 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
 /** Kafka (and network) errors another attempt may get past: a broker restarting, a leader moving. */
 export function isTransientStartError(error: unknown): boolean {
   if (error && typeof error === 'object' && (error as { retriable?: unknown }).retriable === true) return true;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|not the leader|does not host this topic-partition|Connection error|coordinator is (loading|not available)/i.test(String((error as Error)?.message ?? error));
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|not the leader|does not host this topic-partition|Connection error|coordinator is (loading|not available)/i.test(
+    String((error as Error)?.message ?? error),
+  );
 }
 
 async function ensureInternalTopics(brokers: string[], topics: readonly string[], partitions: number): Promise<void> {

@@ -6,7 +6,6 @@ import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type Inge
 import { RECEIPT_VENDORS, type ReceiptVendor } from '../processors/receipt-join/records.ts';
 import type { HmsCallbackCredentials } from './verify.ts';
 
-
 /** How one app's callbacks for one vendor are authenticated. */
 export type ReceiptAuth =
   | { readonly kind: 'hms-hmac'; readonly credentials: HmsCallbackCredentials }
@@ -83,7 +82,10 @@ export function parseReceiptApps(raw: unknown, key = 'PUSH_RECEIPTS_CONFIG'): Ma
       if (vendor === 'hms') {
         vendors.hms = {
           kind: 'hms-hmac',
-          credentials: { callbackUsername: nonEmpty(v.callbackUsername, `${at}.hms.callbackUsername`), callbackKey: nonEmpty(v.callbackKey, `${at}.hms.callbackKey`) },
+          credentials: {
+            callbackUsername: nonEmpty(v.callbackUsername, `${at}.hms.callbackUsername`),
+            callbackKey: nonEmpty(v.callbackKey, `${at}.hms.callbackKey`),
+          },
         };
       } else {
         const secret = nonEmpty(v.sharedSecret, `${at}.${vendor}.sharedSecret`);
@@ -159,5 +161,10 @@ export function readReceiverConfig(env: Env = process.env): ReceiptReceiverConfi
     throw new ConfigError('PUSH_RECEIPTS_CONFIG', `cannot read ${path} as JSON (${(error as Error).message})`);
   }
   const limits = Object.fromEntries(Object.entries(LIMITS).map(([name, key]) => [name, readKey(env, key)])) as Record<Limit, number>;
-  return compileReceiverConfig({ host: readKey(env, CONFIG_KEYS.PUSH_RECEIPTS_HOST), ...limits, ingest: ingestOptionsFromEnv(env), apps: parseReceiptApps(raw) });
+  return compileReceiverConfig({
+    host: readKey(env, CONFIG_KEYS.PUSH_RECEIPTS_HOST),
+    ...limits,
+    ingest: ingestOptionsFromEnv(env),
+    apps: parseReceiptApps(raw),
+  });
 }

@@ -59,7 +59,8 @@ export class ConnectionGuard {
     const now = this.now();
     const rate = this.limits.clientRequestsPerSecond;
     let bucket = this.buckets.get(client);
-    if (bucket) this.buckets.delete(client); // re-inserted below: map order is recency order
+    if (bucket)
+      this.buckets.delete(client); // re-inserted below: map order is recency order
     else {
       if (this.buckets.size >= MAX_TRACKED_CLIENTS) this.buckets.delete(this.buckets.keys().next().value!);
       bucket = { tokens: rate, at: now };

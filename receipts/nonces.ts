@@ -37,7 +37,10 @@ const nonceKey = (scope: string, nonce: string): Buffer => sha256(scope, '\n', n
 export class MemoryNonceStore implements NonceStore {
   private readonly seen = new Map<string, { bodyHash: string; expiresAt: number }>();
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 100_000) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 100_000,
+  ) {}
 
   async check(scope: string, nonce: string, body: Buffer, nowMs: number): Promise<NonceVerdict> {
     // Insertion order is expiry order (fixed ttl), so stop at the first live entry.
@@ -96,16 +99,18 @@ export class MysqlNonceStore implements NonceStore {
       // An expired row of this nonce no longer counts; a live one (another replica's) is never touched.
       await this.options.pool.query({ sql: `DELETE FROM ${this.table} WHERE nonce_hash = ? AND expires_at_ms <= ?`, timeout: this.timeout }, [key, nowMs]);
       try {
-        await this.options.pool.query<ResultSetHeader>({ sql: `INSERT INTO ${this.table} (nonce_hash, body_hash, expires_at_ms) VALUES (?, ?, ?)`, timeout: this.timeout }, [
-          key,
-          bodyHash,
-          nowMs + this.options.ttlMs,
-        ]);
+        await this.options.pool.query<ResultSetHeader>(
+          { sql: `INSERT INTO ${this.table} (nonce_hash, body_hash, expires_at_ms) VALUES (?, ?, ?)`, timeout: this.timeout },
+          [key, bodyHash, nowMs + this.options.ttlMs],
+        );
         return 'new';
       } catch (error) {
         if (errorCode(error) !== 'ER_DUP_ENTRY') throw error;
       }
-      const [rows] = await this.options.pool.query<RowDataPacket[]>({ sql: `SELECT body_hash FROM ${this.table} WHERE nonce_hash = ?`, timeout: this.timeout }, [key]);
+      const [rows] = await this.options.pool.query<RowDataPacket[]>(
+        { sql: `SELECT body_hash FROM ${this.table} WHERE nonce_hash = ?`, timeout: this.timeout },
+        [key],
+      );
       const stored = rows[0]?.body_hash as Buffer | undefined;
       // Gone between the INSERT and the SELECT means swept as expired: answer as for a replay (the vendor retries).
       return stored && bodyHash.equals(stored) ? 'duplicate' : 'replayed';
@@ -116,7 +121,10 @@ export class MysqlNonceStore implements NonceStore {
 
   /** Deletes rows expired by `nowMs`, at most 10 000 per call. */
   async sweep(nowMs: number): Promise<number> {
-    const [result] = await this.options.pool.query<ResultSetHeader>({ sql: `DELETE FROM ${this.table} WHERE expires_at_ms <= ? LIMIT 10000`, timeout: this.timeout }, [nowMs]);
+    const [result] = await this.options.pool.query<ResultSetHeader>(
+      { sql: `DELETE FROM ${this.table} WHERE expires_at_ms <= ? LIMIT 10000`, timeout: this.timeout },
+      [nowMs],
+    );
     return result.affectedRows;
   }
 

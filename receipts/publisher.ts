@@ -40,7 +40,10 @@ export class KafkaReceiptPublisher implements ReceiptPublisher {
     this.topic = options.topic;
     const kafka = new Kafka({ clientId: options.clientId ?? 'push-receipts', brokers: options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
-    this.serde = registryAvroSerde<ReceiptRawRecord>({ registry: new SchemaRegistry({ host: options.endpoints.schemaRegistryUrl }), schema: RECEIPT_RAW_SCHEMA });
+    this.serde = registryAvroSerde<ReceiptRawRecord>({
+      registry: new SchemaRegistry({ host: options.endpoints.schemaRegistryUrl }),
+      schema: RECEIPT_RAW_SCHEMA,
+    });
   }
 
   async publish(records: readonly ReceiptRawRecord[]): Promise<void> {

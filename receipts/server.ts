@@ -40,7 +40,10 @@ const ACK_BODY: Readonly<Record<ReceiptVendor, { contentType: string; body: stri
 };
 
 class Rejection {
-  constructor(readonly status: number, readonly reason: RejectReason) {}
+  constructor(
+    readonly status: number,
+    readonly reason: RejectReason,
+  ) {}
 }
 
 /** Every authentication failure gets this one answer, so a caller cannot tell which apps exist. */
@@ -70,8 +73,13 @@ export class ReceiptReceiver {
     const config = deps.config;
     this.now = deps.now ?? Date.now;
     // Node's own timeouts stay as a backstop; the guard and readBody enforce the configured ones to the ms.
-    this.server = createServer({ connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs), headersTimeout: config.headersTimeoutMs, requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs }, (req, res) =>
-      void this.handle(req, res),
+    this.server = createServer(
+      {
+        connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
+        headersTimeout: config.headersTimeoutMs,
+        requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs,
+      },
+      (req, res) => void this.handle(req, res),
     );
     this.server.keepAliveTimeout = Math.min(5_000, config.headersTimeoutMs);
     this.guard = new ConnectionGuard(config, (reason) => deps.metrics?.connectionRefused?.(reason));

@@ -17,7 +17,9 @@ export interface HmsCallbackCredentials {
 }
 
 export function hmsCallbackSignature(credentials: HmsCallbackCredentials, timestamp: string, nonce: string): string {
-  return createHmac('sha256', credentials.callbackKey).update(timestamp + nonce + credentials.callbackUsername).digest('base64');
+  return createHmac('sha256', credentials.callbackKey)
+    .update(timestamp + nonce + credentials.callbackUsername)
+    .digest('base64');
 }
 
 /** Builds the header value a genuine HMS callback carries (used by the HMS emulator and tests). */

@@ -32,7 +32,15 @@ function ensureJars(): void {
   const marker = join(libDir(), `.resolved-${KAFKA_VERSION}`);
   if (existsSync(marker)) return;
   console.log(`[stack] resolving Kafka ${KAFKA_VERSION} jars from Maven Central ...`);
-  runLogged(NAME, 'mvn', ['-B', '-q', '-f', join(ROOT, 'stack', 'kafka', 'pom.xml'), 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${ensureDir(libDir())}`]);
+  runLogged(NAME, 'mvn', [
+    '-B',
+    '-q',
+    '-f',
+    join(ROOT, 'stack', 'kafka', 'pom.xml'),
+    'dependency:copy-dependencies',
+    '-DincludeScope=runtime',
+    `-DoutputDirectory=${ensureDir(libDir())}`,
+  ]);
   if (!readdirSync(libDir()).some((f) => f.startsWith(`kafka_2.13-${KAFKA_VERSION}`))) throw new Error('Kafka jars missing after Maven resolution');
   writeFileSync(marker, new Date().toISOString());
 }
@@ -129,8 +137,17 @@ export function kafkaService(instance: KafkaInstance = stackKafka()): StackServi
       }
       const heap = process.env.PUSH_STACK_KAFKA_HEAP || '1g';
       const pid = startDetached(name, 'java', [
-        `-Xms256m`, `-Xmx${heap}`, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true',
-        log4jFlag, `-Dkafka.logs.dir=${ensureDir(stackPath('logs'))}`, '-cp', classpath, 'kafka.Kafka', server,
+        `-Xms256m`,
+        `-Xmx${heap}`,
+        '-XX:+UseG1GC',
+        '-XX:MaxGCPauseMillis=20',
+        '-Djava.awt.headless=true',
+        log4jFlag,
+        `-Dkafka.logs.dir=${ensureDir(stackPath('logs'))}`,
+        '-cp',
+        classpath,
+        'kafka.Kafka',
+        server,
       ]);
       console.log(`[stack] ${name} starting (pid ${pid}, port ${port}, log ${logFile(name)})`);
       await waitFor(name, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 120_000, pid });

@@ -44,8 +44,14 @@ export function mariadbService(): StackService {
         mkdirSync('/run/mysqld', { recursive: true });
         execFileSync('chown', ['mysql:mysql', '/run/mysqld']);
         const pid = startDetached(NAME, 'setpriv', [
-          '--reuid=mysql', '--regid=mysql', '--init-groups', '/usr/sbin/mariadbd',
-          '--datadir=/var/lib/mysql', '--socket=/run/mysqld/mysqld.sock', '--bind-address=127.0.0.1', `--port=${port}`,
+          '--reuid=mysql',
+          '--regid=mysql',
+          '--init-groups',
+          '/usr/sbin/mariadbd',
+          '--datadir=/var/lib/mysql',
+          '--socket=/run/mysqld/mysqld.sock',
+          '--bind-address=127.0.0.1',
+          `--port=${port}`,
         ]);
         console.log(`[stack] mariadb starting (pid ${pid}, port ${port}, log ${logFile(NAME)})`);
         await waitFor(NAME, async () => (await serverVersion(port)) !== undefined, { timeoutMs: 60_000, pid });
@@ -59,7 +65,14 @@ export function mariadbService(): StackService {
     down: () => stopByPidFile(NAME),
     async status(): Promise<ServiceStatus> {
       const version = await serverVersion(port).catch(() => undefined);
-      return { name: NAME, port, healthy: version !== undefined, version, pid: readPid(NAME), detail: readPid(NAME) ? 'started by this stack' : 'machine service' };
+      return {
+        name: NAME,
+        port,
+        healthy: version !== undefined,
+        version,
+        pid: readPid(NAME),
+        detail: readPid(NAME) ? 'started by this stack' : 'machine service',
+      };
     },
   };
 }

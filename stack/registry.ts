@@ -22,7 +22,13 @@ function ensureDistribution(): string {
   const archive = join(archiveDir, `apicurio-registry-app-${APICURIO_VERSION}-all.tar.gz`);
   if (!existsSync(archive)) {
     console.log(`[stack] resolving Apicurio Registry ${APICURIO_VERSION} from Maven Central ...`);
-    runLogged(NAME, 'mvn', ['-B', '-q', 'dependency:copy', `-Dartifact=io.apicurio:apicurio-registry-app:${APICURIO_VERSION}:tar.gz:all`, `-DoutputDirectory=${archiveDir}`]);
+    runLogged(NAME, 'mvn', [
+      '-B',
+      '-q',
+      'dependency:copy',
+      `-Dartifact=io.apicurio:apicurio-registry-app:${APICURIO_VERSION}:tar.gz:all`,
+      `-DoutputDirectory=${archiveDir}`,
+    ]);
   }
   ensureDir(distDir());
   runLogged(NAME, 'tar', ['-xzf', archive, '-C', distDir()]);
@@ -71,16 +77,25 @@ export function registryService(): StackService {
       const props = join(ensureDir(stackPath('apicurio', 'config')), 'application.properties');
       writeFileSync(props, '# written by stack/registry.ts\n');
       const pid = startDetached(NAME, findJava21(), [
-        '-Xms128m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1',
-        '-Dquarkus.http.host=127.0.0.1', `-Dquarkus.http.port=${port}`,
+        '-Xms128m',
+        '-Xmx512m',
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Dquarkus.http.host=127.0.0.1',
+        `-Dquarkus.http.port=${port}`,
         // Quarkus' management interface would otherwise bind 0.0.0.0:9000.
-        '-Dquarkus.management.host=127.0.0.1', `-Dquarkus.management.port=${port + 1}`,
+        '-Dquarkus.management.host=127.0.0.1',
+        `-Dquarkus.management.port=${port + 1}`,
         '-Dapicurio.rules.global.compatibility=BACKWARD',
-        '-Dapicurio.storage.kind=sql', '-Dapicurio.storage.sql.kind=h2',
+        '-Dapicurio.storage.kind=sql',
+        '-Dapicurio.storage.sql.kind=h2',
         `-Dapicurio.datasource.url=jdbc:h2:file:${join(dbDir, 'registry')};DB_CLOSE_ON_EXIT=FALSE`,
-        '-Dapicurio.datasource.username=sa', '-Dapicurio.datasource.password=sa',
-        '-Dquarkus.log.level=WARN', '-Dquarkus.http.access-log.enabled=false',
-        '-jar', runJar,
+        '-Dapicurio.datasource.username=sa',
+        '-Dapicurio.datasource.password=sa',
+        '-Dquarkus.log.level=WARN',
+        '-Dquarkus.http.access-log.enabled=false',
+        '-jar',
+        runJar,
       ]);
       console.log(`[stack] registry starting (pid ${pid}, port ${port}, log ${logFile(NAME)})`);
       await waitFor(NAME, () => registryHealthy(port), { timeoutMs: 180_000, pid });

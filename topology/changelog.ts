@@ -88,7 +88,13 @@ export async function restoreChangelogs(kafka: Kafka, admin: Admin, applicationI
     partitionsByTopic.get(t.topic)!.push(t.partition);
   }
   const groupId = `${applicationId}-restore-${randomUUID()}`;
-  const consumer = kafka.consumer({ groupId, partitionAssigners: [fixedAssigner(partitionsByTopic)], maxWaitTimeInMs: 100, readUncommitted: false, maxBytesPerPartition: 4 * 1024 * 1024 });
+  const consumer = kafka.consumer({
+    groupId,
+    partitionAssigners: [fixedAssigner(partitionsByTopic)],
+    maxWaitTimeInMs: 100,
+    readUncommitted: false,
+    maxBytesPerPartition: 4 * 1024 * 1024,
+  });
   const counts = new Map<string, number>();
   let finish!: () => void;
   let fail!: (e: unknown) => void;

@@ -91,7 +91,15 @@ function reasonHeaders(error: unknown, phase: DlqPhase, applicationId: string, n
  * source topic, partition, offset, error code and message. Error messages never contain record
  * contents (serdes and processors must not put tokens in messages).
  */
-export function deadLetter(dlqTopic: string, source: DlqSource, error: unknown, phase: DlqPhase, applicationId: string, nowMs: number, node?: string | DlqOrigin): DeadLetter {
+export function deadLetter(
+  dlqTopic: string,
+  source: DlqSource,
+  error: unknown,
+  phase: DlqPhase,
+  applicationId: string,
+  nowMs: number,
+  node?: string | DlqOrigin,
+): DeadLetter {
   const where: DlqOrigin = typeof node === 'string' ? { node } : (node ?? {});
   const headers: Record<string, string> = {
     ...source.headers,
@@ -119,7 +127,11 @@ export interface FailedOutput {
  * that could not be serialized is rendered as JSON (`dlq.key.format` / `dlq.value.format`: json).
  */
 export function outputDeadLetter(dlqTopic: string, output: FailedOutput, error: unknown, applicationId: string, nowMs: number, where: DlqOrigin): DeadLetter {
-  const headers: Record<string, string> = { ...output.headers, [DLQ_HEADERS.sourcePartition]: String(output.partition), ...reasonHeaders(error, 'production', applicationId, nowMs, where) };
+  const headers: Record<string, string> = {
+    ...output.headers,
+    [DLQ_HEADERS.sourcePartition]: String(output.partition),
+    ...reasonHeaders(error, 'production', applicationId, nowMs, where),
+  };
   const bytes = (x: unknown, header: string): Buffer | null => {
     if (x === null || x === undefined) return null;
     if (Buffer.isBuffer(x)) return x;

@@ -143,7 +143,10 @@ export class TransactionalCommitter implements TaskCommitter {
           if (!topics.has(o.topic)) topics.set(o.topic, []);
           topics.get(o.topic)!.push({ partition: o.partition, offset: o.offset });
         }
-        await retry(() => tx.sendOffsets({ consumerGroupId: this.groupId, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) }), concurrentRetry);
+        await retry(
+          () => tx.sendOffsets({ consumerGroupId: this.groupId, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) }),
+          concurrentRetry,
+        );
       }
       this.machine.to('committing');
       await tx.commit();

@@ -22,7 +22,14 @@ export function isConcurrentTransactions(error: unknown): boolean {
   return kafkaErrorType(error) === 'CONCURRENT_TRANSACTIONS';
 }
 
-const REBALANCING = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'NOT_COORDINATOR_FOR_GROUP', 'NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE']);
+const REBALANCING = new Set([
+  'REBALANCE_IN_PROGRESS',
+  'ILLEGAL_GENERATION',
+  'UNKNOWN_MEMBER_ID',
+  'NOT_COORDINATOR_FOR_GROUP',
+  'NOT_COORDINATOR',
+  'COORDINATOR_NOT_AVAILABLE',
+]);
 
 /** Errors by which kafkajs tells a group member to rejoin; kafkajs handles them itself. */
 export function isRebalancing(error: unknown): boolean {

@@ -37,15 +37,17 @@ export interface MetricsListener {
 
 /** Wraps a listener so a faulty one can never break processing. */
 export function safeMetrics(listener: MetricsListener | undefined, logger?: Logger): Required<MetricsListener> {
-  const wrap = <E>(name: keyof MetricsListener) => (event: E) => {
-    const fn = listener?.[name] as ((e: E) => void) | undefined;
-    if (!fn) return;
-    try {
-      fn.call(listener, event);
-    } catch (error) {
-      logger?.warn('metrics listener threw', { method: name, error });
-    }
-  };
+  const wrap =
+    <E>(name: keyof MetricsListener) =>
+    (event: E) => {
+      const fn = listener?.[name] as ((e: E) => void) | undefined;
+      if (!fn) return;
+      try {
+        fn.call(listener, event);
+      } catch (error) {
+        logger?.warn('metrics listener threw', { method: name, error });
+      }
+    };
   return {
     onNodeRecords: wrap('onNodeRecords'),
     onCommit: wrap('onCommit'),

@@ -55,7 +55,10 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
     let id = ids.get(subject);
     if (!id) {
       id = registerSchema(options.registry, options.schema, subject);
-      id.then((value) => knownIds.set(subject, value), () => ids.delete(subject));
+      id.then(
+        (value) => knownIds.set(subject, value),
+        () => ids.delete(subject),
+      );
       ids.set(subject, id);
     }
     return id;
@@ -70,7 +73,10 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
         const writerType = writer as unknown as avro.Type;
         return writerType.equals(reader) ? null : reader.createResolver(writerType);
       });
-      resolver.then((value) => knownResolvers.set(id, value), () => resolvers.delete(id));
+      resolver.then(
+        (value) => knownResolvers.set(id, value),
+        () => resolvers.delete(id),
+      );
       resolvers.set(id, resolver);
     }
     return resolver;

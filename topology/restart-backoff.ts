@@ -78,7 +78,11 @@ export class RestartPacer {
   private wake?: () => void;
 
   constructor(
-    private readonly options: RestartBackoffOptions & { readonly applicationId: string; readonly metrics: Required<Pick<MetricsListener, 'onRestart' | 'onRestartsSettled'>>; readonly log: Logger },
+    private readonly options: RestartBackoffOptions & {
+      readonly applicationId: string;
+      readonly metrics: Required<Pick<MetricsListener, 'onRestart' | 'onRestartsSettled'>>;
+      readonly log: Logger;
+    },
   ) {
     this.backoff = new RestartBackoff(options);
   }
@@ -89,7 +93,12 @@ export class RestartPacer {
     const code = restartCode(cause);
     const consecutive = this.backoff.consecutive;
     this.options.metrics.onRestart({ applicationId: this.options.applicationId, code, consecutive, backoffMs });
-    this.options.log.warn(attempt === 1 ? 'restarting consumer' : 'consumer restart failed; trying again', { code, error: errorMessage(cause), consecutive, backoffMs });
+    this.options.log.warn(attempt === 1 ? 'restarting consumer' : 'consumer restart failed; trying again', {
+      code,
+      error: errorMessage(cause),
+      consecutive,
+      backoffMs,
+    });
     return backoffMs;
   }
 

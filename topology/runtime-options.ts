@@ -89,7 +89,9 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
     maxBufferedRecords: 1000,
     ...options,
     commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
-    ...(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),
+    ...(options.maxBufferedRecords === undefined
+      ? {}
+      : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),
     maxRecordBytes: checkRange('maxRecordBytes', options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, { min: 1024, max: 100 * 1024 * 1024 }),
     restartBackoffInitialMs: initialMs,
     restartBackoffMaxMs: checkRange('restartBackoffMaxMs', options.restartBackoffMaxMs ?? Math.max(initialMs, 30_000), { min: initialMs, max: 600_000 }),

@@ -65,7 +65,14 @@ export class StreamsApp {
     this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
     this.metrics = safeMetrics(options.metricsListener, this.log);
     const o = this.options;
-    this.restarts = new RestartPacer({ initialMs: o.restartBackoffInitialMs, maxMs: o.restartBackoffMaxMs, resetMs: o.restartBackoffResetMs, applicationId: o.applicationId, metrics: this.metrics, log: this.log });
+    this.restarts = new RestartPacer({
+      initialMs: o.restartBackoffInitialMs,
+      maxMs: o.restartBackoffMaxMs,
+      resetMs: o.restartBackoffResetMs,
+      applicationId: o.applicationId,
+      metrics: this.metrics,
+      log: this.log,
+    });
     this.commits = new TaskCommits(options.applicationId, this.options.commitIntervalMs, this.metrics, (handle, error) => this.onTaskError(handle, error));
     cacheCoordinatorLookups();
     this.kafka = new Kafka({
@@ -85,13 +92,23 @@ export class StreamsApp {
     const partitionsOfTopic = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
     for (const sub of topology.subtopologies) {
       const counts = new Set(sub.sourceTopics.map((t) => partitionsOfTopic.get(t)!));
-      if (counts.size !== 1) throw new ConfigError(`sub-topology ${sub.id}`, `source topics ${sub.sourceTopics.join(', ')} are not co-partitioned (partition counts ${[...counts].join(', ')})`);
+      if (counts.size !== 1)
+        throw new ConfigError(
+          `sub-topology ${sub.id}`,
+          `source topics ${sub.sourceTopics.join(', ')} are not co-partitioned (partition counts ${[...counts].join(', ')})`,
+        );
       this.partitionsBySubtopology.set(sub.id, [...counts][0]!);
     }
     const maxPartitions = Math.max(...this.partitionsBySubtopology.values());
     await ensureTopics(this.admin, [
       ...topology.subtopologies.flatMap((sub) =>
-        sub.stores.filter((s) => s.changelog !== false).map((s) => ({ topic: changelogTopicName(applicationId, s.name), numPartitions: this.partitionsBySubtopology.get(sub.id)!, configs: { 'cleanup.policy': 'compact' } })),
+        sub.stores
+          .filter((s) => s.changelog !== false)
+          .map((s) => ({
+            topic: changelogTopicName(applicationId, s.name),
+            numPartitions: this.partitionsBySubtopology.get(sub.id)!,
+            configs: { 'cleanup.policy': 'compact' },
+          })),
       ),
       // The DLQ must take records a little over any other topic's limit (topic-rules.ts).
       { topic: this.options.dlqTopic, numPartitions: maxPartitions, configs: { 'max.message.bytes': String(DLQ_MAX_MESSAGE_BYTES) } },
@@ -130,7 +147,8 @@ export class StreamsApp {
   }
 
   /** Counts each request a client sends, by API (the bench reads them per message). */
-  private readonly countRequest = ({ payload }: RequestEvent): void => this.metrics.onKafkaRequest({ applicationId: this.options.applicationId, api: payload.apiName });
+  private readonly countRequest = ({ payload }: RequestEvent): void =>
+    this.metrics.onKafkaRequest({ applicationId: this.options.applicationId, api: payload.apiName });
 
   /** Task ids currently owned by this instance. */
   assignedTasks(): TaskId[] {
@@ -150,7 +168,13 @@ export class StreamsApp {
     const retired = () => this.consumer !== consumer || this.retired.has(consumer);
     const consumer: Consumer = this.kafka.consumer({
       groupId: applicationId,
-      partitionAssigners: [taskAssigner(topology, (s) => this.partitionsBySubtopology.get(s)!, () => this.assignedTasks())],
+      partitionAssigners: [
+        taskAssigner(
+          topology,
+          (s) => this.partitionsBySubtopology.get(s)!,
+          () => this.assignedTasks(),
+        ),
+      ],
       sessionTimeout: this.options.sessionTimeoutMs,
       heartbeatInterval: Math.min(1000, Math.floor(this.options.sessionTimeoutMs / 4)),
       // How long the broker may hold a fetch with nothing to return (Kafka's default). Records end it
@@ -189,7 +213,8 @@ export class StreamsApp {
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
       eachBatch: async (payload) => {
-        if (retired()) void this.retire(consumer); // it is fetching: still a member holding partitions
+        if (retired())
+          void this.retire(consumer); // it is fetching: still a member holding partitions
         else if (!this.closing) await this.onBatch(payload);
       },
     });
@@ -219,7 +244,14 @@ export class StreamsApp {
     this.metrics.onAssignment({ applicationId: this.options.applicationId, taskIds: this.assignedTasks() });
     this.log.info('assignment', { tasks: this.assignedTasks(), created: created.map((h) => h.id) });
     if (created.length === 0) return;
-    const ready = withTimeout(this.initTasks(created), this.options.taskInitTimeoutMs, () => new PushError('TASK_INIT_TIMEOUT', `tasks ${created.map((h) => h.id).join(',')} not ready after ${this.options.taskInitTimeoutMs} ms`, { retriable: true }));
+    const ready = withTimeout(
+      this.initTasks(created),
+      this.options.taskInitTimeoutMs,
+      () =>
+        new PushError('TASK_INIT_TIMEOUT', `tasks ${created.map((h) => h.id).join(',')} not ready after ${this.options.taskInitTimeoutMs} ms`, {
+          retriable: true,
+        }),
+    );
     ready.catch((error) => this.requestRestart(error, created));
     for (const h of created) {
       h.ready = ready.then(() => void (h.isReady = true));
@@ -246,9 +278,29 @@ export class StreamsApp {
     });
     const committer: TaskCommitter =
       this.options.processingGuarantee === 'exactly_once'
-        ? new TransactionalCommitter(this.kafka, { transactionalId: `${applicationId}-${id}`, groupId: applicationId, onProducer: (producer) => producer.on(producer.events.REQUEST, this.countRequest) })
+        ? new TransactionalCommitter(this.kafka, {
+            transactionalId: `${applicationId}-${id}`,
+            groupId: applicationId,
+            onProducer: (producer) => producer.on(producer.events.REQUEST, this.countRequest),
+          })
         : new AtLeastOnceCommitter(this.sharedProducer!, () => this.consumer!, this.log);
-    const handle: TaskHandle = { id, task, committer, sources: subtopology.sourceTopics, exec: new SerialExecutor(), nextOffsets: new Map(), ready: Promise.resolve(), isReady: false, generation: this.generation, closed: false, lastCommitMs: Date.now(), tickQueued: false, commitFailed: false, input: new TaskInputQueue(this.options.maxBufferedRecords), processingQueued: false };
+    const handle: TaskHandle = {
+      id,
+      task,
+      committer,
+      sources: subtopology.sourceTopics,
+      exec: new SerialExecutor(),
+      nextOffsets: new Map(),
+      ready: Promise.resolve(),
+      isReady: false,
+      generation: this.generation,
+      closed: false,
+      lastCommitMs: Date.now(),
+      tickQueued: false,
+      commitFailed: false,
+      input: new TaskInputQueue(this.options.maxBufferedRecords),
+      processingQueued: false,
+    };
     this.handles.set(id, handle);
     return handle;
   }
@@ -267,12 +319,15 @@ export class StreamsApp {
       }
     }
     const targets: RestoreTarget[] = handles.flatMap((h) =>
-      [...h.task.stores.values()].filter((s) => s.changelogged).map((store) => ({
-        topic: changelogTopicName(applicationId, store.name),
-        partition: h.task.partition,
-        apply: (key: string, value: Buffer | null) => store.restore(key, value),
-        progress: (restoredRecords: number, done: boolean) => this.metrics.onRestoreProgress({ applicationId, taskId: h.id, store: store.name, restoredRecords, done }),
-      })),
+      [...h.task.stores.values()]
+        .filter((s) => s.changelogged)
+        .map((store) => ({
+          topic: changelogTopicName(applicationId, store.name),
+          partition: h.task.partition,
+          apply: (key: string, value: Buffer | null) => store.restore(key, value),
+          progress: (restoredRecords: number, done: boolean) =>
+            this.metrics.onRestoreProgress({ applicationId, taskId: h.id, store: store.name, restoredRecords, done }),
+        })),
     );
     const started = Date.now();
     if (targets.length > 0) await restoreChangelogs(this.kafka, this.admin!, applicationId, targets, this.log);
@@ -442,7 +497,10 @@ export class StreamsApp {
       // Refused again after the restart, which backs off: a slow loop that metrics and pushctl status
       // show. Sinks check sizes and keys against the topic configs (re-read at each restart) first.
       this.log.error('the broker refused a commit; restarting with backoff', { task: handle.id, refusal: refused, error: errorMessage(error) });
-      this.requestRestart(new PushError('COMMIT_REFUSED', `the broker refused the commit of task ${handle.id}: ${refused}`, { retriable: true, cause: error }), [handle]);
+      this.requestRestart(
+        new PushError('COMMIT_REFUSED', `the broker refused the commit of task ${handle.id}: ${refused}`, { retriable: true, cause: error }),
+        [handle],
+      );
       return;
     }
     this.log.warn('task failed; restarting from the last commit', { task: handle.id, code: errorCode(error), error: errorMessage(error) });
@@ -451,8 +509,16 @@ export class StreamsApp {
 
   /** Reads the sink topics' and the DLQ's limits; a failure or a broker slower than 5 s keeps the last ones (a restart must not wait on it). */
   private async readTopicRules(): Promise<void> {
-    const reading = readTopicRules(this.admin!, this.options.topology.subtopologies.flatMap((s) => s.sinkTopics), this.options.dlqTopic, this.options.maxRecordBytes, this.log);
-    const rules = await withTimeout(reading, 5000, () => new PushError('TOPIC_RULES_TIMEOUT', 'topic configs not read in 5 s')).catch(() => new Map<string, TopicRules>());
+    const reading = readTopicRules(
+      this.admin!,
+      this.options.topology.subtopologies.flatMap((s) => s.sinkTopics),
+      this.options.dlqTopic,
+      this.options.maxRecordBytes,
+      this.log,
+    );
+    const rules = await withTimeout(reading, 5000, () => new PushError('TOPIC_RULES_TIMEOUT', 'topic configs not read in 5 s')).catch(
+      () => new Map<string, TopicRules>(),
+    );
     for (const [topic, r] of rules) this.topicRules.set(topic, r);
   }
 
@@ -527,6 +593,13 @@ export class StreamsApp {
   private async closeAllTasks(): Promise<void> {
     const handles = [...this.handles.values()];
     this.handles.clear();
-    await Promise.all(handles.map((h) => h.ready.catch(() => undefined).then(() => h.exec.run(() => this.closeHandle(h))).catch(() => undefined)));
+    await Promise.all(
+      handles.map((h) =>
+        h.ready
+          .catch(() => undefined)
+          .then(() => h.exec.run(() => this.closeHandle(h)))
+          .catch(() => undefined),
+      ),
+    );
   }
 }

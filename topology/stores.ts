@@ -91,7 +91,11 @@ export const keyValueStore = <V>(name: string, serde: StoreSerde<V> = jsonStoreS
  * A TimerStore. `changelog: false` keeps it in memory only, for an owner that rebuilds it from its
  * own changelogged state at init (so a key and its timer cost one changelog record, not two).
  */
-export const timerStore = (name: string, options: { changelog?: boolean } = {}): StoreDefinition => ({ name, kind: 'timer', ...(options.changelog === false ? { changelog: false } : {}) });
+export const timerStore = (name: string, options: { changelog?: boolean } = {}): StoreDefinition => ({
+  name,
+  kind: 'timer',
+  ...(options.changelog === false ? { changelog: false } : {}),
+});
 
 /** A ScheduleStore: in memory only, rebuilt by its owner from its own state. */
 export const scheduleStore = (name: string): StoreDefinition => ({ name, kind: 'schedule', changelog: false });

@@ -80,7 +80,14 @@ export class TaskCommits {
 
   private committed(handle: TaskHandle, { batch, startedMs, inputRecords }: PreparedCommit): void {
     const { applicationId } = this;
-    this.metrics.onCommit({ applicationId, taskId: handle.id, latencyMs: Date.now() - startedMs, outputRecords: batch.records.length, changelogRecords: batch.changelog.length, inputRecords });
+    this.metrics.onCommit({
+      applicationId,
+      taskId: handle.id,
+      latencyMs: Date.now() - startedMs,
+      outputRecords: batch.records.length,
+      changelogRecords: batch.changelog.length,
+      inputRecords,
+    });
     for (const c of handle.task.drainNodeCounts()) this.metrics.onNodeRecords({ applicationId, taskId: handle.id, ...c });
   }
 }

@@ -230,8 +230,11 @@ export class StreamTask {
     this.input = undefined;
     const failure = this.productionFailure;
     this.productionFailure = undefined;
-    const outcome = failure ? this.toDeadLetter(input, failure.error, 'production', { node: failure.sink.name, sinkTopic: failure.sink.topic, origin: 'process', taskId: this.id }) : PROCESSED;
-    if (advanced && this.schedules.some((s) => s.type === 'stream-time' && !s.cancelled)) return this.punctuate('stream-time', this.streamTime).then(() => outcome);
+    const outcome = failure
+      ? this.toDeadLetter(input, failure.error, 'production', { node: failure.sink.name, sinkTopic: failure.sink.topic, origin: 'process', taskId: this.id })
+      : PROCESSED;
+    if (advanced && this.schedules.some((s) => s.type === 'stream-time' && !s.cancelled))
+      return this.punctuate('stream-time', this.streamTime).then(() => outcome);
     return outcome;
   }
 
@@ -348,7 +351,10 @@ export class StreamTask {
       this.uncommitted = true;
       if (error === undefined) return;
       if (this.options.processingErrorPolicy === 'fail' || isRetriable(error) || !input) this.deferredFailure ??= error;
-      else this.outputs.push(fitDeadLetter(deadLetter(this.options.dlqTopic, input, error, 'processing', this.options.applicationId, this.options.clock(), node), this.dlqLimit));
+      else
+        this.outputs.push(
+          fitDeadLetter(deadLetter(this.options.dlqTopic, input, error, 'processing', this.options.applicationId, this.options.clock(), node), this.dlqLimit),
+        );
     };
   }
 
@@ -462,7 +468,10 @@ export class StreamTask {
     if (size > 0 || (key === null && rules.keyRequired)) {
       const error =
         size > 0
-          ? new ContractError('RECORD_TOO_LARGE', `a record of ${size} bytes for ${sink.topic} is over the limit of ${rules.maxRecordBytes} bytes (maxRecordBytes or the topic's max.message.bytes)`)
+          ? new ContractError(
+              'RECORD_TOO_LARGE',
+              `a record of ${size} bytes for ${sink.topic} is over the limit of ${rules.maxRecordBytes} bytes (maxRecordBytes or the topic's max.message.bytes)`,
+            )
           : new ContractError('INVALID_RECORD', `${sink.topic} is compacted and refuses a record without a key`);
       this.productionFailed(sink, { ...record, headers }, key, value, error);
       return;
@@ -483,7 +492,14 @@ export class StreamTask {
       return;
     }
     const where = { node: sink.name, sinkTopic: sink.topic, origin: this.origin, taskId: this.id };
-    const letter = outputDeadLetter(this.options.dlqTopic, { key, value, timestamp: record.timestamp, headers: { ...record.headers }, partition: this.partition }, error, this.options.applicationId, this.options.clock(), where);
+    const letter = outputDeadLetter(
+      this.options.dlqTopic,
+      { key, value, timestamp: record.timestamp, headers: { ...record.headers }, partition: this.partition },
+      error,
+      this.options.applicationId,
+      this.options.clock(),
+      where,
+    );
     this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
     const code = errorCode(error);
     this.options.logger?.warn('output dead-lettered', { task: this.id, node: sink.name, topic: sink.topic, origin: this.origin, code });
@@ -500,9 +516,19 @@ export class StreamTask {
    */
   private oversizeChange(store: string, record: OutputRecord, limit: number): void {
     const size = oversizeBytes(record.key, record.value, record.headers, limit);
-    const error = new ContractError('CHANGELOG_RECORD_TOO_LARGE', `a value of store ${store} of ${size} bytes is over its changelog's limit of ${limit} bytes; kept in memory only`);
+    const error = new ContractError(
+      'CHANGELOG_RECORD_TOO_LARGE',
+      `a value of store ${store} of ${size} bytes is over its changelog's limit of ${limit} bytes; kept in memory only`,
+    );
     const where = { node: store, sinkTopic: record.topic, origin: `changelog:${store}`, taskId: this.id };
-    const letter = outputDeadLetter(this.options.dlqTopic, { ...record, partition: this.partition }, error, this.options.applicationId, this.options.clock(), where);
+    const letter = outputDeadLetter(
+      this.options.dlqTopic,
+      { ...record, partition: this.partition },
+      error,
+      this.options.applicationId,
+      this.options.clock(),
+      where,
+    );
     this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
     this.options.logger?.error('store value over the changelog limit: dead-lettered, not durable', { task: this.id, store, bytes: size });
     this.options.onOutputDeadLetter?.({ topic: record.topic, code: 'CHANGELOG_RECORD_TOO_LARGE', origin: where.origin });

@@ -30,7 +30,13 @@ export const DLQ_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
  * own limit (it must take records near the other topics' limits). Topics that do not exist yet, or
  * a broker that will not describe them, get `maxRecordBytes` and no key rule.
  */
-export async function readTopicRules(admin: Admin, sinkTopics: readonly string[], dlqTopic: string, maxRecordBytes: number, log?: Logger): Promise<Map<string, TopicRules>> {
+export async function readTopicRules(
+  admin: Admin,
+  sinkTopics: readonly string[],
+  dlqTopic: string,
+  maxRecordBytes: number,
+  log?: Logger,
+): Promise<Map<string, TopicRules>> {
   const rules = new Map<string, TopicRules>();
   try {
     const existing = new Set(await admin.listTopics());
@@ -44,7 +50,8 @@ export async function readTopicRules(admin: Admin, sinkTopics: readonly string[]
       if (r.errorCode !== 0) continue;
       const config = (name: string) => r.configEntries.find((e) => e.configName === name)?.configValue;
       const topicLimit = Number(config('max.message.bytes')) - RECORD_BATCH_OVERHEAD_BYTES;
-      const limit = !Number.isFinite(topicLimit) || topicLimit <= 0 ? maxRecordBytes : r.resourceName === dlqTopic ? topicLimit : Math.min(maxRecordBytes, topicLimit);
+      const limit =
+        !Number.isFinite(topicLimit) || topicLimit <= 0 ? maxRecordBytes : r.resourceName === dlqTopic ? topicLimit : Math.min(maxRecordBytes, topicLimit);
       rules.set(r.resourceName, { maxRecordBytes: limit, keyRequired: (config('cleanup.policy') ?? '').split(',').includes('compact') });
     }
   } catch (error) {
@@ -52,7 +59,11 @@ export async function readTopicRules(admin: Admin, sinkTopics: readonly string[]
   }
   const dlq = rules.get(dlqTopic);
   if (dlq && dlq.maxRecordBytes < maxRecordBytes + 64 * 1024) {
-    log?.warn('the DLQ topic takes records no larger than the other topics: large dead letters keep their reason headers but lose their value', { topic: dlqTopic, maxRecordBytes: dlq.maxRecordBytes, wanted: DLQ_MAX_MESSAGE_BYTES });
+    log?.warn('the DLQ topic takes records no larger than the other topics: large dead letters keep their reason headers but lose their value', {
+      topic: dlqTopic,
+      maxRecordBytes: dlq.maxRecordBytes,
+      wanted: DLQ_MAX_MESSAGE_BYTES,
+    });
   }
   return rules;
 }

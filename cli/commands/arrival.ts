@@ -52,10 +52,22 @@ const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 
 export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalRow[], since: Date): string {
   const header = [by === 'hour' ? 'hour (UTC)' : by, 'submitted', 'arrived', 'arrival', 'delivered', 'delivered%', 'unknown', 'unknown%'];
-  const total = rows.reduce((t, r) => ({ submitted: t.submitted + r.submitted, arrived: t.arrived + r.arrived, delivered: t.delivered + r.delivered, unknown: t.unknown + r.unknown }), { submitted: 0, arrived: 0, delivered: 0, unknown: 0 });
+  const total = rows.reduce(
+    (t, r) => ({ submitted: t.submitted + r.submitted, arrived: t.arrived + r.arrived, delivered: t.delivered + r.delivered, unknown: t.unknown + r.unknown }),
+    { submitted: 0, arrived: 0, delivered: 0, unknown: 0 },
+  );
   const line = (key: string, r: { submitted: number; arrived: number; delivered: number; unknown: number }) => {
     const rate = (n: number) => (r.submitted === 0 ? 0 : n / r.submitted);
-    return [key, String(r.submitted), String(r.arrived), pct(rate(r.arrived)), String(r.delivered), pct(rate(r.delivered)), String(r.unknown), pct(rate(r.unknown))];
+    return [
+      key,
+      String(r.submitted),
+      String(r.arrived),
+      pct(rate(r.arrived)),
+      String(r.delivered),
+      pct(rate(r.delivered)),
+      String(r.unknown),
+      pct(rate(r.unknown)),
+    ];
   };
   const body = rows.map((r) => line(r.key, r));
   // By vendor a pair that fell back across vendors is in two rows, so no total is summed there.
@@ -63,7 +75,12 @@ export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalR
   const table = [header, ...body];
   const widths = header.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   const render = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
-  const out = [`arrival since ${since.toISOString().replace('T', ' ').slice(0, 19)} UTC, by ${by}`, render(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(render)];
+  const out = [
+    `arrival since ${since.toISOString().replace('T', ' ').slice(0, 19)} UTC, by ${by}`,
+    render(header),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...body.map(render),
+  ];
   if (rows.length === 0) out.push('(no submissions in this range)');
   return out.join('\n') + '\n';
 }

@@ -44,7 +44,8 @@ async function pipelineOffsets(applicationId: string, stages: readonly string[] 
     const parts: PartitionOffsets[] = [];
     for (const stage of stages) {
       const status = await groupStatus(admin, `${applicationId}-${stage}`);
-      for (const t of status.topics) for (const p of t.partitions) parts.push({ key: `${stage}/${t.topic}/${p.partition}=${p.committed}/${p.end}`, lag: p.lag });
+      for (const t of status.topics)
+        for (const p of t.partitions) parts.push({ key: `${stage}/${t.topic}/${p.partition}=${p.committed}/${p.end}`, lag: p.lag });
     }
     return parts;
   } finally {
@@ -63,7 +64,10 @@ async function waitDrained(applicationId: string, quiet: () => boolean, interval
   for (;;) {
     await delay(intervalMs);
     const offsets = await pipelineOffsets(applicationId);
-    const snapshot = offsets.map((p) => p.key).sort().join(',');
+    const snapshot = offsets
+      .map((p) => p.key)
+      .sort()
+      .join(',');
     if (snapshot === previous && quiet() && offsets.every((p) => p.lag <= MARKER_SLACK)) return;
     previous = snapshot;
   }

@@ -33,7 +33,13 @@ function option(args: string[], name: string): string | undefined {
 }
 
 /** Reads push.dispatch from `fromMs` to its current end and keeps the dispatches of `taskIds`. */
-async function findDispatches(kafka: Kafka, topic: string, fromMs: number, taskIds: Set<string>, decode: (b: Buffer) => Promise<PushDispatch>): Promise<Map<string, { key: string; value: PushDispatch }>> {
+async function findDispatches(
+  kafka: Kafka,
+  topic: string,
+  fromMs: number,
+  taskIds: Set<string>,
+  decode: (b: Buffer) => Promise<PushDispatch>,
+): Promise<Map<string, { key: string; value: PushDispatch }>> {
   const admin = kafka.admin();
   await admin.connect();
   if (!(await admin.listTopics()).includes(topic)) {
@@ -100,9 +106,17 @@ export async function replayCommand(args: string[]): Promise<number> {
     const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
     const topic = topicName('dispatch', prefix);
     // A dispatch is decided before it fails; look back one more hour for its record.
-    const dispatches = await findDispatches(kafka, topic, fromMs - 3_600_000, new Set(failed.map((f) => f.task_id)), async (b) => (await serde.deserialize(topic, b)) as PushDispatch);
+    const dispatches = await findDispatches(
+      kafka,
+      topic,
+      fromMs - 3_600_000,
+      new Set(failed.map((f) => f.task_id)),
+      async (b) => (await serde.deserialize(topic, b)) as PushDispatch,
+    );
 
-    const [tokenRows] = await db.query('SELECT device_id, vendor, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [[...new Set([...dispatches.values()].map((d) => d.value.device_id))].concat([''])]);
+    const [tokenRows] = await db.query('SELECT device_id, vendor, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+      [...new Set([...dispatches.values()].map((d) => d.value.device_id))].concat(['']),
+    ]);
     const valid = new Set((tokenRows as Array<{ device_id: string; vendor: string; token: string }>).map((t) => `${t.device_id}|${t.vendor}|${t.token}`));
     const replayable = [...dispatches.values()]
       .map(({ key, value }) => ({ key, value: { ...value, channels: value.channels.filter((c) => valid.has(`${value.device_id}|${c.vendor}|${c.token}`)) } }))
@@ -110,7 +124,9 @@ export async function replayCommand(args: string[]): Promise<number> {
     console.log(`${dispatches.size} dispatch record(s) found, ${replayable.length} with a valid token left`);
     if (args.includes('--dry-run') || replayable.length === 0) return 0;
 
-    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status = ${TASK_STATUS.failed} AND task_id IN (?)`, [replayable.map((d) => d.value.task_id)]);
+    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status = ${TASK_STATUS.failed} AND task_id IN (?)`, [
+      replayable.map((d) => d.value.task_id),
+    ]);
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     try {

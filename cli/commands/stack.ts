@@ -18,7 +18,9 @@ export async function stackCommand(args: string[]): Promise<number> {
     case 'status': {
       const statuses = await stackStatus();
       for (const s of statuses) {
-        console.log(`${s.name.padEnd(11)} ${(s.healthy ? 'healthy' : 'DOWN').padEnd(8)} port ${String(s.port).padEnd(6)} ${(s.version ?? '-').padEnd(28)} ${s.pid ? `pid ${s.pid}` : ''} ${s.detail ?? ''}`);
+        console.log(
+          `${s.name.padEnd(11)} ${(s.healthy ? 'healthy' : 'DOWN').padEnd(8)} port ${String(s.port).padEnd(6)} ${(s.version ?? '-').padEnd(28)} ${s.pid ? `pid ${s.pid}` : ''} ${s.detail ?? ''}`,
+        );
       }
       return statuses.every((s) => s.healthy) ? 0 : 1;
     }

@@ -17,7 +17,9 @@ const RESTART_LOOP = 3;
 export function describeRestarts(r: RestartStatus): string {
   if (!r.reachable) return `  restarts: no worker metrics at ${r.url} (${r.error})`;
   if (r.restarts === 0) return `  restarts: none (${r.url})`;
-  const codes = Object.entries(r.byCode).map(([code, n]) => `${code} ${n}`).join(', ');
+  const codes = Object.entries(r.byCode)
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
   const loop = r.consecutive >= RESTART_LOOP ? '  RESTART LOOP' : '';
   return `  restarts: ${r.restarts} (${codes}), ${r.consecutive} in a row, backoff ${(r.backoffMs / 1000).toFixed(1)} s (${r.url})${loop}`;
 }
@@ -43,7 +45,9 @@ export async function statusCommand(args: string[]): Promise<number> {
     }
     console.log(`group ${status.groupId}: ${status.state}, ${status.members.length} member(s)`);
     for (const m of status.members) {
-      const parts = Object.entries(m.assignment).map(([t, ps]) => `${t}[${ps.join(',')}]`).join(' ');
+      const parts = Object.entries(m.assignment)
+        .map(([t, ps]) => `${t}[${ps.join(',')}]`)
+        .join(' ');
       console.log(`  ${m.clientId} ${m.host} ${parts || '(no partitions)'}`);
     }
     for (const t of status.topics) {

@@ -39,7 +39,10 @@ function option(args: string[], name: string): string | undefined {
 async function tokensOf(uid: string): Promise<TokenRow[]> {
   const connection = await mysql.createConnection({ uri: readEndpoints().mysqlUrl, timezone: 'Z' });
   try {
-    const [rows] = await connection.query('SELECT uid, device_id, vendor, platform, app_id, token, status, consecutive_failures, invalid_reason, refreshed_at, invalidated_at FROM im_push_token WHERE uid = ? ORDER BY device_id, vendor', [uid]);
+    const [rows] = await connection.query(
+      'SELECT uid, device_id, vendor, platform, app_id, token, status, consecutive_failures, invalid_reason, refreshed_at, invalidated_at FROM im_push_token WHERE uid = ? ORDER BY device_id, vendor',
+      [uid],
+    );
     return rows as TokenRow[];
   } finally {
     await connection.end();
@@ -67,15 +70,28 @@ export async function tokensCommand(args: string[]): Promise<number> {
   const vendor = option(args, '--vendor');
   const reason = option(args, '--reason') ?? 'operator';
   const chosen = rows.filter((r) => r.status === 1 && (!device || r.device_id === device) && (!vendor || r.vendor === vendor));
-  if (chosen.length === 0) throw new ConfigError('uid', `no valid token of ${uid} matches${device ? ` --device ${device}` : ''}${vendor ? ` --vendor ${vendor}` : ''}`);
+  if (chosen.length === 0)
+    throw new ConfigError('uid', `no valid token of ${uid} matches${device ? ` --device ${device}` : ''}${vendor ? ` --vendor ${vendor}` : ''}`);
   const now = Date.now();
   const reports: TokenReport[] = chosen.map((r) => ({
-    uid: r.uid, device_id: r.device_id, platform: r.platform, vendor: r.vendor, app_id: r.app_id, token: r.token,
-    reported_at: now, state: 'INVALID', source: 'OPERATOR', reason, manufacturer: null,
+    uid: r.uid,
+    device_id: r.device_id,
+    platform: r.platform,
+    vendor: r.vendor,
+    app_id: r.app_id,
+    token: r.token,
+    reported_at: now,
+    state: 'INVALID',
+    source: 'OPERATOR',
+    reason,
+    manufacturer: null,
   }));
   const producer = await trafficProducer(readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX));
   try {
-    await producer.send('tokens', reports.map((value) => ({ key: value.uid, value })));
+    await producer.send(
+      'tokens',
+      reports.map((value) => ({ key: value.uid, value })),
+    );
   } finally {
     await producer.close();
   }

@@ -57,9 +57,30 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
     .addSource('presence-source', source('presence'))
     .addSource('tokens-source', source('tokens'))
     .addSource('settings-source', source('settings'))
-    .addProcessor('online-filter', onlineFilter({ ...options.onlineFilter, tables: { tokens: topic('tokens') }, outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
+    .addProcessor(
+      'online-filter',
+      onlineFilter({
+        ...options.onlineFilter,
+        tables: { tokens: topic('tokens') },
+        outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' },
+      }),
+      'persisted-source',
+      'presence-source',
+      'tokens-source',
+    )
     .addProcessor('merge', merge({ ...options.merge, outputs: { merged: tapped('policy', 'merged-tap'), outcomes: 'outcomes-sink' } }), 'online-filter')
-    .addProcessor('policy', policy(VENDOR_CHANNELS, { ...options.policy, tables: { tokens: topic('tokens'), settings: topic('settings') }, outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' } }), 'merge', 'settings-source', 'tokens-source', 'presence-source')
+    .addProcessor(
+      'policy',
+      policy(VENDOR_CHANNELS, {
+        ...options.policy,
+        tables: { tokens: topic('tokens'), settings: topic('settings') },
+        outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' },
+      }),
+      'merge',
+      'settings-source',
+      'tokens-source',
+      'presence-source',
+    )
     .addSink('dispatch-sink', sink('dispatch'), 'policy')
     .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
   if (options.taps) b.addSink('candidates-tap', sink('candidates'), 'online-filter').addSink('merged-tap', sink('merged'), 'merge');
@@ -77,5 +98,10 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
  * PUSH_INGEST_MAX_FUTURE_SKEW_MS). A bad value throws a ConfigError naming its key.
  */
 export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
-  return { onlineFilter: onlineFilterOptionsFromEnv(env), merge: mergeOptionsFromEnv(env), policy: policyOptionsFromEnv(env), taps: readKey(env, CONFIG_KEYS.PUSH_DECISION_TAPS) };
+  return {
+    onlineFilter: onlineFilterOptionsFromEnv(env),
+    merge: mergeOptionsFromEnv(env),
+    policy: policyOptionsFromEnv(env),
+    taps: readKey(env, CONFIG_KEYS.PUSH_DECISION_TAPS),
+  };
 }

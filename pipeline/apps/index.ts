@@ -91,13 +91,23 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
         parsers: receiptParsersFromRegistry(ctx.vendors),
         ingest: ingestOptionsFromEnv(ctx.env),
         join: { taskStatus: new MysqlTaskStatusWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }) },
-        tokens: { tokens: new MysqlTokenWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }), listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) } },
+        tokens: {
+          tokens: new MysqlTokenWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }),
+          listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) },
+        },
       });
       return { name, eventPath: false, internalTopics: [receiptsByMessageTopic(ctx.topicPrefix)], close: none, topology };
     }
     case 'clickhouse': {
       const writer = new PushEventWriter({ connection: connectionFromEndpoints(ctx.endpoints) });
-      return { name, eventPath: false, atLeastOnce: true, internalTopics: [], close: () => writer.close(), topology: buildClickhouseSinkTopology({ ...wiring, writer }) };
+      return {
+        name,
+        eventPath: false,
+        atLeastOnce: true,
+        internalTopics: [],
+        close: () => writer.close(),
+        topology: buildClickhouseSinkTopology({ ...wiring, writer }),
+      };
     }
   }
 }

@@ -12,7 +12,10 @@ export class SubmitBatcher {
   /** Vendor calls made (for metrics and tests). */
   calls = 0;
 
-  constructor(private readonly adapter: VendorAdapter, private readonly gate: VendorGate) {}
+  constructor(
+    private readonly adapter: VendorAdapter,
+    private readonly gate: VendorGate,
+  ) {}
 
   submit(message: PushMessage): Promise<SubmitOutcome> {
     return new Promise((resolve) => {

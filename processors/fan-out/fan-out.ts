@@ -7,7 +7,16 @@ import { SubmitBatcher } from './batcher.ts';
 import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
 import { fanOutConfig, type FanOutOptions } from './options.ts';
 import { ParkedDispatches, type DispatchProgress, type ParkedValue } from './parked.ts';
-import { ACCEPTED_DISCRIMINATOR, deadTokenReport, fanOutOutcome, pushMessage, replayedAnswer, taskRowOf, type FanOutAnswer, type FanOutReason } from './records.ts';
+import {
+  ACCEPTED_DISCRIMINATOR,
+  deadTokenReport,
+  fanOutOutcome,
+  pushMessage,
+  replayedAnswer,
+  taskRowOf,
+  type FanOutAnswer,
+  type FanOutReason,
+} from './records.ts';
 import { RetryingDispatches } from './retrying.ts';
 import { VendorGate } from './vendor-gate.ts';
 
@@ -124,9 +133,13 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       const d = p.dispatch;
       const now = config.clock.now();
       for (const a of known.trail) {
-        ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp } });
+        ready.push({
+          child: outputs.outcomes,
+          record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp },
+        });
         const token = d.channels[a.channel]?.token;
-        if (a.status === 'DEAD_TOKEN' && token !== undefined) ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, a.vendor, token, now), timestamp: p.timestamp } });
+        if (a.status === 'DEAD_TOKEN' && token !== undefined)
+          ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, a.vendor, token, now), timestamp: p.timestamp } });
       }
       // A failed task's trail holds every outcome it had, its final one included: nothing else is
       // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
@@ -138,14 +151,29 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     }
 
     /** Ends a task as failed (3); its trail, which a replay re-emits, already holds its final outcome. */
-    function endFailed(task: ReturnType<typeof taskRowOf>, taskId: string, vendor: string, code: string, attempts: number, trail: readonly ChannelAnswer[]): void {
+    function endFailed(
+      task: ReturnType<typeof taskRowOf>,
+      taskId: string,
+      vendor: string,
+      code: string,
+      attempts: number,
+      trail: readonly ChannelAnswer[],
+    ): void {
       const result = { status: TASK_STATUS.failed, vendor, vendorMessageId: null, failCode: code, attempts, trail } as const;
       ledger.record(task, result);
       finish(taskId, result);
     }
 
     /** The outcome of a retrying dispatch whose conversation was read: SUPPRESSED read, final. */
-    const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({ channel: -1, status: 'SUPPRESSED', vendor, reason: 'read', code: 'READ', attempts, discriminator: 'read' });
+    const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({
+      channel: -1,
+      status: 'SUPPRESSED',
+      vendor,
+      reason: 'read',
+      code: 'READ',
+      attempts,
+      discriminator: 'read',
+    });
 
     async function run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
       const d = p.dispatch;
@@ -207,7 +235,15 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
           const paused = entry.gate.pausedUntil - config.clock.now();
           if (paused > config.inlineBackoffMaxMs) {
             if (hasNext) {
-              emitChannel({ channel: ci, status: 'THROTTLED', vendor, reason: 'rate_limited', code: 'VENDOR_PAUSED', attempts, discriminator: `${ci}:${vendor}:paused` });
+              emitChannel({
+                channel: ci,
+                status: 'THROTTLED',
+                vendor,
+                reason: 'rate_limited',
+                code: 'VENDOR_PAUSED',
+                attempts,
+                discriminator: `${ci}:${vendor}:paused`,
+              });
               last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
               break;
             }
@@ -229,7 +265,15 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId: outcome.vendorMessageId, failCode: null, attempts, trail } as const;
             ledger.record(task, result);
             finish(d.task_id, result);
-            return emit({ status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId: outcome.vendorMessageId, attempts, discriminator: ACCEPTED_DISCRIMINATOR });
+            return emit({
+              status: 'ACCEPTED',
+              vendor,
+              reason: null,
+              code: null,
+              vendorMessageId: outcome.vendorMessageId,
+              attempts,
+              discriminator: ACCEPTED_DISCRIMINATOR,
+            });
           }
           if (outcome.kind === 'dead-token') {
             fail('DEAD_TOKEN', 'dead_token', outcome.code);
@@ -241,10 +285,19 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
             const hint = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : undefined;
             const perToken = outcome.kind === 'rate-limited' && outcome.perToken === true;
             if (!quota && !perToken) entry.gate.pause(now + (hint ?? config.defaultThrottleMs));
-            emitChannel({ channel: ci, status: 'THROTTLED', vendor, reason: quota ? 'quota' : 'rate_limited', code: outcome.code, attempts, discriminator: `${ci}:${vendor}:throttled:${call}` });
+            emitChannel({
+              channel: ci,
+              status: 'THROTTLED',
+              vendor,
+              reason: quota ? 'quota' : 'rate_limited',
+              code: outcome.code,
+              attempts,
+              discriminator: `${ci}:${vendor}:throttled:${call}`,
+            });
             last = { vendor, code: outcome.code, quotaOnly: quota && last.quotaOnly, throttled: !quota };
             if (quota || hasNext || call >= config.maxThrottledAttempts) break;
-            if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)), outcome.code)) return;
+            if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)), outcome.code))
+              return;
             continue;
           }
           if (outcome.kind === 'retryable') {
@@ -272,8 +325,10 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         }
       }
       // Every channel failed: the task is final (3). Quota on every channel is a drop, never retried.
-      if (last.quotaOnly) emitChannel({ channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
-      else if (last.throttled) emitChannel({ channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
+      if (last.quotaOnly)
+        emitChannel({ channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
+      else if (last.throttled)
+        emitChannel({ channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
       endFailed(task, d.task_id, last.vendor, last.code, attempts, trail);
     }
 
@@ -372,7 +427,11 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     return {
       init(context) {
         ctx = context;
-        parked = new ParkedDispatches(ctx.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked), ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers), config.maxParked);
+        parked = new ParkedDispatches(
+          ctx.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked),
+          ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers),
+          config.maxParked,
+        );
         parked.restore((taskId, p) => retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq));
         ctx.schedule(config.retryPollMs, 'wall-clock', async (now) => {
           evictOverCap(); // a cap lowered since the store was written
@@ -388,7 +447,15 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
         options.listener?.onDispatchReceived?.(d);
         drain();
         if (record.headers?.[REPLAY_HEADER]) recent.delete(d.task_id);
-        const fresh: DispatchProgress = { dispatch: d, key: record.key, timestamp: record.timestamp, channel: 0, call: 1, attempts: 0, last: { vendor: '', code: '', quotaOnly: true, throttled: false } };
+        const fresh: DispatchProgress = {
+          dispatch: d,
+          key: record.key,
+          timestamp: record.timestamp,
+          channel: 0,
+          call: 1,
+          attempts: 0,
+          last: { vendor: '', code: '', quotaOnly: true, throttled: false },
+        };
         start(fresh, true);
         await backpressure();
         drain();

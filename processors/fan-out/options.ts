@@ -120,7 +120,9 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
 }
 
 /** Reads the PUSH_FANOUT_* keys into options (the rest comes from the worker's wiring). */
-export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs' | 'maxParked'> {
+export function fanOutOptionsFromEnv(
+  env: Env,
+): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs' | 'maxParked'> {
   return {
     ttlSeconds: readKey(env, KEYS.PUSH_FANOUT_TTL_SECONDS),
     maxRetryableAttempts: readKey(env, KEYS.PUSH_FANOUT_MAX_RETRIES),
@@ -128,8 +130,9 @@ export function fanOutOptionsFromEnv(env: Env): Pick<FanOutOptions, 'ttlSeconds'
     maxInFlight: readKey(env, KEYS.PUSH_FANOUT_MAX_IN_FLIGHT),
     maxParked: readKey(env, KEYS.PUSH_FANOUT_MAX_PARKED),
     // The older key (unknown outcomes only) still configures the general maximum age when the new one is unset.
-    retryMaxAgeMs: env.PUSH_FANOUT_RETRY_MAX_AGE_MS === undefined && env.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS !== undefined
-      ? readKey(env, KEYS.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS)
-      : readKey(env, KEYS.PUSH_FANOUT_RETRY_MAX_AGE_MS),
+    retryMaxAgeMs:
+      env.PUSH_FANOUT_RETRY_MAX_AGE_MS === undefined && env.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS !== undefined
+        ? readKey(env, KEYS.PUSH_FANOUT_UNKNOWN_RETRY_MAX_AGE_MS)
+        : readKey(env, KEYS.PUSH_FANOUT_RETRY_MAX_AGE_MS),
   };
 }

@@ -55,8 +55,15 @@ export function tokenOfAnswer(d: PushDispatch, a: FanOutAnswer): string | undefi
 
 export function taskRowOf(d: PushDispatch): TaskRow {
   return {
-    taskId: d.task_id, uid: d.uid, convId: d.conv_id, seq: d.seq, deviceId: d.device_id,
-    msgId: d.msg_id, appId: d.app_id, platform: d.platform, collapseId: d.collapse_id,
+    taskId: d.task_id,
+    uid: d.uid,
+    convId: d.conv_id,
+    seq: d.seq,
+    deviceId: d.device_id,
+    msgId: d.msg_id,
+    appId: d.app_id,
+    platform: d.platform,
+    collapseId: d.collapse_id,
   };
 }
 
@@ -91,8 +98,17 @@ export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): Pus
 /** The token invalidation fed back to push.tokens when a vendor says the token is dead. */
 export function deadTokenReport(d: PushDispatch, vendor: string, token: string, at: number): TokenReport {
   return {
-    uid: d.uid, device_id: d.device_id, platform: d.platform, vendor, app_id: d.app_id, token,
-    reported_at: at, state: 'INVALID', source: 'FAN_OUT', reason: 'dead_token', manufacturer: null,
+    uid: d.uid,
+    device_id: d.device_id,
+    platform: d.platform,
+    vendor,
+    app_id: d.app_id,
+    token,
+    reported_at: at,
+    state: 'INVALID',
+    source: 'FAN_OUT',
+    reason: 'dead_token',
+    manufacturer: null,
   };
 }
 
@@ -107,12 +123,27 @@ export const ACCEPTED_DISCRIMINATOR = 'accepted';
 export function replayedAnswer(stored: StoredTask): FanOutAnswer {
   const vendor = stored.vendor;
   if ((stored.status === TASK_STATUS.submitted || stored.status === TASK_STATUS.delivered) && vendor) {
-    return { status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId: stored.vendorMessageId, attempts: stored.attempts, discriminator: ACCEPTED_DISCRIMINATOR };
+    return {
+      status: 'ACCEPTED',
+      vendor,
+      reason: null,
+      code: null,
+      vendorMessageId: stored.vendorMessageId,
+      attempts: stored.attempts,
+      discriminator: ACCEPTED_DISCRIMINATOR,
+    };
   }
   if (stored.status === TASK_STATUS.failed && vendor) {
     return { status: 'FAILED', vendor, reason: 'duplicate', code: stored.failCode, attempts: stored.attempts, discriminator: 'final' };
   }
-  return { status: 'SKIPPED_DUPLICATE', vendor: null, reason: 'duplicate', code: String(stored.status), attempts: 0, discriminator: `duplicate:${stored.status}` };
+  return {
+    status: 'SKIPPED_DUPLICATE',
+    vendor: null,
+    reason: 'duplicate',
+    code: String(stored.status),
+    attempts: 0,
+    discriminator: `duplicate:${stored.status}`,
+  };
 }
 
 /** The vendor-neutral notification of one dispatch on one channel. */

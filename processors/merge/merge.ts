@@ -124,7 +124,13 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     // A window runs from when its first trigger is seen: while the stage catches up on a backlog,
     // windows stay open for their full length and keep merging instead of closing at once.
     const w: DeviceWindow = {
-      open: true, until: Math.max(at, this.ctx.wallClockTimeMs()) + this.config.windowMs, pushed_seq: previous?.pushed_seq ?? -1, carried: null, count: 0, mention: 'NONE', read_seq: previous?.read_seq ?? -1,
+      open: true,
+      until: Math.max(at, this.ctx.wallClockTimeMs()) + this.config.windowMs,
+      pushed_seq: previous?.pushed_seq ?? -1,
+      carried: null,
+      count: 0,
+      mention: 'NONE',
+      read_seq: previous?.read_seq ?? -1,
     };
     if (this.config.mode === 'leading') {
       this.emit(c, w, 'LEADING', 1, c.mention, at);
@@ -218,9 +224,27 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
 
   private emit(c: PushCandidate, w: DeviceWindow, kind: 'LEADING' | 'TRAILING', mergedCount: number, mention: Mention, at: number, silent = false): void {
     const value: PushMerged = {
-      uid: c.uid, device_id: c.device_id, conv_id: c.conv_id, seq: c.seq, msg_id: c.msg_id, conv_type: c.conv_type, sender_uid: c.sender_uid,
-      unread_cnt: c.unread_cnt, title: c.title, summary: c.summary, sensitive: c.sensitive, mention, persisted_at: c.persisted_at, app_id: c.app_id,
-      kind, silent, merged_count: mergedCount, collapse_id: collapseId(c.uid, c.conv_id), presence: c.presence, window_start: w.until - this.config.windowMs, decided_at: at,
+      uid: c.uid,
+      device_id: c.device_id,
+      conv_id: c.conv_id,
+      seq: c.seq,
+      msg_id: c.msg_id,
+      conv_type: c.conv_type,
+      sender_uid: c.sender_uid,
+      unread_cnt: c.unread_cnt,
+      title: c.title,
+      summary: c.summary,
+      sensitive: c.sensitive,
+      mention,
+      persisted_at: c.persisted_at,
+      app_id: c.app_id,
+      kind,
+      silent,
+      merged_count: mergedCount,
+      collapse_id: collapseId(c.uid, c.conv_id),
+      presence: c.presence,
+      window_start: w.until - this.config.windowMs,
+      decided_at: at,
     };
     this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.merged);
   }

@@ -52,8 +52,18 @@ function encodeWindow(deviceId: string, w: DeviceWindow, due: number): string {
   const t = w.carried;
   if (t) {
     fields.push(
-      t.seq, text(t.msg_id), code(CONV_TYPES, t.conv_type), text(t.sender_uid), t.unread_cnt, text(t.title), text(t.summary), t.sensitive ? 1 : 0,
-      code(MENTIONS, t.mention), t.persisted_at - due, text(t.app_id), code(PRESENCE, t.presence),
+      t.seq,
+      text(t.msg_id),
+      code(CONV_TYPES, t.conv_type),
+      text(t.sender_uid),
+      t.unread_cnt,
+      text(t.title),
+      text(t.summary),
+      t.sensitive ? 1 : 0,
+      code(MENTIONS, t.mention),
+      t.persisted_at - due,
+      text(t.app_id),
+      code(PRESENCE, t.presence),
     );
   }
   return fields.join(US);
@@ -74,7 +84,12 @@ export function decodeConvWindows(encoded: EncodedConvWindows): ConvWindows {
     const f = device.split(US);
     if (f.length !== WINDOW_FIELDS && f.length !== WINDOW_FIELDS + CARRIED_FIELDS) throw new RangeError(`merge windows: a device has ${f.length} fields`);
     conv.set(untext(f[0]!), {
-      open: f[1] === '1', until: due + Number(f[2]), pushed_seq: Number(f[3]), count: Number(f[4]), mention: uncode(MENTIONS, f[5]!), read_seq: Number(f[6]),
+      open: f[1] === '1',
+      until: due + Number(f[2]),
+      pushed_seq: Number(f[3]),
+      count: Number(f[4]),
+      mention: uncode(MENTIONS, f[5]!),
+      read_seq: Number(f[6]),
       carried: f.length === WINDOW_FIELDS ? null : decodeCarried(f, WINDOW_FIELDS, due),
     });
   }
@@ -83,9 +98,18 @@ export function decodeConvWindows(encoded: EncodedConvWindows): ConvWindows {
 
 function decodeCarried(f: string[], i: number, due: number): CarriedTrigger {
   return {
-    seq: Number(f[i]), msg_id: untext(f[i + 1]!), conv_type: uncode(CONV_TYPES, f[i + 2]!), sender_uid: untext(f[i + 3]!), unread_cnt: Number(f[i + 4]),
-    title: untext(f[i + 5]!), summary: untext(f[i + 6]!), sensitive: f[i + 7] === '1', mention: uncode(MENTIONS, f[i + 8]!), persisted_at: due + Number(f[i + 9]),
-    app_id: untext(f[i + 10]!), presence: uncode(PRESENCE, f[i + 11]!),
+    seq: Number(f[i]),
+    msg_id: untext(f[i + 1]!),
+    conv_type: uncode(CONV_TYPES, f[i + 2]!),
+    sender_uid: untext(f[i + 3]!),
+    unread_cnt: Number(f[i + 4]),
+    title: untext(f[i + 5]!),
+    summary: untext(f[i + 6]!),
+    sensitive: f[i + 7] === '1',
+    mention: uncode(MENTIONS, f[i + 8]!),
+    persisted_at: due + Number(f[i + 9]),
+    app_id: untext(f[i + 10]!),
+    presence: uncode(PRESENCE, f[i + 11]!),
   };
 }
 
@@ -122,10 +146,28 @@ function decodeTuples(json: string, due: number): ConvWindows {
   const conv: ConvWindows = new Map();
   for (const [deviceId, open, untilOffset, pushedSeq, count, mention, readSeq, c] of JSON.parse(json) as WindowTuple[]) {
     const carried: CarriedTrigger | null = c && {
-      seq: c[0], msg_id: c[1], conv_type: un(CONV_TYPES, c[2]), sender_uid: c[3], unread_cnt: c[4], title: c[5], summary: c[6], sensitive: c[7] === 1,
-      mention: un(MENTIONS, c[8]), persisted_at: due + c[9], app_id: c[10], presence: un(PRESENCE, c[11]),
+      seq: c[0],
+      msg_id: c[1],
+      conv_type: un(CONV_TYPES, c[2]),
+      sender_uid: c[3],
+      unread_cnt: c[4],
+      title: c[5],
+      summary: c[6],
+      sensitive: c[7] === 1,
+      mention: un(MENTIONS, c[8]),
+      persisted_at: due + c[9],
+      app_id: c[10],
+      presence: un(PRESENCE, c[11]),
     };
-    conv.set(deviceId, { open: open === 1, until: due + untilOffset, pushed_seq: pushedSeq, count, mention: un(MENTIONS, mention), read_seq: readSeq, carried });
+    conv.set(deviceId, {
+      open: open === 1,
+      until: due + untilOffset,
+      pushed_seq: pushedSeq,
+      count,
+      mention: un(MENTIONS, mention),
+      read_seq: readSeq,
+      carried,
+    });
   }
   return conv;
 }

@@ -53,8 +53,18 @@ export function coveredSeq(w: DeviceWindow): number {
 
 export function carry(c: PushCandidate): CarriedTrigger {
   return {
-    seq: c.seq, msg_id: c.msg_id, conv_type: c.conv_type, sender_uid: c.sender_uid, unread_cnt: c.unread_cnt, title: c.title, summary: c.summary,
-    sensitive: c.sensitive, mention: c.mention, persisted_at: c.persisted_at, app_id: c.app_id, presence: c.presence,
+    seq: c.seq,
+    msg_id: c.msg_id,
+    conv_type: c.conv_type,
+    sender_uid: c.sender_uid,
+    unread_cnt: c.unread_cnt,
+    title: c.title,
+    summary: c.summary,
+    sensitive: c.sensitive,
+    mention: c.mention,
+    persisted_at: c.persisted_at,
+    app_id: c.app_id,
+    presence: c.presence,
   };
 }
 
@@ -62,4 +72,3 @@ export function carry(c: PushCandidate): CarriedTrigger {
 export function uncarry(t: CarriedTrigger, uid: string, deviceId: string, convId: string, at: number): PushCandidate {
   return { ...t, kind: 'TRIGGER', uid, device_id: deviceId, conv_id: convId, decided_at: at };
 }
-

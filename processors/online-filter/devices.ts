@@ -57,5 +57,7 @@ export function applyTokenReport(devices: UserDevices, report: TokenReport): boo
 /** The devices with at least one valid token for the app, sorted for a stable output order. */
 export function pushableDevices(devices: UserDevices | undefined, appId: string): string[] {
   if (!devices) return [];
-  return Object.keys(devices).filter((d) => Object.keys(devices[d]?.[appId] ?? {}).length > 0).sort();
+  return Object.keys(devices)
+    .filter((d) => Object.keys(devices[d]?.[appId] ?? {}).length > 0)
+    .sort();
 }

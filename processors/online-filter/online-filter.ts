@@ -157,8 +157,23 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       this.savePresence(key, p);
     }
     const read: PushCandidate = {
-      kind: 'READ', uid: event.uid, device_id: event.device_id, conv_id: convId, seq, msg_id: '', conv_type: 'SINGLE', sender_uid: '', unread_cnt: 0,
-      title: '', summary: '', sensitive: false, mention: 'NONE', persisted_at: 0, app_id: '', presence: 'READ', decided_at: event.at,
+      kind: 'READ',
+      uid: event.uid,
+      device_id: event.device_id,
+      conv_id: convId,
+      seq,
+      msg_id: '',
+      conv_type: 'SINGLE',
+      sender_uid: '',
+      unread_cnt: 0,
+      title: '',
+      summary: '',
+      sensitive: false,
+      mention: 'NONE',
+      persisted_at: 0,
+      app_id: '',
+      presence: 'READ',
+      decided_at: event.at,
     };
     this.ctx.forward({ key: event.uid, value: read, timestamp: event.at }, this.config.outputs.candidates);
   }
@@ -225,7 +240,11 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       }
       this.push(h.message, entry.device_id, 'HALF_OPEN', p, h.due_at);
     }
-    this.storeHold(key, entry, entry.messages.filter((h) => h.due_at > now));
+    this.storeHold(
+      key,
+      entry,
+      entry.messages.filter((h) => h.due_at > now),
+    );
   }
 
   private storeHold(key: string, entry: HoldEntry, keep: HoldEntry['messages']): void {
@@ -239,9 +258,23 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       this.presenceChanged = true;
     }
     const candidate: PushCandidate = {
-      kind: 'TRIGGER', uid: message.uid, device_id: deviceId, conv_id: message.conv_id, seq: message.seq, msg_id: message.msg_id,
-      conv_type: message.conv_type, sender_uid: message.sender_uid, unread_cnt: message.unread_cnt, title: message.title, summary: message.summary,
-      sensitive: message.sensitive, mention: message.mention, persisted_at: message.persisted_at, app_id: message.app_id, presence, decided_at: at,
+      kind: 'TRIGGER',
+      uid: message.uid,
+      device_id: deviceId,
+      conv_id: message.conv_id,
+      seq: message.seq,
+      msg_id: message.msg_id,
+      conv_type: message.conv_type,
+      sender_uid: message.sender_uid,
+      unread_cnt: message.unread_cnt,
+      title: message.title,
+      summary: message.summary,
+      sensitive: message.sensitive,
+      mention: message.mention,
+      persisted_at: message.persisted_at,
+      app_id: message.app_id,
+      presence,
+      decided_at: at,
     };
     this.ctx.forward({ key: message.uid, value: candidate, timestamp: at }, this.config.outputs.candidates);
   }

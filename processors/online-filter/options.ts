@@ -91,5 +91,10 @@ export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilter
 
 /** The stores the stage needs, for the wiring to attach. */
 export function onlineFilterStores(names: OnlineFilterStoreNames = ONLINE_FILTER_STORE_NAMES): StoreDefinition[] {
-  return [keyValueStore(names.devices), keyValueStore(names.presence, presenceStoreSerde), keyValueStore(names.holds), timerStore(names.holdTimers, { changelog: false })];
+  return [
+    keyValueStore(names.devices),
+    keyValueStore(names.presence, presenceStoreSerde),
+    keyValueStore(names.holds),
+    timerStore(names.holdTimers, { changelog: false }),
+  ];
 }

@@ -125,7 +125,10 @@ export function compilePolicyOptions(options: PolicyOptions = {}): PolicyConfig 
 /** Parses PUSH_VENDOR_QUOTAS: `hms:im.demo=100000,xiaomi:*=50000`. */
 export function parseQuotas(raw: string): DailyQuotas {
   const out: Record<string, Record<string, number>> = {};
-  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([a-z]+):([^=]+)=(\d+)$/.exec(item);
     if (!m) throw new ConfigError('PUSH_VENDOR_QUOTAS', `expected vendor:app=count, got ${JSON.stringify(item)}`);
     (out[m[1]!] ??= {})[m[2]!] = Number(m[3]);
@@ -150,5 +153,11 @@ export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
 }
 
 export function policyStores(names: PolicyStoreNames = POLICY_STORE_NAMES): StoreDefinition[] {
-  return [keyValueStore(names.tokens), keyValueStore(names.settings), keyValueStore(names.quotaLedger), keyValueStore(names.deferred), timerStore(names.deferredTimers)];
+  return [
+    keyValueStore(names.tokens),
+    keyValueStore(names.settings),
+    keyValueStore(names.quotaLedger),
+    keyValueStore(names.deferred),
+    timerStore(names.deferredTimers),
+  ];
 }

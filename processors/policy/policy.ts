@@ -54,7 +54,10 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
     this.tokens = ctx.getStateStore(this.config.stores.tokens);
     this.settings = ctx.getStateStore(this.config.stores.settings);
     this.ledger = new QuotaLedger(ctx.getStateStore(this.config.stores.quotaLedger), this.config.quotas, this.config.partitionCount, this.config.quotaTimeZone);
-    this.deferred = new DeferredReleases(ctx.getStateStore<KeyValueStore<DeferredPush>>(this.config.stores.deferred), ctx.getStateStore<TimerStore>(this.config.stores.deferredTimers));
+    this.deferred = new DeferredReleases(
+      ctx.getStateStore<KeyValueStore<DeferredPush>>(this.config.stores.deferred),
+      ctx.getStateStore<TimerStore>(this.config.stores.deferredTimers),
+    );
     if (this.config.deferredRelease) ctx.schedule(this.config.releaseCheckIntervalMs, 'wall-clock', (now) => this.release(now));
   }
 

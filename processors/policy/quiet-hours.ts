@@ -50,9 +50,7 @@ export interface QuietRange {
 export function inQuietHours(at: number, timeZone: string, range: QuietRange | null | undefined): boolean {
   if (!range || range.start_minute === range.end_minute) return false;
   const m = localMinuteOfDay(at, timeZone);
-  return range.start_minute < range.end_minute
-    ? m >= range.start_minute && m < range.end_minute
-    : m >= range.start_minute || m < range.end_minute;
+  return range.start_minute < range.end_minute ? m >= range.start_minute && m < range.end_minute : m >= range.start_minute || m < range.end_minute;
 }
 
 const dayFormatters = new Map<string, Intl.DateTimeFormat>();
@@ -74,9 +72,9 @@ export function localDay(at: number, timeZone: string): string {
 export function quietHoursEnd(at: number, timeZone: string, range: QuietRange): number {
   const minute = 60_000;
   const startOfMinute = at - (at % minute);
-  let candidate = startOfMinute + (((range.end_minute - localMinuteOfDay(at, timeZone) + 1440) % 1440) || 1440) * minute;
+  let candidate = startOfMinute + ((range.end_minute - localMinuteOfDay(at, timeZone) + 1440) % 1440 || 1440) * minute;
   for (let i = 0; i < 3; i++) {
-    const drift = (((localMinuteOfDay(candidate, timeZone) - range.end_minute) % 1440) + 1440 + 720) % 1440 - 720;
+    const drift = ((((localMinuteOfDay(candidate, timeZone) - range.end_minute) % 1440) + 1440 + 720) % 1440) - 720;
     if (drift === 0) break;
     candidate -= drift * minute;
   }

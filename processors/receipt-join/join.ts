@@ -84,7 +84,8 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     const entry = this.messages.get(record.key) ?? { ...emptyEntry(), due: this.ctx.wallClockTimeMs() + this.pendingMs };
     entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
     const value = record.value;
-    const changed = value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
+    const changed =
+      value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
     if (!changed) return;
     this.messages.put(record.key, entry);
     this.due.set(record.key, dueOf(entry, this.retentionMs, this.pendingMs));

@@ -4,7 +4,16 @@ import { VENDORS, type ParsedReceipt, type Vendor } from '../fan-out/vendor-port
 import { compositeKey } from '../shared/keys.ts';
 import { compileIngestRules, type IngestOptions } from '../shared/ingest.ts';
 import type { PushOutcome } from '../shared/records.ts';
-import { RECEIPT_VENDORS, type ByMessageRecord, type MessageReceipt, type ReceiptJoinListener, type ReceiptParsers, type ReceiptRaw, type ReceiptStatus, type SubmissionRef } from './records.ts';
+import {
+  RECEIPT_VENDORS,
+  type ByMessageRecord,
+  type MessageReceipt,
+  type ReceiptJoinListener,
+  type ReceiptParsers,
+  type ReceiptRaw,
+  type ReceiptStatus,
+  type SubmissionRef,
+} from './records.ts';
 import { rawReceiptViolation, receiptViolation } from './validate.ts';
 import { tokenHash } from '../shared/ids.ts';
 
@@ -12,7 +21,6 @@ const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { deliv
 
 /** The by-message key: compositeKey(vendor, vendor_message_id). */
 export const messageKey = (vendor: string, vendorMessageId: string): string => compositeKey(vendor, vendorMessageId);
-
 
 /**
  * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per
@@ -22,7 +30,11 @@ export const messageKey = (vendor: string, vendorMessageId: string): string => c
  * runtime's DLQ, reason naming the rule), so nothing absurd reaches the join's state. `ingest`
  * takes the PUSH_INGEST_* options the receiver uses (default their defaults).
  */
-export function receiptParseProcessor(parsers: ReceiptParsers, listener: ReceiptJoinListener = {}, ingest: IngestOptions = {}): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
+export function receiptParseProcessor(
+  parsers: ReceiptParsers,
+  listener: ReceiptJoinListener = {},
+  ingest: IngestOptions = {},
+): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
   const rules = compileIngestRules(ingest);
   return () => {
     let ctx: ProcessorContext<string, ByMessageRecord>;
@@ -76,7 +88,9 @@ export function receiptParseProcessor(parsers: ReceiptParsers, listener: Receipt
  * acceptances by vendors that send no receipts (`receiptVendors`), are dropped: nothing would
  * ever match them, and each would cost a record here and join state until its retention.
  */
-export function submissionIndexProcessor(receiptVendors: readonly string[] = RECEIPT_VENDORS): ProcessorSupplier<string, PushOutcome | null, string, ByMessageRecord> {
+export function submissionIndexProcessor(
+  receiptVendors: readonly string[] = RECEIPT_VENDORS,
+): ProcessorSupplier<string, PushOutcome | null, string, ByMessageRecord> {
   const vendors = new Set(receiptVendors);
   return () => new SubmissionIndexProcessor(vendors);
 }

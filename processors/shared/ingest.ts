@@ -115,8 +115,10 @@ export function int(field: string, value: number, min: number, max: number): str
  */
 export function eventTime(field: string, value: number, now: number, rules: IngestRules): string | undefined {
   if (!Number.isSafeInteger(value) || value <= 0) return `epoch_ms: ${field} must be a positive integer epoch ms, got ${value}`;
-  if (value > now + rules.maxFutureSkewMs) return `future_skew: ${field} is ${value - now} ms ahead of now (max ${rules.maxFutureSkewMs}, PUSH_INGEST_MAX_FUTURE_SKEW_MS)`;
-  if (value < now - rules.maxPastSkewMs) return `past_skew: ${field} is ${now - value} ms before now (max ${rules.maxPastSkewMs}, PUSH_INGEST_MAX_PAST_SKEW_MS)`;
+  if (value > now + rules.maxFutureSkewMs)
+    return `future_skew: ${field} is ${value - now} ms ahead of now (max ${rules.maxFutureSkewMs}, PUSH_INGEST_MAX_FUTURE_SKEW_MS)`;
+  if (value < now - rules.maxPastSkewMs)
+    return `past_skew: ${field} is ${now - value} ms before now (max ${rules.maxPastSkewMs}, PUSH_INGEST_MAX_PAST_SKEW_MS)`;
   return undefined;
 }
 
@@ -127,7 +129,9 @@ export function eventTime(field: string, value: number, now: number, rules: Inge
  */
 export function versionStamp(field: string, value: number, now: number, rules: IngestRules): string | undefined {
   if (!Number.isSafeInteger(value) || value <= 0) return `epoch_ms: ${field} must be a positive integer epoch ms, got ${value}`;
-  return value > now + rules.maxFutureSkewMs ? `future_skew: ${field} is ${value - now} ms ahead of now (max ${rules.maxFutureSkewMs}, PUSH_INGEST_MAX_FUTURE_SKEW_MS)` : undefined;
+  return value > now + rules.maxFutureSkewMs
+    ? `future_skew: ${field} is ${value - now} ms ahead of now (max ${rules.maxFutureSkewMs}, PUSH_INGEST_MAX_FUTURE_SKEW_MS)`
+    : undefined;
 }
 
 /** Zone name → its canonical IANA name, or null when Intl does not know it. Bounded. */
@@ -156,4 +160,3 @@ export function knownZone(field: string, zone: string): string | undefined {
   if (zone.length > MAX_LENGTH.timeZone) return `max_length: ${field} has ${zone.length} characters (max ${MAX_LENGTH.timeZone})`;
   return canonicalZone(zone) === undefined ? `known_zone: ${field} ${JSON.stringify(zone)} is not an IANA time zone` : undefined;
 }
-

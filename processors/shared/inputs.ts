@@ -9,7 +9,19 @@
  * state (`classifyTombstone`).
  */
 import { ContractError } from '../../common/errors.ts';
-import { compileIngestRules, eventTime, id, int, INT32_MAX, knownZone, MAX_LENGTH, MAX_MUTED_CONVERSATIONS, text, versionStamp, type IngestRules } from './ingest.ts';
+import {
+  compileIngestRules,
+  eventTime,
+  id,
+  int,
+  INT32_MAX,
+  knownZone,
+  MAX_LENGTH,
+  MAX_MUTED_CONVERSATIONS,
+  text,
+  versionStamp,
+  type IngestRules,
+} from './ingest.ts';
 import type { MessagePersisted, PresenceEvent, PushCandidate, PushMerged, TokenReport, UserSettings } from './records.ts';
 import { VENDORS } from './vendors.ts';
 

@@ -120,7 +120,8 @@ class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput |
     this.ctx = ctx;
     this.tokens = ctx.getStateStore(TOKEN_LIFECYCLE_STORES.tokens);
     this.stale = ctx.getStateStore(TOKEN_LIFECYCLE_STORES.stale);
-    if (this.stale.size === 0) for (const [key, health] of this.tokens.entries()) if (health.state === 'VALID') this.stale.set(key, health.reported_at + this.staleAfterMs);
+    if (this.stale.size === 0)
+      for (const [key, health] of this.tokens.entries()) if (health.state === 'VALID') this.stale.set(key, health.reported_at + this.staleAfterMs);
     ctx.schedule(this.options.sweepIntervalMs ?? 3_600_000, 'wall-clock', (now) => this.sweep(now));
   }
 
@@ -143,13 +144,20 @@ class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput |
     const current = this.tokens.get(key);
     if (r.state === 'INVALID') {
       // An invalidation fed back (fan-out dead token, our own records): applies to the token it names only.
-      if (current && current.state === 'VALID' && current.token === r.token) this.invalidate(key, current, r.reason ?? 'reported_invalid', r.source, r.reported_at);
+      if (current && current.state === 'VALID' && current.token === r.token)
+        this.invalidate(key, current, r.reason ?? 'reported_invalid', r.source, r.reported_at);
       return;
     }
     if (current && r.reported_at < current.reported_at) return;
     const revived = current?.state === 'INVALID';
     const changed =
-      !current || revived || current.token !== r.token || current.app_id !== r.app_id || current.platform !== r.platform || current.manufacturer !== (r.manufacturer ?? null) || current.uid !== r.uid;
+      !current ||
+      revived ||
+      current.token !== r.token ||
+      current.app_id !== r.app_id ||
+      current.platform !== r.platform ||
+      current.manufacturer !== (r.manufacturer ?? null) ||
+      current.uid !== r.uid;
     const next: TokenHealth = {
       uid: r.uid,
       device_id: r.device_id,

@@ -76,6 +76,15 @@ export async function queryArrival(client: ClickHouseClient, by: ArrivalDimensio
     const delivered = Number(r.delivered);
     const unknown = Number(r.unknown);
     const rate = (n: number) => (submitted === 0 ? 0 : n / submitted);
-    return { key: String(r.key), submitted, arrived, delivered, unknown, arrivalRate: rate(arrived), deliveredRate: rate(delivered), unknownRate: rate(unknown) };
+    return {
+      key: String(r.key),
+      submitted,
+      arrived,
+      delivered,
+      unknown,
+      arrivalRate: rate(arrived),
+      deliveredRate: rate(delivered),
+      unknownRate: rate(unknown),
+    };
   });
 }

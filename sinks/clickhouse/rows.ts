@@ -13,16 +13,7 @@ export type PushOutcomeRecord = Readonly<PushOutcome>;
 export type PushReceiptRecord = Readonly<PushReceipt>;
 
 export type PushEventKind =
-  | 'submitted'
-  | 'accepted'
-  | 'delivered'
-  | 'failed'
-  | 'dead_token'
-  | 'throttled'
-  | 'merged'
-  | 'suppressed'
-  | 'dropped'
-  | 'skipped_duplicate';
+  'submitted' | 'accepted' | 'delivered' | 'failed' | 'dead_token' | 'throttled' | 'merged' | 'suppressed' | 'dropped' | 'skipped_duplicate';
 
 /** One row of `push_events`, in the JSONEachRow shape ClickHouse 18.16 accepts. */
 export interface PushEventRow {

@@ -17,22 +17,55 @@ export class PipelineMetrics {
   readonly recordsIn = this.registry.counter('push_stage_records_in_total', 'Records processed per topology node');
   readonly recordsOut = this.registry.counter('push_stage_records_out_total', 'Records forwarded per topology node');
   readonly commits = this.registry.counter('push_commits_total', 'Commits (transactions under exactly-once) per task');
-  readonly commitLatency = this.registry.histogram('push_commit_latency_ms', 'Flush-to-acknowledgement latency of a commit that wrote something, ms', LATENCY_BUCKETS_MS);
-  readonly transactions = this.registry.counter('push_transactions_total', 'Commits that wrote something (a transaction under exactly-once, an offset commit at-least-once), by application');
+  readonly commitLatency = this.registry.histogram(
+    'push_commit_latency_ms',
+    'Flush-to-acknowledgement latency of a commit that wrote something, ms',
+    LATENCY_BUCKETS_MS,
+  );
+  readonly transactions = this.registry.counter(
+    'push_transactions_total',
+    'Commits that wrote something (a transaction under exactly-once, an offset commit at-least-once), by application',
+  );
   readonly lag = this.registry.gauge('push_consumer_lag', 'High watermark minus position per input partition');
   readonly deadLetters = this.registry.counter('push_dlq_records_total', 'Records sent to the DLQ, by source topic and error code');
   readonly restored = this.registry.gauge('push_restored_records', 'Changelog records restored per store and task');
   readonly assignedTasks = this.registry.gauge('push_assigned_tasks', 'Tasks assigned to this instance');
-  readonly appRestarts = this.registry.counter('push_app_restarts_total', 'Restarts of a streams application (consumer and all its tasks), by application and reason code');
-  readonly restartBackoff = this.registry.gauge('push_app_restart_backoff_ms', 'Wait before the latest restart of the current run of restarts, ms; 0 once the application ran restartBackoffResetMs without one');
-  readonly consecutiveRestarts = this.registry.gauge('push_app_consecutive_restarts', 'Restarts in the current run (each within restartBackoffResetMs of running after the previous); 0 when there is none');
+  readonly appRestarts = this.registry.counter(
+    'push_app_restarts_total',
+    'Restarts of a streams application (consumer and all its tasks), by application and reason code',
+  );
+  readonly restartBackoff = this.registry.gauge(
+    'push_app_restart_backoff_ms',
+    'Wait before the latest restart of the current run of restarts, ms; 0 once the application ran restartBackoffResetMs without one',
+  );
+  readonly consecutiveRestarts = this.registry.gauge(
+    'push_app_consecutive_restarts',
+    'Restarts in the current run (each within restartBackoffResetMs of running after the previous); 0 when there is none',
+  );
   readonly outcomes = this.registry.counter('push_outcomes_total', 'Outcomes produced, by stage, status, reason and vendor (suppressions and drops by reason)');
-  readonly endToEndLatency = this.registry.histogram('push_persist_to_accept_ms', 'Persisted to vendor-accepted latency of pushes, ms, by vendor', LATENCY_BUCKETS_MS);
-  readonly vendorLatency = this.registry.histogram('push_vendor_latency_ms', 'Latency of one vendor submit call (a batch for batch vendors), ms, by vendor', LATENCY_BUCKETS_MS);
-  readonly vendorResults = this.registry.counter('push_vendor_results_total', 'Vendor answers per message and call, by vendor, app, outcome kind and vendor code');
+  readonly endToEndLatency = this.registry.histogram(
+    'push_persist_to_accept_ms',
+    'Persisted to vendor-accepted latency of pushes, ms, by vendor',
+    LATENCY_BUCKETS_MS,
+  );
+  readonly vendorLatency = this.registry.histogram(
+    'push_vendor_latency_ms',
+    'Latency of one vendor submit call (a batch for batch vendors), ms, by vendor',
+    LATENCY_BUCKETS_MS,
+  );
+  readonly vendorResults = this.registry.counter(
+    'push_vendor_results_total',
+    'Vendor answers per message and call, by vendor, app, outcome kind and vendor code',
+  );
   readonly tokenInvalidations = this.registry.counter('push_token_invalidations_total', 'Tokens invalidated, by vendor and reason');
-  readonly mysqlRetries = this.registry.counter('push_mysql_retries_total', 'MySQL statements retried after a transient error, by writer (table) and error code');
-  readonly mysqlRowsRefused = this.registry.counter('push_mysql_rows_refused_total', 'Rows MySQL refused as data errors and left out after their record was processed, by writer and error code');
+  readonly mysqlRetries = this.registry.counter(
+    'push_mysql_retries_total',
+    'MySQL statements retried after a transient error, by writer (table) and error code',
+  );
+  readonly mysqlRowsRefused = this.registry.counter(
+    'push_mysql_rows_refused_total',
+    'Rows MySQL refused as data errors and left out after their record was processed, by writer and error code',
+  );
   /** The MySQL writers' listener (sinks/mysql/errors.ts). */
   readonly mysqlListener = {
     onRetry: (writer: string, code: string) => this.mysqlRetries.inc({ writer, code }),
@@ -40,14 +73,29 @@ export class PipelineMetrics {
   };
   readonly quotaUsed = this.registry.counter('push_quota_used_total', 'Pushes the vendor accepted (what vendor daily quotas count), by vendor and app');
   readonly dispatches = this.registry.counter('push_dispatches_total', 'Push decisions sent to the fan-out, by kind (LEADING, TRAILING, IMMEDIATE, DEFERRED)');
-  readonly mergeEvictions = this.registry.counter('push_merge_evictions_total', 'Merge entries (uid, conv) evicted by the store cap PUSH_MERGE_MAX_ENTRIES, by kind (closed-early: open windows closed and their trailing update sent early; forgotten: a closed window\'s memory)');
+  readonly mergeEvictions = this.registry.counter(
+    'push_merge_evictions_total',
+    "Merge entries (uid, conv) evicted by the store cap PUSH_MERGE_MAX_ENTRIES, by kind (closed-early: open windows closed and their trailing update sent early; forgotten: a closed window's memory)",
+  );
   /** The merge stage's listener (processors/merge/options.ts). */
   readonly mergeListener: MergeListener = { evicted: (kind) => this.mergeEvictions.inc({ kind }) };
-  readonly mergeRatio = this.registry.gauge('push_merge_ratio', 'Dispatches per trigger reaching the merge stage (dispatches / (dispatches + merged)); lower is fewer pushes');
-  readonly recordsProduced = this.registry.counter('push_records_produced_total', 'Records written by committed tasks, by application and kind (output, changelog); transaction markers not included');
+  readonly mergeRatio = this.registry.gauge(
+    'push_merge_ratio',
+    'Dispatches per trigger reaching the merge stage (dispatches / (dispatches + merged)); lower is fewer pushes',
+  );
+  readonly recordsProduced = this.registry.counter(
+    'push_records_produced_total',
+    'Records written by committed tasks, by application and kind (output, changelog); transaction markers not included',
+  );
   readonly recordsProcessed = this.registry.counter('push_records_processed_total', 'Input records processed by committed tasks, by application');
-  readonly kafkaRequests = this.registry.counter('push_kafka_requests_total', 'Kafka requests sent by the consumers and task producers, by application and API');
-  readonly recordsFetched = this.registry.counter('push_records_fetched_total', 'Records fetched and handed to tasks (transaction markers and aborted records excluded), by application');
+  readonly kafkaRequests = this.registry.counter(
+    'push_kafka_requests_total',
+    'Kafka requests sent by the consumers and task producers, by application and API',
+  );
+  readonly recordsFetched = this.registry.counter(
+    'push_records_fetched_total',
+    'Records fetched and handed to tasks (transaction markers and aborted records excluded), by application',
+  );
   readonly gcSeconds = this.registry.counter('push_gc_seconds_total', 'Garbage-collection pauses of this process, s, by kind (main-thread time)');
   readonly latencySegments = this.registry.histogram(
     'push_latency_segment_ms',
@@ -127,7 +175,10 @@ export class PipelineMetrics {
     },
   };
 
-  readonly fanOutEvictions = this.registry.counter('push_fanout_evictions_total', 'Parked pushes ended by the fan-out\'s cap PUSH_FANOUT_MAX_PARKED (the oldest first, FAILED parked_evicted), by vendor');
+  readonly fanOutEvictions = this.registry.counter(
+    'push_fanout_evictions_total',
+    "Parked pushes ended by the fan-out's cap PUSH_FANOUT_MAX_PARKED (the oldest first, FAILED parked_evicted), by vendor",
+  );
   readonly fanOutParked = this.registry.gauge('push_fanout_parked', 'Pushes the fan-out holds parked, waiting out retryable vendor answers, by task');
 
   /**

@@ -22,7 +22,10 @@ interface Metric {
 
 export class Counter implements Metric {
   private readonly values = new Map<string, number>();
-  constructor(readonly name: string, readonly help: string) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
   inc(labels: Labels = {}, by = 1): void {
     const key = labelKey(labels);
     this.values.set(key, (this.values.get(key) ?? 0) + by);
@@ -39,7 +42,10 @@ export class Counter implements Metric {
 
 export class Gauge implements Metric {
   private readonly values = new Map<string, number>();
-  constructor(readonly name: string, readonly help: string) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
   set(labels: Labels, value: number): void {
     this.values.set(labelKey(labels), value);
   }
@@ -57,11 +63,17 @@ export class Gauge implements Metric {
  * Default buckets in ms: from 1 ms to 10 s, fine enough around 10–500 ms that a quantile read from
  * them (bench/worker-metrics.ts interpolates within a bucket) is off by a few ms, not by 100.
  */
-export const LATENCY_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000, 1500, 2000, 2500, 5000, 10000];
+export const LATENCY_BUCKETS_MS = [
+  1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000, 1500, 2000, 2500, 5000, 10000,
+];
 
 export class Histogram implements Metric {
   private readonly series = new Map<string, { counts: number[]; sum: number; count: number }>();
-  constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[] = LATENCY_BUCKETS_MS) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[] = LATENCY_BUCKETS_MS,
+  ) {}
   observe(labels: Labels, value: number): void {
     const key = labelKey(labels);
     let s = this.series.get(key);

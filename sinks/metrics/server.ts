@@ -13,7 +13,12 @@ export interface HealthSource {
  * Per-worker HTTP endpoints: `/metrics` (Prometheus text format), `/healthz` (liveness) and
  * `/readyz` (readiness: 503 until the worker's tasks are restored and running).
  */
-export async function startMetricsServer(registry: MetricsRegistry, health: HealthSource, port: number, host = '127.0.0.1'): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export async function startMetricsServer(
+  registry: MetricsRegistry,
+  health: HealthSource,
+  port: number,
+  host = '127.0.0.1',
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET') {

@@ -50,9 +50,13 @@ export class MysqlTaskStatusWriter implements TaskStatusWriter {
     try {
       const { pending, submitted, delivered: DELIVERED, failed: FAILED } = TASK_STATUS;
       for (let i = 0; i < delivered.length; i += size) {
-        await this.run(`UPDATE ${table} SET ${status} = ${DELIVERED} WHERE ${id} IN (?) AND ${status} IN (${pending}, ${submitted}, ${FAILED})`, delivered.slice(i, i + size));
+        await this.run(
+          `UPDATE ${table} SET ${status} = ${DELIVERED} WHERE ${id} IN (?) AND ${status} IN (${pending}, ${submitted}, ${FAILED})`,
+          delivered.slice(i, i + size),
+        );
       }
-      for (let i = 0; i < failed.length; i += size) await this.run(`UPDATE ${table} SET ${status} = ${FAILED} WHERE ${id} IN (?) AND ${status} IN (${pending}, ${submitted})`, failed.slice(i, i + size));
+      for (let i = 0; i < failed.length; i += size)
+        await this.run(`UPDATE ${table} SET ${status} = ${FAILED} WHERE ${id} IN (?) AND ${status} IN (${pending}, ${submitted})`, failed.slice(i, i + size));
     } catch (error) {
       for (const t of delivered) this.delivered.add(t);
       for (const t of failed) if (!this.delivered.has(t)) this.failed.add(t);

@@ -1,7 +1,15 @@
 import type { Pool } from 'mysql2/promise';
 import { ContractError, errorCode } from '../../common/errors.ts';
 import { isMysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
-import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow, type TaskStatus } from '../../processors/fan-out/ledger.ts';
+import {
+  TASK_STATUS,
+  type ChannelAnswer,
+  type PushTaskLedger,
+  type StoredTask,
+  type TaskResult,
+  type TaskRow,
+  type TaskStatus,
+} from '../../processors/fan-out/ledger.ts';
 
 export interface MysqlPushTaskLedgerOptions {
   readonly pool: Pool;
@@ -30,8 +38,14 @@ const MAX_ATTEMPTS = 65_535;
  * that does not fit is refused here as the data error MySQL would raise in strict mode.
  */
 const WIDTHS: ReadonlyArray<readonly [keyof TaskRow, string, number]> = [
-  ['uid', 'uid', 64], ['convId', 'conv_id', 64], ['deviceId', 'device_id', 128], ['msgId', 'msg_id', 64],
-  ['appId', 'app_id', 64], ['platform', 'platform', 16], ['collapseId', 'collapse_id', 64], ['taskId', 'task_id', 36],
+  ['uid', 'uid', 64],
+  ['convId', 'conv_id', 64],
+  ['deviceId', 'device_id', 128],
+  ['msgId', 'msg_id', 64],
+  ['appId', 'app_id', 64],
+  ['platform', 'platform', 16],
+  ['collapseId', 'collapse_id', 64],
+  ['taskId', 'task_id', 36],
 ];
 
 /** The column a task's value overflows, if any. UTF-16 length first: code points are counted only when it is over. */
@@ -98,7 +112,8 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
 
   claim(task: TaskRow): Promise<StoredTask> {
     const column = overflowingColumn(task);
-    if (column !== undefined) return Promise.reject(new ContractError('MYSQL_ER_DATA_TOO_LONG', `im_push_task claim: MySQL would refuse the row (ER_DATA_TOO_LONG, column ${column})`));
+    if (column !== undefined)
+      return Promise.reject(new ContractError('MYSQL_ER_DATA_TOO_LONG', `im_push_task claim: MySQL would refuse the row (ER_DATA_TOO_LONG, column ${column})`));
     return new Promise((resolve, reject) => {
       this.claims.push({ task, resolve, reject });
       if (!this.claimScheduled) {
@@ -127,13 +142,28 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       // Every row new (the usual case): all are pending, and the claim took one round trip.
       // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
       const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
-      const rows = allNew ? [] : ((await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [chunk.map((c) => c.task.taskId)]))[0] as StoredRow[]);
+      const rows = allNew
+        ? []
+        : ((
+            await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [
+              chunk.map((c) => c.task.taskId),
+            ])
+          )[0] as StoredRow[]);
       const stored = new Map(rows.map((r) => [r.task_id, r]));
       for (const c of chunk) {
         const r = stored.get(c.task.taskId);
-        c.resolve(r === undefined
-          ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [] }
-          : { status: r.status as TaskStatus, vendor: r.vendor || null, vendorMessageId: r.vendor_message_id, failCode: r.fail_code, attempts: r.attempts, trail: parseTrail(r.channel_trail) });
+        c.resolve(
+          r === undefined
+            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [] }
+            : {
+                status: r.status as TaskStatus,
+                vendor: r.vendor || null,
+                vendorMessageId: r.vendor_message_id,
+                failCode: r.fail_code,
+                attempts: r.attempts,
+                trail: parseTrail(r.channel_trail),
+              },
+        );
       }
     } catch (error) {
       if (isMysqlDataError(error) && chunk.length > 1) {
@@ -178,8 +208,13 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
    */
   private async writeResultChunk(chunk: Array<{ task: TaskRow; result: TaskResult }>): Promise<void> {
     const rows = chunk.map(({ task, result }) => [
-      ...rowValues(task), result.status, result.vendor, result.vendorMessageId, result.failCode?.slice(0, FAIL_CODE_CHARS) ?? null,
-      result.trail.length > 0 ? JSON.stringify(result.trail) : null, Math.min(result.attempts, MAX_ATTEMPTS),
+      ...rowValues(task),
+      result.status,
+      result.vendor,
+      result.vendorMessageId,
+      result.failCode?.slice(0, FAIL_CODE_CHARS) ?? null,
+      result.trail.length > 0 ? JSON.stringify(result.trail) : null,
+      Math.min(result.attempts, MAX_ATTEMPTS),
       result.status === TASK_STATUS.submitted ? new Date() : null,
     ]);
     // Assignments run left to right and see earlier ones, so `status` is updated last.

@@ -105,7 +105,20 @@ export class MysqlTokenWriter implements TokenRecordWriter {
 
   private async write(rows: TokenRow[]): Promise<void> {
     const c = this.c;
-    const cols = [c.uid, c.deviceId, c.vendor, c.platform, c.appId, c.token, c.status, c.invalidReason, c.reportedAt, c.refreshedAt, c.invalidatedAt, c.changedAt];
+    const cols = [
+      c.uid,
+      c.deviceId,
+      c.vendor,
+      c.platform,
+      c.appId,
+      c.token,
+      c.status,
+      c.invalidReason,
+      c.reportedAt,
+      c.refreshedAt,
+      c.invalidatedAt,
+      c.changedAt,
+    ];
     const newer = `VALUES(\`${c.changedAt}\`) >= \`${c.changedAt}\``;
     // changed_at must be assigned last: the IF() of the other columns reads the old value.
     const assignments = cols
@@ -115,8 +128,18 @@ export class MysqlTokenWriter implements TokenRecordWriter {
       .join(', ');
     const sql = `INSERT INTO \`${this.table}\` (${cols.map((col) => `\`${col}\``).join(', ')}) VALUES ? ON DUPLICATE KEY UPDATE ${assignments}`;
     const values = rows.map((r) => [
-      r.uid, r.device_id, r.vendor, r.platform, r.app_id, r.token, r.state === 'VALID' ? 1 : 0, r.reason,
-      toDate(r.reported_at), toDate(r.reported_at), r.state === 'INVALID' ? toDate(r.changed_at) : null, toDate(r.changed_at),
+      r.uid,
+      r.device_id,
+      r.vendor,
+      r.platform,
+      r.app_id,
+      r.token,
+      r.state === 'VALID' ? 1 : 0,
+      r.reason,
+      toDate(r.reported_at),
+      toDate(r.reported_at),
+      r.state === 'INVALID' ? toDate(r.changed_at) : null,
+      toDate(r.changed_at),
     ]);
     // Transient errors are retried (sinks/mysql/errors.ts). A data error refuses the whole batch:
     // it is written again row by row, and a row still refused is left out and reported (the

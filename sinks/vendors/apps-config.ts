@@ -207,7 +207,12 @@ const VENDOR_PARSERS: { [V in Vendor]: (r: Reader, o: Raw, key: string) => NonNu
     tokenRefreshMinutes: r.int(o, 'tokenRefreshMinutes', key, 50, 20, 60),
   }),
   fcm: (r, o, key) => {
-    const raw = o.serviceAccount !== undefined ? o.serviceAccount : o.serviceAccountFile !== undefined ? jsonSecret(r.secret(o, 'serviceAccount', key), `${key}.serviceAccountFile`) : undefined;
+    const raw =
+      o.serviceAccount !== undefined
+        ? o.serviceAccount
+        : o.serviceAccountFile !== undefined
+          ? jsonSecret(r.secret(o, 'serviceAccount', key), `${key}.serviceAccountFile`)
+          : undefined;
     const sa = r.obj(raw, `${key}.serviceAccount`);
     const saKey = `${key}.serviceAccount`;
     return drop({
@@ -222,38 +227,42 @@ const VENDOR_PARSERS: { [V in Vendor]: (r: Reader, o: Raw, key: string) => NonNu
       tokenUrl: r.url(o, 'tokenUrl', key),
     });
   },
-  hms: (r, o, key) => drop({
-    ...r.common(o, key),
-    clientId: r.str(o, 'clientId', key),
-    clientSecret: r.secret(o, 'clientSecret', key),
-    authUrl: r.url(o, 'authUrl', key),
-    category: r.str(o, 'category', key, 'IM'),
-    receiptId: r.optStr(o, 'receiptId', key),
-    badgeClass: r.optStr(o, 'badgeClass', key),
-  }),
-  xiaomi: (r, o, key) => drop({
-    ...r.common(o, key),
-    appSecret: r.secret(o, 'appSecret', key),
-    packageName: r.str(o, 'packageName', key),
-    channelId: r.str(o, 'channelId', key),
-    receiptUrl: r.url(o, 'receiptUrl', key),
-  }),
-  oppo: (r, o, key) => drop({
-    ...r.common(o, key),
-    appKey: r.str(o, 'appKey', key),
-    masterSecret: r.secret(o, 'masterSecret', key),
-    channelId: r.str(o, 'channelId', key),
-    category: r.str(o, 'category', key, 'IM'),
-    receiptUrl: r.url(o, 'receiptUrl', key),
-  }),
-  vivo: (r, o, key) => drop({
-    ...r.common(o, key),
-    appId: r.str(o, 'appId', key),
-    appKey: r.str(o, 'appKey', key),
-    appSecret: r.secret(o, 'appSecret', key),
-    category: r.str(o, 'category', key, 'IM'),
-    receiptId: r.optStr(o, 'receiptId', key),
-  }),
+  hms: (r, o, key) =>
+    drop({
+      ...r.common(o, key),
+      clientId: r.str(o, 'clientId', key),
+      clientSecret: r.secret(o, 'clientSecret', key),
+      authUrl: r.url(o, 'authUrl', key),
+      category: r.str(o, 'category', key, 'IM'),
+      receiptId: r.optStr(o, 'receiptId', key),
+      badgeClass: r.optStr(o, 'badgeClass', key),
+    }),
+  xiaomi: (r, o, key) =>
+    drop({
+      ...r.common(o, key),
+      appSecret: r.secret(o, 'appSecret', key),
+      packageName: r.str(o, 'packageName', key),
+      channelId: r.str(o, 'channelId', key),
+      receiptUrl: r.url(o, 'receiptUrl', key),
+    }),
+  oppo: (r, o, key) =>
+    drop({
+      ...r.common(o, key),
+      appKey: r.str(o, 'appKey', key),
+      masterSecret: r.secret(o, 'masterSecret', key),
+      channelId: r.str(o, 'channelId', key),
+      category: r.str(o, 'category', key, 'IM'),
+      receiptUrl: r.url(o, 'receiptUrl', key),
+    }),
+  vivo: (r, o, key) =>
+    drop({
+      ...r.common(o, key),
+      appId: r.str(o, 'appId', key),
+      appKey: r.str(o, 'appKey', key),
+      appSecret: r.secret(o, 'appSecret', key),
+      category: r.str(o, 'category', key, 'IM'),
+      receiptId: r.optStr(o, 'receiptId', key),
+    }),
 };
 
 function jsonSecret(text: string, key: string): unknown {

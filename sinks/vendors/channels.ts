@@ -11,10 +11,16 @@ const VENDOR_PRIORITY = ['apns', 'hms', 'xiaomi', 'oppo', 'vivo', 'fcm'] as cons
 
 /** Makers whose phones carry a vendor push service, by the vendor they use. */
 const MAKERS: Readonly<Record<string, string>> = {
-  huawei: 'hms', honor: 'hms',
-  xiaomi: 'xiaomi', redmi: 'xiaomi', poco: 'xiaomi',
-  oppo: 'oppo', oneplus: 'oppo', realme: 'oppo',
-  vivo: 'vivo', iqoo: 'vivo',
+  huawei: 'hms',
+  honor: 'hms',
+  xiaomi: 'xiaomi',
+  redmi: 'xiaomi',
+  poco: 'xiaomi',
+  oppo: 'oppo',
+  oneplus: 'oppo',
+  realme: 'oppo',
+  vivo: 'vivo',
+  iqoo: 'vivo',
 };
 
 /**

@@ -33,7 +33,11 @@ export interface HttpAnswer {
  */
 export class NetworkError extends Error {
   readonly code = 'NETWORK';
-  constructor(message: string, readonly written: boolean, options?: ErrorOptions & { retryAfterMs?: number }) {
+  constructor(
+    message: string,
+    readonly written: boolean,
+    options?: ErrorOptions & { retryAfterMs?: number },
+  ) {
     super(message, options);
     this.retryAfterMs = options?.retryAfterMs;
   }
@@ -91,7 +95,11 @@ export class VendorHttp {
   private backoffFor(origin: string): ReconnectBackoff {
     let backoff = this.backoffs.get(origin);
     if (!backoff) {
-      backoff = new ReconnectBackoff({ perStep: this.options.connections ?? 4, initialDelayMs: this.options.reconnectDelayMs, maxDelayMs: this.options.reconnectMaxDelayMs });
+      backoff = new ReconnectBackoff({
+        perStep: this.options.connections ?? 4,
+        initialDelayMs: this.options.reconnectDelayMs,
+        maxDelayMs: this.options.reconnectMaxDelayMs,
+      });
       this.backoffs.set(origin, backoff);
     }
     return backoff;
@@ -111,7 +119,13 @@ export class VendorHttp {
     const timeoutMs = Math.ceil(Math.min(this.timeoutMs, deadline === undefined ? Infinity : deadline - performance.now()));
     if (timeoutMs <= 0) throw new NetworkError(`POST ${origin}: no time left`, false);
     let written = false;
-    const dispatcher = { dispatch: (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => this.agent.dispatch(opts, markWritten(handler, () => (written = true))) };
+    const dispatcher = {
+      dispatch: (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) =>
+        this.agent.dispatch(
+          opts,
+          markWritten(handler, () => (written = true)),
+        ),
+    };
     const abort = new AbortController();
     // Our own timer, not only undici's abort: a request waiting in the pool's queue while its
     // connections fail is not failed by undici until a connection frees up.
@@ -133,7 +147,10 @@ export class VendorHttp {
       return await Promise.race([call, deadlinePassed]);
     } catch (error) {
       const retryAfterMs = error instanceof ReconnectBackoffError ? backoff.waitMs() : undefined;
-      throw new NetworkError(`POST ${origin} failed: ${(error as Error).message}`, written, { cause: error, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+      throw new NetworkError(`POST ${origin} failed: ${(error as Error).message}`, written, {
+        cause: error,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
     } finally {
       clearTimeout(timer);
     }

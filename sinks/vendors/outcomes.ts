@@ -51,4 +51,3 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
   const at = Date.parse(raw);
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
-

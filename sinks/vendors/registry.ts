@@ -35,11 +35,12 @@ interface FactoryContext {
 }
 
 const FACTORIES: { [V in Vendor]: (config: NonNullable<VendorConfigs[V]>, ctx: FactoryContext) => VendorAdapter } = {
-  apns: (c, ctx) => new ApnsAdapter(c, {
-    providerToken: ctx.providerToken(c.teamId, c.keyId, c.privateKey, c.tokenRefreshMinutes * 60_000),
-    ca: ctx.ca,
-    now: ctx.now,
-  }),
+  apns: (c, ctx) =>
+    new ApnsAdapter(c, {
+      providerToken: ctx.providerToken(c.teamId, c.keyId, c.privateKey, c.tokenRefreshMinutes * 60_000),
+      ca: ctx.ca,
+      now: ctx.now,
+    }),
   fcm: (c, ctx) => new FcmAdapter(c, { ca: ctx.ca, now: ctx.now }),
   hms: (c, ctx) => new HmsAdapter(c, { ca: ctx.ca, now: ctx.now }),
   xiaomi: (c, ctx) => new XiaomiAdapter(c, { ca: ctx.ca, now: ctx.now }),

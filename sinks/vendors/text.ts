@@ -79,7 +79,11 @@ export interface NotificationText {
  * needs the rest. Returns undefined when even an empty title and body do not fit (the other fields
  * alone are too large).
  */
-export function fitJsonPayload(text: NotificationText, maxBytes: number, build: (text: NotificationText) => string): { text: NotificationText; json: string } | undefined {
+export function fitJsonPayload(
+  text: NotificationText,
+  maxBytes: number,
+  build: (text: NotificationText) => string,
+): { text: NotificationText; json: string } | undefined {
   const json = build(text);
   if (utf8Bytes(json) <= maxBytes) return { text, json };
   const overhead = utf8Bytes(build({ title: '', body: '' }));

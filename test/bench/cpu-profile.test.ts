@@ -25,10 +25,16 @@ test('frames are grouped by package, repository folder, node internals and V8 ps
   for (const [functionName, url, group] of cases) assert.equal(groupOf({ functionName, url }, ROOT), group, `${functionName} ${url}`);
 });
 
-test('self time is the samples\' time deltas, summed over profiles; busy share leaves idle out', () => {
+test("self time is the samples' time deltas, summed over profiles; busy share leaves idle out", () => {
   const frame = (id: number, functionName: string, url: string) => ({ id, callFrame: { functionName, url, lineNumber: 0 } });
   const profile: CpuProfile = {
-    nodes: [frame(1, '(root)', ''), frame(2, '(idle)', ''), frame(3, 'encode', 'file:///work/app/node_modules/kafkajs/a.js'), frame(4, '(garbage collector)', ''), frame(5, 'process', 'file:///work/app/topology/task.ts')],
+    nodes: [
+      frame(1, '(root)', ''),
+      frame(2, '(idle)', ''),
+      frame(3, 'encode', 'file:///work/app/node_modules/kafkajs/a.js'),
+      frame(4, '(garbage collector)', ''),
+      frame(5, 'process', 'file:///work/app/topology/task.ts'),
+    ],
     samples: [2, 3, 3, 4, 5, 2],
     timeDeltas: [10_000, 20_000, 20_000, 10_000, 20_000, 20_000],
   };

@@ -19,7 +19,15 @@ const isNumber = (x: unknown): x is number => typeof x === 'number' && Number.is
 
 /** Every figure of a segment is a number (quantiles null only without samples). */
 function assertSegments(segments: LatencySegments, where: string): void {
-  for (const name of ['persistedToDecided', 'decidedToReceived', 'decisionsCommit', 'persistedToReceived', 'claim', 'vendorCall', 'persistedToAccepted'] as const) {
+  for (const name of [
+    'persistedToDecided',
+    'decidedToReceived',
+    'decisionsCommit',
+    'persistedToReceived',
+    'claim',
+    'vendorCall',
+    'persistedToAccepted',
+  ] as const) {
     const s = segments[name];
     assert.ok(s && isNumber(s.samples), `${where}: segment ${name} present`);
     for (const q of [s.p50Ms, s.p99Ms]) assert.ok(s.samples === 0 ? q === null : isNumber(q), `${where}: segment ${name} quantiles`);
@@ -52,7 +60,16 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       assert.ok(isNumber(step.workerCpuMsPerMessage) && step.workerCpuMsPerMessage > 0);
       const b = step.breakdown;
       assert.ok(b, `step ${step.label} read the workers' /metrics`);
-      for (const key of ['recordsProducedPerMessage', 'outputRecordsPerMessage', 'changelogRecordsPerMessage', 'recordsFetchedPerMessage', 'recordsProcessedPerMessage', 'commitsPerSecond', 'gcSeconds', 'gcShareOfWorkerCpu'] as const) {
+      for (const key of [
+        'recordsProducedPerMessage',
+        'outputRecordsPerMessage',
+        'changelogRecordsPerMessage',
+        'recordsFetchedPerMessage',
+        'recordsProcessedPerMessage',
+        'commitsPerSecond',
+        'gcSeconds',
+        'gcShareOfWorkerCpu',
+      ] as const) {
         assert.ok(isNumber(b[key]), `step ${step.label}: ${key} is a number`);
       }
       assert.ok(b.recordsProducedPerMessage > 0 && b.recordsFetchedPerMessage > 0, 'the workers produced and fetched records');
@@ -65,7 +82,8 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
     if (result.sustainedStep !== null) {
       const at = result.atSustainedRate;
       assert.ok(at && at.step === result.sustainedStep);
-      for (const key of ['workerCpuMsPerMessage', 'recordsProducedPerMessage', 'recordsFetchedPerMessage', 'commitsPerSecond', 'gcShareOfWorkerCpu'] as const) assert.ok(isNumber(at[key]), `atSustainedRate.${key} is a number`);
+      for (const key of ['workerCpuMsPerMessage', 'recordsProducedPerMessage', 'recordsFetchedPerMessage', 'commitsPerSecond', 'gcShareOfWorkerCpu'] as const)
+        assert.ok(isNumber(at[key]), `atSustainedRate.${key} is a number`);
       assert.ok(isNumber(result.pipelineToRawCeiling));
     }
 
@@ -78,7 +96,10 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
     for (const l of [result.latency, result.latencyAt100]) {
       assert.ok(l.step.breakdown, `latency ${l.rate}/s read the workers' /metrics`);
       assertSegments(l.step.breakdown.segments, `latency ${l.rate}/s`);
-      assert.ok(l.step.breakdown.segments.persistedToDecided.samples > 0 && l.step.breakdown.segments.claim.samples > 0, 'the workers timed the leading pushes');
+      assert.ok(
+        l.step.breakdown.segments.persistedToDecided.samples > 0 && l.step.breakdown.segments.claim.samples > 0,
+        'the workers timed the leading pushes',
+      );
     }
 
     assert.ok(result.storm, 'storm phase ran');

@@ -51,7 +51,8 @@ const fcmToken = (i: number) => env.emulators.token('fcm', `${env.run}-d${i}`);
 test('pushctl lists its commands and rejects unknown ones', async () => {
   const help = await pushctl(['--help']);
   assert.equal(help.code, 0);
-  for (const command of ['stack', 'topics', 'migrate', 'run', 'status', 'tokens', 'replay', 'arrival', 'demo']) assert.match(help.stdout, new RegExp(`pushctl ${command}`));
+  for (const command of ['stack', 'topics', 'migrate', 'run', 'status', 'tokens', 'replay', 'arrival', 'demo'])
+    assert.match(help.stdout, new RegExp(`pushctl ${command}`));
   const unknown = await pushctl(['frobnicate']);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command 'frobnicate'/);
@@ -61,15 +62,47 @@ test('failed pushes are replayed once the vendor recovers, each reaching the dev
   // FCM answers 503 to everything until the fault is cleared: the fan-out retries, then gives up.
   env.emulators.fcm.script({ kind: 'server-error' }, { times: 1_000_000 });
   const now = Date.now();
-  await traffic.send('tokens', Array.from({ length: USERS }, (_, i) => ({
-    key: uid(i),
-    value: { uid: uid(i), device_id: `${uid(i)}-d0`, platform: 'android', vendor: 'fcm', app_id: env.appId, token: fcmToken(i), reported_at: now, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: 'samsung' },
-  })));
+  await traffic.send(
+    'tokens',
+    Array.from({ length: USERS }, (_, i) => ({
+      key: uid(i),
+      value: {
+        uid: uid(i),
+        device_id: `${uid(i)}-d0`,
+        platform: 'android',
+        vendor: 'fcm',
+        app_id: env.appId,
+        token: fcmToken(i),
+        reported_at: now,
+        state: 'VALID',
+        source: 'CLIENT',
+        reason: null,
+        manufacturer: 'samsung',
+      },
+    })),
+  );
   await new Promise((r) => setTimeout(r, 2000));
-  await traffic.send('persisted', Array.from({ length: USERS }, (_, i) => ({
-    key: uid(i),
-    value: { msg_id: `m${i}`, conv_id: `c${i}`, conv_type: 'SINGLE', seq: 1, sender_uid: 'sender', uid: uid(i), unread_cnt: 3, title: 'Alice', summary: 'hello', sensitive: false, mention: 'NONE', persisted_at: Date.now(), app_id: env.appId },
-  })));
+  await traffic.send(
+    'persisted',
+    Array.from({ length: USERS }, (_, i) => ({
+      key: uid(i),
+      value: {
+        msg_id: `m${i}`,
+        conv_id: `c${i}`,
+        conv_type: 'SINGLE',
+        seq: 1,
+        sender_uid: 'sender',
+        uid: uid(i),
+        unread_cnt: 3,
+        title: 'Alice',
+        summary: 'hello',
+        sensitive: false,
+        mention: 'NONE',
+        persisted_at: Date.now(),
+        app_id: env.appId,
+      },
+    })),
+  );
   await until('every push to fail', () => (watcher.counts.get('FAILED') ?? 0) >= USERS);
   assert.equal(env.emulators.fcm.accepted().length, 0, 'nothing was accepted while FCM failed');
   env.emulators.fcm.clearFaults();
@@ -84,7 +117,10 @@ test('failed pushes are replayed once the vendor recovers, each reaching the dev
   assert.match(replay.stdout, new RegExp(`replayed ${USERS} task\\(s\\)`));
   await until('every replayed push to be accepted', () => env.emulators.fcm.accepted().length >= USERS);
   await new Promise((r) => setTimeout(r, 2000));
-  const tokens = env.emulators.fcm.accepted().map((p) => p.token).sort();
+  const tokens = env.emulators.fcm
+    .accepted()
+    .map((p) => p.token)
+    .sort();
   assert.deepEqual(tokens, Array.from({ length: USERS }, (_, i) => fcmToken(i)).sort(), 'each device got exactly one push');
 
   const again = await pushctl(['replay', '--since', '10m', '--vendor', 'fcm', '--app', env.appId], { PUSH_TOPIC_PREFIX: env.topicPrefix });
@@ -111,7 +147,26 @@ test('pushctl tokens shows fingerprints, never tokens, and invalidates through t
   }
   // A message for that user now finds no valid token: dropped with a reason, never sent.
   const before = env.emulators.fcm.accepted().length;
-  await traffic.send('persisted', [{ key: uid(0), value: { msg_id: 'm-after', conv_id: 'c-after', conv_type: 'SINGLE', seq: 1, sender_uid: 'sender', uid: uid(0), unread_cnt: 4, title: 'Alice', summary: 'again', sensitive: false, mention: 'NONE', persisted_at: Date.now(), app_id: env.appId } }]);
+  await traffic.send('persisted', [
+    {
+      key: uid(0),
+      value: {
+        msg_id: 'm-after',
+        conv_id: 'c-after',
+        conv_type: 'SINGLE',
+        seq: 1,
+        sender_uid: 'sender',
+        uid: uid(0),
+        unread_cnt: 4,
+        title: 'Alice',
+        summary: 'again',
+        sensitive: false,
+        mention: 'NONE',
+        persisted_at: Date.now(),
+        app_id: env.appId,
+      },
+    },
+  ]);
   await until('the drop to be counted', () => (watcher.counts.get('DROPPED/no_token') ?? 0) >= 1);
   assert.equal(env.emulators.fcm.accepted().length, before);
 });
@@ -141,7 +196,11 @@ test("a worker's /metrics counts its outcomes by status and reason, vendor answe
   assert.equal(value(/^push_outcomes_total\{reason="",stage="fan-out",status="ACCEPTED",vendor="fcm"\} (\d+)$/m), USERS);
   assert.equal(value(/^push_outcomes_total\{reason="no_token",stage="online-filter",status="DROPPED",vendor=""\} (\d+)$/m), 1);
   assert.equal(value(new RegExp(`^push_quota_used_total\\{app="${env.appId}",vendor="fcm"\\} (\\d+)$`, 'm')), USERS);
-  assert.equal(value(/^push_vendor_results_total\{app="[^"]+",code="UNAVAILABLE",kind="retryable",vendor="fcm"\} (\d+)$/m), USERS * 3, 'every 503 answer counted: 3 calls per push before giving up');
+  assert.equal(
+    value(/^push_vendor_results_total\{app="[^"]+",code="UNAVAILABLE",kind="retryable",vendor="fcm"\} (\d+)$/m),
+    USERS * 3,
+    'every 503 answer counted: 3 calls per push before giving up',
+  );
   assert.equal(value(/^push_vendor_results_total\{app="[^"]+",code="",kind="accepted",vendor="fcm"\} (\d+)$/m), USERS);
   assert.equal(value(/^push_vendor_latency_ms_count\{vendor="fcm"\} (\d+)$/m), USERS * 4, 'every vendor call timed');
   assert.equal(value(/^push_persist_to_accept_ms_count\{vendor="fcm"\} (\d+)$/m), USERS);

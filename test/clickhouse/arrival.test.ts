@@ -21,14 +21,30 @@ describe('ClickHouse push events and arrival views', () => {
 
   async function arrivalByVendorAppHour(): Promise<Map<string, ArrivalTruth & { rate: number }>> {
     const rs = await db.client.query({
-      query: 'SELECT toUInt32(hour) AS h, vendor, app_id, pairs_submitted, pairs_arrived, pairs_delivered, pairs_unknown, arrival_rate FROM arrival_by_vendor_app_hour',
+      query:
+        'SELECT toUInt32(hour) AS h, vendor, app_id, pairs_submitted, pairs_arrived, pairs_delivered, pairs_unknown, arrival_rate FROM arrival_by_vendor_app_hour',
       format: 'JSONEachRow',
     });
-    const rows = await rs.json<{ h: number | string; vendor: string; app_id: string; pairs_submitted: string; pairs_arrived: string; pairs_delivered: string; pairs_unknown: string; arrival_rate: number }>();
+    const rows = await rs.json<{
+      h: number | string;
+      vendor: string;
+      app_id: string;
+      pairs_submitted: string;
+      pairs_arrived: string;
+      pairs_delivered: string;
+      pairs_unknown: string;
+      arrival_rate: number;
+    }>();
     return new Map(
       rows.map((r) => [
         `${r.vendor}|${r.app_id}|${Number(r.h)}`,
-        { submitted: Number(r.pairs_submitted), arrived: Number(r.pairs_arrived), delivered: Number(r.pairs_delivered), unknown: Number(r.pairs_unknown), rate: Number(r.arrival_rate) },
+        {
+          submitted: Number(r.pairs_submitted),
+          arrived: Number(r.pairs_arrived),
+          delivered: Number(r.pairs_delivered),
+          unknown: Number(r.pairs_unknown),
+          rate: Number(r.arrival_rate),
+        },
       ]),
     );
   }
@@ -71,7 +87,10 @@ describe('ClickHouse push events and arrival views', () => {
   });
 
   test('by app and hour each (task, device) pair counts once; outcome counts are exact under replay', async () => {
-    const rs = await db.client.query({ query: 'SELECT app_id, sum(pairs_submitted) AS s, sum(pairs_arrived) AS a FROM arrival_by_app_hour GROUP BY app_id ORDER BY app_id', format: 'JSONEachRow' });
+    const rs = await db.client.query({
+      query: 'SELECT app_id, sum(pairs_submitted) AS s, sum(pairs_arrived) AS a FROM arrival_by_app_hour GROUP BY app_id ORDER BY app_id',
+      format: 'JSONEachRow',
+    });
     const byApp = await rs.json<{ app_id: string; s: string; a: string }>();
     const expected = new Map<string, { s: number; a: number }>();
     for (const [key, t] of workload.truth) {
@@ -86,7 +105,10 @@ describe('ClickHouse push events and arrival views', () => {
       [...expected].sort().map(([app, e]) => ({ app, ...e })),
     );
 
-    const counts = await db.client.query({ query: "SELECT toString(kind) AS kind, sum(events) AS n FROM push_outcome_counts WHERE kind IN ('suppressed', 'merged', 'dropped') GROUP BY kind", format: 'JSONEachRow' });
+    const counts = await db.client.query({
+      query: "SELECT toString(kind) AS kind, sum(events) AS n FROM push_outcome_counts WHERE kind IN ('suppressed', 'merged', 'dropped') GROUP BY kind",
+      format: 'JSONEachRow',
+    });
     const got = Object.fromEntries((await counts.json<{ kind: string; n: string }>()).map((r) => [r.kind.toUpperCase(), Number(r.n)]));
     assert.deepEqual(got, Object.fromEntries(workload.otherOutcomes));
   });
@@ -121,7 +143,11 @@ describe('ClickHouse push events and arrival views', () => {
       let printed = '';
       out.on('data', (c: Buffer) => (printed += c.toString()));
       const rows = await arrival({ since: '6h', by, client: db.client, out, now });
-      assert.deepEqual(rows.map(({ key, submitted, arrived, delivered, unknown }) => ({ key, submitted, arrived, delivered, unknown })), expected[by], by);
+      assert.deepEqual(
+        rows.map(({ key, submitted, arrived, delivered, unknown }) => ({ key, submitted, arrived, delivered, unknown })),
+        expected[by],
+        by,
+      );
       for (const r of expected[by]) {
         assert.ok(printed.includes(r.key), `${by} table names ${r.key}`);
         assert.ok(printed.includes(`${((r.arrived / r.submitted) * 100).toFixed(2)}%`), `${by} table shows the rate of ${r.key}`);

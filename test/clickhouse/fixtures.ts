@@ -53,7 +53,24 @@ export function buildWorkload(pairs: number, seed = 7, baseMs = Date.UTC(2026, 1
     truth.set(key, t);
     const task = `task-${seed}-${i}`;
     const device = `dev-${i % 97}`;
-    const base = { task_id: task, uid: `u${i % 53}`, device_id: device, conv_id: `c${i % 11}`, seq: i, msg_id: `m${i}`, app_id: app, platform: vendor === 'fcm' ? 'android' : 'android', vendor, stage: 'fan-out', reason: null, code: null, collapse_id: null, attempts: 1, persisted_at: at - 40, latency_ms: 40 };
+    const base = {
+      task_id: task,
+      uid: `u${i % 53}`,
+      device_id: device,
+      conv_id: `c${i % 11}`,
+      seq: i,
+      msg_id: `m${i}`,
+      app_id: app,
+      platform: vendor === 'fcm' ? 'android' : 'android',
+      vendor,
+      stage: 'fan-out',
+      reason: null,
+      code: null,
+      collapse_id: null,
+      attempts: 1,
+      persisted_at: at - 40,
+      latency_ms: 40,
+    };
     const fate = random();
     t.submitted++;
     if (fate < 0.1) {
@@ -98,8 +115,26 @@ export function buildWorkload(pairs: number, seed = 7, baseMs = Date.UTC(2026, 1
     const reason = status === 'SUPPRESSED' ? 'dnd' : status === 'MERGED' ? 'merged' : 'quota';
     otherOutcomes.set(status, (otherOutcomes.get(status) ?? 0) + 1);
     outcomes.push({
-      event_id: `o-other-${seed}-${i}`, task_id: `other-${seed}-${i}`, uid: `u${i}`, device_id: `dev-${i}`, conv_id: 'c', seq: i, msg_id: `mo${i}`, app_id: APPS[i % 2]!,
-      platform: null, vendor: null, stage: 'policy', status, reason, code: null, vendor_message_id: null, collapse_id: null, attempts: 0, persisted_at: baseMs, at: baseMs + i, latency_ms: null,
+      event_id: `o-other-${seed}-${i}`,
+      task_id: `other-${seed}-${i}`,
+      uid: `u${i}`,
+      device_id: `dev-${i}`,
+      conv_id: 'c',
+      seq: i,
+      msg_id: `mo${i}`,
+      app_id: APPS[i % 2]!,
+      platform: null,
+      vendor: null,
+      stage: 'policy',
+      status,
+      reason,
+      code: null,
+      vendor_message_id: null,
+      collapse_id: null,
+      attempts: 0,
+      persisted_at: baseMs,
+      at: baseMs + i,
+      latency_ms: null,
     });
   }
   return { outcomes, receipts, truth, otherOutcomes };

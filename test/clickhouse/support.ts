@@ -9,7 +9,9 @@ const MIGRATIONS = new URL('../../migrations/clickhouse/', import.meta.url);
 
 /** The statements of migrations/clickhouse/*.sql in file order, split as `pushctl migrate` splits them. */
 export function clickhouseStatements(): string[] {
-  const files = readdirSync(MIGRATIONS).filter((f) => /^\d+_.*\.sql$/.test(f)).sort();
+  const files = readdirSync(MIGRATIONS)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort();
   return files.flatMap((f) => splitStatements(readFileSync(new URL(f, MIGRATIONS), 'utf8')));
 }
 

@@ -40,7 +40,10 @@ describe('ClickHouse writer while ClickHouse is unavailable', () => {
   });
 
   async function storedEvents(prefix: string): Promise<number> {
-    const rs = await db.client.query({ query: `SELECT uniqExact(event_id) AS n FROM push_events WHERE startsWith(event_id, '${prefix}')`, format: 'JSONEachRow' });
+    const rs = await db.client.query({
+      query: `SELECT uniqExact(event_id) AS n FROM push_events WHERE startsWith(event_id, '${prefix}')`,
+      format: 'JSONEachRow',
+    });
     const [{ n }] = (await rs.json<{ n: string }>()) as [{ n: string }];
     return Number(n);
   }

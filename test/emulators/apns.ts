@@ -6,13 +6,38 @@ import type { TestTls } from './tls.ts';
 
 /** Status of every APNs reason (vendor-protocols.md §1.4), for scripted `code` faults. */
 export const APNS_REASON_STATUS: Readonly<Record<string, number>> = {
-  BadCollapseId: 400, BadDeviceToken: 400, BadExpirationDate: 400, BadMessageId: 400, BadPriority: 400, BadTopic: 400,
-  DeviceTokenNotForTopic: 400, DuplicateHeaders: 400, IdleTimeout: 400, InvalidPushType: 400, MissingDeviceToken: 400,
-  MissingTopic: 400, PayloadEmpty: 400, TopicDisallowed: 400,
-  BadCertificate: 403, BadCertificateEnvironment: 403, ExpiredProviderToken: 403, Forbidden: 403, InvalidProviderToken: 403,
-  MissingProviderToken: 403, UnrelatedKeyIdInToken: 403, BadEnvironmentKeyIdInToken: 403,
-  BadPath: 404, MethodNotAllowed: 405, Unregistered: 410, ExpiredToken: 410, PayloadTooLarge: 413,
-  TooManyProviderTokenUpdates: 429, TooManyRequests: 429, InternalServerError: 500, ServiceUnavailable: 503, Shutdown: 503,
+  BadCollapseId: 400,
+  BadDeviceToken: 400,
+  BadExpirationDate: 400,
+  BadMessageId: 400,
+  BadPriority: 400,
+  BadTopic: 400,
+  DeviceTokenNotForTopic: 400,
+  DuplicateHeaders: 400,
+  IdleTimeout: 400,
+  InvalidPushType: 400,
+  MissingDeviceToken: 400,
+  MissingTopic: 400,
+  PayloadEmpty: 400,
+  TopicDisallowed: 400,
+  BadCertificate: 403,
+  BadCertificateEnvironment: 403,
+  ExpiredProviderToken: 403,
+  Forbidden: 403,
+  InvalidProviderToken: 403,
+  MissingProviderToken: 403,
+  UnrelatedKeyIdInToken: 403,
+  BadEnvironmentKeyIdInToken: 403,
+  BadPath: 404,
+  MethodNotAllowed: 405,
+  Unregistered: 410,
+  ExpiredToken: 410,
+  PayloadTooLarge: 413,
+  TooManyProviderTokenUpdates: 429,
+  TooManyRequests: 429,
+  InternalServerError: 500,
+  ServiceUnavailable: 503,
+  Shutdown: 503,
 };
 
 const PUSH_TYPES = new Set(['alert', 'background', 'location', 'voip', 'complication', 'fileprovider', 'mdm', 'liveactivity', 'pushtotalk']);
@@ -101,11 +126,14 @@ export class ApnsEmulator extends EmulatorCore {
     this.closing = true;
     const server = this.server;
     const stopped = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    const closing = [...this.sessions].map((s) => new Promise<void>((resolve) => {
-      if (s.destroyed) return resolve();
-      s.once('close', () => resolve());
-      s.destroy();
-    }));
+    const closing = [...this.sessions].map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.destroyed) return resolve();
+          s.once('close', () => resolve());
+          s.destroy();
+        }),
+    );
     await Promise.all([...closing, stopped]);
   }
 
@@ -139,7 +167,8 @@ export class ApnsEmulator extends EmulatorCore {
     if (header.alg !== 'ES256' || !key) return { reason: 'InvalidProviderToken' };
     // Apple takes the JOSE form: raw r||s (64 bytes), not DER.
     const signature = Buffer.from(parts[2]!, 'base64url');
-    const ok = signature.length === 64 && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
+    const ok =
+      signature.length === 64 && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
     if (!ok || claims.iss !== key.teamId || typeof claims.iat !== 'number') return { reason: 'InvalidProviderToken' };
     const conn = this.auth.get(session) ?? {};
     this.auth.set(session, conn);
@@ -186,10 +215,15 @@ export class ApnsEmulator extends EmulatorCore {
     if (token === '') return reply(400, 'MissingDeviceToken');
     const topic = headers['apns-topic'] as string | undefined;
     const auth = this.verifyToken(stream.session!, headers.authorization as string | undefined, topic);
-    const record = (answer: string) => this.record({
-      appId: auth.appId ?? '', token, request: { ...headers }, answer,
-      collapseId: headers['apns-collapse-id'] as string | undefined, ...payloadFields(body),
-    });
+    const record = (answer: string) =>
+      this.record({
+        appId: auth.appId ?? '',
+        token,
+        request: { ...headers },
+        answer,
+        collapseId: headers['apns-collapse-id'] as string | undefined,
+        ...payloadFields(body),
+      });
     if (auth.reason) {
       record(auth.reason);
       return reply(APNS_REASON_STATUS[auth.reason]!, auth.reason);

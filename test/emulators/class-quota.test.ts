@@ -26,8 +26,12 @@ describe('vendor message classes in the emulators', () => {
       for (let i = 0; i < cap + 3; i++) await adapter.submit([message(em, vendor, 'same-device', { taskId: `im-${i}`, body: `im ${i}` })]);
       assert.equal(em[vendor].accepted().length, cap + 3);
       em.reset();
-      for (let i = 0; i < cap + 3; i++) await adapter.submit([message(em, vendor, 'same-device', { taskId: `mk-${i}`, body: `promo ${i}`, classification: marketing })]);
-      assert.deepEqual(em[vendor].received.map((r) => r.answer), [...Array(cap).fill('accepted'), 'class-capped', 'class-capped', 'class-capped']);
+      for (let i = 0; i < cap + 3; i++)
+        await adapter.submit([message(em, vendor, 'same-device', { taskId: `mk-${i}`, body: `promo ${i}`, classification: marketing })]);
+      assert.deepEqual(
+        em[vendor].received.map((r) => r.answer),
+        [...Array(cap).fill('accepted'), 'class-capped', 'class-capped', 'class-capped'],
+      );
       em.clock.advance(24 * 3600_000);
       await adapter.submit([message(em, vendor, 'same-device', { taskId: 'next-day', classification: marketing })]);
       assert.equal(em[vendor].received.at(-1)!.answer, 'accepted', 'the cap resets the next day');

@@ -180,11 +180,14 @@ export class EmulatorCore {
     if (Math.random() < this.receipts.lossRate) return;
     const copies = Math.random() < this.receipts.duplicateRate ? 2 : 1;
     for (let i = 0; i < copies; i++) {
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        this.receiptsPosted++;
-        post().catch(() => undefined);
-      }, this.receipts.delayMs + i * 10);
+      const timer = setTimeout(
+        () => {
+          this.timers.delete(timer);
+          this.receiptsPosted++;
+          post().catch(() => undefined);
+        },
+        this.receipts.delayMs + i * 10,
+      );
       this.timers.add(timer);
     }
   }

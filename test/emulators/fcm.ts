@@ -86,7 +86,8 @@ export class FcmEmulator extends EmulatorCore {
     }
     const account = claims.iss === undefined ? undefined : this.accounts.get(claims.iss);
     if (header.alg !== 'RS256' || !account) return grant('Invalid JWT Signature.');
-    if (!verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), account.publicKey, Buffer.from(parts[2]!, 'base64url'))) return grant('Invalid JWT Signature.');
+    if (!verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), account.publicKey, Buffer.from(parts[2]!, 'base64url')))
+      return grant('Invalid JWT Signature.');
     if (claims.aud !== this.tokenUrl && claims.aud !== `${this.baseUrl}/o/oauth2/token`) return grant('Invalid JWT: audience');
     const nowS = this.clock.now() / 1000;
     if (typeof claims.iat !== 'number' || typeof claims.exp !== 'number' || claims.exp - claims.iat > 3600 || claims.iat > nowS + 60 || claims.exp < nowS) {
@@ -99,7 +100,15 @@ export class FcmEmulator extends EmulatorCore {
     sendJson(res, 200, { access_token: accessToken, expires_in: 3599, token_type: 'Bearer' });
   }
 
-  private error(res: ServerResponse, errorCode: string | undefined, status: number, rpcStatus: string, message: string, extraDetails: unknown[] = [], headers: Record<string, string> = {}): void {
+  private error(
+    res: ServerResponse,
+    errorCode: string | undefined,
+    status: number,
+    rpcStatus: string,
+    message: string,
+    extraDetails: unknown[] = [],
+    headers: Record<string, string> = {},
+  ): void {
     const details = [...(errorCode ? [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode }] : []), ...extraDetails];
     sendJson(res, status, { error: { code: status, message, status: rpcStatus, ...(details.length ? { details } : {}) } }, headers);
   }
@@ -108,7 +117,14 @@ export class FcmEmulator extends EmulatorCore {
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const session = bearer === undefined ? undefined : this.accessTokens.get(bearer);
-    const unauth = () => this.error(res, undefined, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.');
+    const unauth = () =>
+      this.error(
+        res,
+        undefined,
+        401,
+        'UNAUTHENTICATED',
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+      );
     if (!session || session.expiresAtMs <= this.clock.now()) return unauth();
     const account = this.accounts.get(session.email)!;
     const project = url.pathname.split('/')[3];
@@ -120,16 +136,26 @@ export class FcmEmulator extends EmulatorCore {
       return this.error(res, undefined, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
     }
     const token = typeof message?.token === 'string' ? message.token : '';
-    const record = (answer: string) => this.record({
-      appId: account.appId, token, request: message, answer, title: message?.notification?.title, body: message?.notification?.body,
-      collapseId: message?.android?.collapse_key, data: message?.data,
-    });
+    const record = (answer: string) =>
+      this.record({
+        appId: account.appId,
+        token,
+        request: message,
+        answer,
+        title: message?.notification?.title,
+        body: message?.notification?.body,
+        collapseId: message?.android?.collapse_key,
+        data: message?.data,
+      });
     const invalid = (text: string, field: string) => {
       record('INVALID_ARGUMENT');
-      this.error(res, 'INVALID_ARGUMENT', 400, 'INVALID_ARGUMENT', text, [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description: text }] }]);
+      this.error(res, 'INVALID_ARGUMENT', 400, 'INVALID_ARGUMENT', text, [
+        { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description: text }] },
+      ]);
     };
     if (!message || token === '') return invalid('Recipient of the message is not set.', 'message.token');
-    if (message.data && Object.values(message.data).some((v) => typeof v !== 'string')) return invalid("Invalid value at 'message.data[0].value'", 'message.data');
+    if (message.data && Object.values(message.data).some((v) => typeof v !== 'string'))
+      return invalid("Invalid value at 'message.data[0].value'", 'message.data');
     if (Buffer.byteLength(JSON.stringify({ notification: message.notification, data: message.data })) > 4096) return invalid('Message is too big', 'message');
     const priority = message.android?.priority;
     if (priority !== undefined && !/^(normal|high)$/i.test(priority)) return invalid('Invalid value at message.android.priority', 'message.android.priority');
@@ -150,9 +176,15 @@ export class FcmEmulator extends EmulatorCore {
       case 'rate-limit':
       case 'quota':
         record('QUOTA_EXCEEDED');
-        return this.error(res, 'QUOTA_EXCEEDED', 429, 'RESOURCE_EXHAUSTED', 'Quota exceeded for quota metric.',
+        return this.error(
+          res,
+          'QUOTA_EXCEEDED',
+          429,
+          'RESOURCE_EXHAUSTED',
+          'Quota exceeded for quota metric.',
           [{ '@type': 'type.googleapis.com/google.rpc.QuotaFailure', violations: [{ subject: 'device', description: 'Device message rate exceeded.' }] }],
-          retry(fault.kind === 'rate-limit' ? fault.retryAfterS : 60));
+          retry(fault.kind === 'rate-limit' ? fault.retryAfterS : 60),
+        );
       case 'server-error':
         record('UNAVAILABLE');
         return this.error(res, 'UNAVAILABLE', 503, 'UNAVAILABLE', 'The service is currently unavailable.', [], retry(fault.retryAfterS));
@@ -166,11 +198,19 @@ export class FcmEmulator extends EmulatorCore {
         record(fault.code);
         if (fault.variant === 'no-detail') {
           // A project-level quota: RESOURCE_EXHAUSTED with only an ErrorInfo detail.
-          return this.error(res, undefined, 429, 'RESOURCE_EXHAUSTED', 'Quota exceeded.', [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'RATE_LIMIT_EXCEEDED', metadata: { quota_limit: 'SendsPerMinutePerProject', quota_metric: 'fcm.googleapis.com/send_requests' } }]);
+          return this.error(res, undefined, 429, 'RESOURCE_EXHAUSTED', 'Quota exceeded.', [
+            {
+              '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+              reason: 'RATE_LIMIT_EXCEEDED',
+              metadata: { quota_limit: 'SendsPerMinutePerProject', quota_metric: 'fcm.googleapis.com/send_requests' },
+            },
+          ]);
         }
         const [status, rpc] = FCM_ERROR_SHAPES[fault.code] ?? [400, 'INVALID_ARGUMENT'];
         if (fault.code === 'INVALID_ARGUMENT' && fault.variant === 'token') {
-          return this.error(res, 'INVALID_ARGUMENT', 400, 'INVALID_ARGUMENT', 'The registration token is not a valid FCM registration token', [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.token', description: 'Invalid registration token' }] }]);
+          return this.error(res, 'INVALID_ARGUMENT', 400, 'INVALID_ARGUMENT', 'The registration token is not a valid FCM registration token', [
+            { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.token', description: 'Invalid registration token' }] },
+          ]);
         }
         const message = fault.code === 'INVALID_ARGUMENT' ? 'Invalid TTL: the TTL must be within 0 and 2419200 seconds' : `${fault.code}`;
         return this.error(res, fault.code, status, rpc, message);

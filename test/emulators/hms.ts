@@ -13,7 +13,21 @@ export function hmsHttpStatus(code: string): number {
   return 400;
 }
 
-const CATEGORIES = new Set(['IM', 'VOIP', 'SUBSCRIPTION', 'TRAVEL', 'HEALTH', 'WORK', 'ACCOUNT', 'EXPRESS', 'FINANCE', 'DEVICE_REMINDER', 'MAIL', 'PLAY_VOICE', 'MARKETING']);
+const CATEGORIES = new Set([
+  'IM',
+  'VOIP',
+  'SUBSCRIPTION',
+  'TRAVEL',
+  'HEALTH',
+  'WORK',
+  'ACCOUNT',
+  'EXPRESS',
+  'FINANCE',
+  'DEVICE_REMINDER',
+  'MAIL',
+  'PLAY_VOICE',
+  'MARKETING',
+]);
 
 export interface HmsAppRegistration {
   readonly clientId: string;
@@ -81,7 +95,8 @@ export class HmsEmulator extends EmulatorCore {
     const form = new URLSearchParams(body);
     const app = this.apps.get(form.get('client_id') ?? '');
     if (form.get('grant_type') !== 'client_credentials') return sendJson(res, 400, { error: 1101, sub_error: 20001, error_description: 'invalid grant_type' });
-    if (!app || app.clientSecret !== form.get('client_secret')) return sendJson(res, 400, { error: 1101, sub_error: 20002, error_description: 'invalid client' });
+    if (!app || app.clientSecret !== form.get('client_secret'))
+      return sendJson(res, 400, { error: 1101, sub_error: 20002, error_description: 'invalid client' });
     const accessToken = randomBytes(32).toString('base64');
     this.accessTokens.set(accessToken, { clientId: app.clientId, expiresAtMs: this.clock.now() + 3600_000 });
     this.tokensMinted++;
@@ -108,9 +123,17 @@ export class HmsEmulator extends EmulatorCore {
     }
     const tokens: string[] = Array.isArray(message?.token) ? message.token : [];
     const n = message?.android?.notification;
-    const record = (answer: string, token: string) => this.record({
-      appId: app.appId, token, request: message, answer, title: n?.title, body: n?.body, collapseId: n?.tag, data: tryJson(message?.data),
-    });
+    const record = (answer: string, token: string) =>
+      this.record({
+        appId: app.appId,
+        token,
+        request: message,
+        answer,
+        title: n?.title,
+        body: n?.body,
+        collapseId: n?.tag,
+        data: tryJson(message?.data),
+      });
     const refuse = (code: string, msg: string, status?: number) => {
       for (const t of tokens) record(code, t);
       this.answer(res, code, msg, status);
@@ -118,7 +141,8 @@ export class HmsEmulator extends EmulatorCore {
     if (tokens.length === 0) return refuse('80100001', 'token is empty');
     if (tokens.length > 1000) return refuse('80300010', 'The number of tokens exceeds the default value');
     const { token: _tokens, ...withoutTokens } = message;
-    if (Buffer.byteLength(JSON.stringify({ validate_only: false, message: withoutTokens })) > 4096) return refuse('80300008', 'The message body size exceeds the default value');
+    if (Buffer.byteLength(JSON.stringify({ validate_only: false, message: withoutTokens })) > 4096)
+      return refuse('80300008', 'The message body size exceeds the default value');
     if (n && !n.click_action) return refuse('80100003', 'click_action is mandatory');
     const ck = message.android?.collapse_key;
     if (ck !== undefined && (!Number.isInteger(ck) || ck < -1 || ck > 100)) return refuse('80100013', 'collapse_key is illegal');
@@ -134,11 +158,21 @@ export class HmsEmulator extends EmulatorCore {
     const capped = new Set(tokens.filter((t) => !illegal.includes(t) && marketing && this.overLimitedClassCap(t)));
     for (const t of tokens) record(illegal.includes(t) ? '80100000' : capped.has(t) ? 'class-capped' : 'accepted', t);
     if (illegal.length > 0) {
-      sendJson(res, 200, { code: '80100000', msg: JSON.stringify({ success: tokens.length - illegal.length, failure: illegal.length, illegal_tokens: illegal }), requestId });
+      sendJson(res, 200, {
+        code: '80100000',
+        msg: JSON.stringify({ success: tokens.length - illegal.length, failure: illegal.length, illegal_tokens: illegal }),
+        requestId,
+      });
     } else {
       sendJson(res, 200, { code: '80000000', msg: 'Success', requestId });
     }
-    this.receiptFor(app.appId, tokens.filter((t) => !illegal.includes(t)), requestId, message.android?.bi_tag, capped);
+    this.receiptFor(
+      app.appId,
+      tokens.filter((t) => !illegal.includes(t)),
+      requestId,
+      message.android?.bi_tag,
+      capped,
+    );
   }
 
   private fault(fault: Fault, refuse: (code: string, msg: string, status?: number) => void): void {
@@ -164,7 +198,14 @@ export class HmsEmulator extends EmulatorCore {
     const kinds = { delivered: 0, 'dead-token': 5, failed: 14 } as const;
     const post = (targets: readonly string[]) => async () => {
       const timestamp = this.clock.now();
-      const statuses = targets.map((token) => ({ biTag: biTag ?? '', appid, token, status: capped.has(token) ? 102 : kinds[this.receiptOutcome(token)], timestamp, requestId }));
+      const statuses = targets.map((token) => ({
+        biTag: biTag ?? '',
+        appid,
+        token,
+        status: capped.has(token) ? 102 : kinds[this.receiptOutcome(token)],
+        timestamp,
+        requestId,
+      }));
       const callbackId = hmsCallbackId(this.receiptSigning, timestamp, randomUUID());
       await postCallback(url, { 'content-type': 'application/json', 'x-huawei-callback-id': callbackId }, JSON.stringify({ statuses }));
     };

@@ -59,7 +59,8 @@ export interface StartedEmulators {
   close(): Promise<void>;
 }
 
-const pem = (k: { export(o: { format: 'pem'; type: 'pkcs8' | 'spki' }): string | Buffer }, type: 'pkcs8' | 'spki') => k.export({ format: 'pem', type }).toString();
+const pem = (k: { export(o: { format: 'pem'; type: 'pkcs8' | 'spki' }): string | Buffer }, type: 'pkcs8' | 'spki') =>
+  k.export({ format: 'pem', type }).toString();
 const secret = () => randomBytes(12).toString('hex');
 
 /**
@@ -89,7 +90,12 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
   hms.receipts.url = options.receiptUrls?.hms;
   vivo.receipts.url = options.receiptUrls?.vivo;
 
-  const common = { ...(options.connections === undefined ? {} : { connections: options.connections }), ratePerSecond: options.ratePerSecond ?? 5000, concurrency: 256, timeoutMs: 10_000 };
+  const common = {
+    ...(options.connections === undefined ? {} : { connections: options.connections }),
+    ratePerSecond: options.ratePerSecond ?? 5000,
+    concurrency: 256,
+    timeoutMs: 10_000,
+  };
   // One team key shared by every app, as in an Apple developer account with several bundle ids.
   const apnsKey = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const teamId = 'TEAM4PUSH1';
@@ -111,14 +117,44 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     return {
       appId,
       vendors: {
-        apns: { ...common, teamId, keyId, privateKey: pem(apnsKey.privateKey, 'pkcs8'), topic: `com.example.${appId}`, environment: 'sandbox', baseUrl: baseUrls.apns },
+        apns: {
+          ...common,
+          teamId,
+          keyId,
+          privateKey: pem(apnsKey.privateKey, 'pkcs8'),
+          topic: `com.example.${appId}`,
+          environment: 'sandbox',
+          baseUrl: baseUrls.apns,
+        },
         fcm: {
-          ...common, baseUrl: baseUrls.fcm,
-          serviceAccount: { type: 'service_account', project_id: `project-${appId}`, private_key_id: secret(), private_key: pem(rsa.privateKey, 'pkcs8'), client_email: clientEmail, token_uri: fcm.tokenUrl },
+          ...common,
+          baseUrl: baseUrls.fcm,
+          serviceAccount: {
+            type: 'service_account',
+            project_id: `project-${appId}`,
+            private_key_id: secret(),
+            private_key: pem(rsa.privateKey, 'pkcs8'),
+            client_email: clientEmail,
+            token_uri: fcm.tokenUrl,
+          },
         },
         hms: { ...common, baseUrl: baseUrls.hms, authUrl: hms.authUrl, clientId: hmsApp.clientId, clientSecret: hmsApp.clientSecret, receiptId: 'RCP-1' },
-        xiaomi: { ...common, baseUrl: baseUrls.xiaomi, appSecret: xiaomiApp.appSecret, packageName: xiaomiApp.packageName, channelId: 'im_private', ...(options.receiptUrls?.xiaomi ? { receiptUrl: options.receiptUrls.xiaomi } : {}) },
-        oppo: { ...common, baseUrl: baseUrls.oppo, appKey: oppoApp.appKey, masterSecret: oppoApp.masterSecret, channelId: 'im_message', ...(options.receiptUrls?.oppo ? { receiptUrl: options.receiptUrls.oppo } : {}) },
+        xiaomi: {
+          ...common,
+          baseUrl: baseUrls.xiaomi,
+          appSecret: xiaomiApp.appSecret,
+          packageName: xiaomiApp.packageName,
+          channelId: 'im_private',
+          ...(options.receiptUrls?.xiaomi ? { receiptUrl: options.receiptUrls.xiaomi } : {}),
+        },
+        oppo: {
+          ...common,
+          baseUrl: baseUrls.oppo,
+          appKey: oppoApp.appKey,
+          masterSecret: oppoApp.masterSecret,
+          channelId: 'im_message',
+          ...(options.receiptUrls?.oppo ? { receiptUrl: options.receiptUrls.oppo } : {}),
+        },
         vivo: { ...common, baseUrl: baseUrls.vivo, appId: vivoApp.appId, appKey: vivoApp.appKey, appSecret: vivoApp.appSecret, receiptId: 'receipt-1' },
       },
     };
@@ -126,7 +162,16 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
   const rawAppsConfig = { ca: tls.ca, apps };
   const all = () => [apns, fcm, hms, xiaomi, oppo, vivo];
   return {
-    ca: tls.ca, clock, apns, fcm, hms, xiaomi, oppo, vivo, baseUrls, rawAppsConfig,
+    ca: tls.ca,
+    clock,
+    apns,
+    fcm,
+    hms,
+    xiaomi,
+    oppo,
+    vivo,
+    baseUrls,
+    rawAppsConfig,
     appsConfig: parseAppsConfig(rawAppsConfig),
     hmsReceiptSigning: hms.receiptSigning,
     token: (vendor, seed) => (vendor === 'apns' ? Buffer.from(seed).toString('hex').padEnd(64, '0').slice(0, 64) : `${vendor}-${seed}`),

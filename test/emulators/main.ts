@@ -22,16 +22,24 @@ const { values } = parseArgs({
 const base = values['port-base'] === undefined ? undefined : Number(values['port-base']);
 const receiptRoot = values.receipts?.replace(/\/+$/, '');
 const emulators = await startEmulators({
-  apps: values.apps!.split(',').map((s) => s.trim()).filter(Boolean),
+  apps: values
+    .apps!.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
   ...(base === undefined ? {} : { ports: Object.fromEntries(VENDORS.map((v, i) => [v, base + i])) }),
-  ...(receiptRoot === undefined ? {} : { receiptUrls: { hms: `${receiptRoot}/hms`, xiaomi: `${receiptRoot}/xiaomi`, oppo: `${receiptRoot}/oppo`, vivo: `${receiptRoot}/vivo` } }),
+  ...(receiptRoot === undefined
+    ? {}
+    : { receiptUrls: { hms: `${receiptRoot}/hms`, xiaomi: `${receiptRoot}/xiaomi`, oppo: `${receiptRoot}/oppo`, vivo: `${receiptRoot}/vivo` } }),
 });
 mkdirSync(dirname(values.config!), { recursive: true });
 writeFileSync(values.config!, JSON.stringify({ ...emulators.rawAppsConfig, hmsReceiptSigning: emulators.hmsReceiptSigning }, null, 2), { mode: 0o600 });
 for (const v of VENDORS) process.stdout.write(`${v.padEnd(7)} ${emulators.baseUrls[v]}\n`);
 process.stdout.write(`apps config (with credentials) written to ${values.config}\n`);
 const stop = () => {
-  emulators.close().then(() => process.exit(0), () => process.exit(1));
+  emulators.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
 };
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

@@ -1,7 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
+import {
+  applyConnectionFault,
+  closeServer,
+  EmulatorCore,
+  postCallback,
+  randomId,
+  sendJson,
+  sleep,
+  startHttpsServer,
+  vendorCharCount,
+  type Fault,
+} from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -72,8 +83,11 @@ export class OppoEmulator extends EmulatorCore {
     const app = this.apps.get(form.get('app_key') ?? '');
     const timestamp = Number(form.get('timestamp'));
     if (!app) return sendJson(res, 200, { code: 14, message: 'Invalid AppKey' });
-    if (!Number.isFinite(timestamp) || Math.abs(this.clock.now() - timestamp) > 10 * 60_000) return sendJson(res, 200, { code: 19, message: 'Invalid Timestamp' });
-    const expected = createHash('sha256').update(app.appKey + form.get('timestamp') + app.masterSecret).digest('hex');
+    if (!Number.isFinite(timestamp) || Math.abs(this.clock.now() - timestamp) > 10 * 60_000)
+      return sendJson(res, 200, { code: 19, message: 'Invalid Timestamp' });
+    const expected = createHash('sha256')
+      .update(app.appKey + form.get('timestamp') + app.masterSecret)
+      .digest('hex');
     if (form.get('sign') !== expected) return sendJson(res, 200, { code: 16, message: 'Invalid Sign' });
     const token = randomBytes(18).toString('hex');
     this.authTokens.set(token, { appKey: app.appKey, expiresAtMs: this.clock.now() + 24 * 3600_000 });
@@ -95,12 +109,20 @@ export class OppoEmulator extends EmulatorCore {
     } catch {
       return sendJson(res, 200, { code: 41, message: 'Invalid Arguments' });
     }
-    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 1000 || messages.some((m) => !m)) return sendJson(res, 200, { code: 41, message: 'Invalid Arguments' });
+    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 1000 || messages.some((m) => !m))
+      return sendJson(res, 200, { code: 41, message: 'Invalid Arguments' });
     const tokens = messages.map((m) => String(m.target_value ?? ''));
-    const record = (m: VendorJson, answer: string) => this.record({
-      appId: app.appId, token: String(m.target_value ?? ''), request: m, answer, title: m.notification?.title, body: m.notification?.content,
-      collapseId: m.notification?.notify_id === undefined ? undefined : String(m.notification.notify_id), data: tryJson(m.notification?.action_parameters),
-    });
+    const record = (m: VendorJson, answer: string) =>
+      this.record({
+        appId: app.appId,
+        token: String(m.target_value ?? ''),
+        request: m,
+        answer,
+        title: m.notification?.title,
+        body: m.notification?.content,
+        collapseId: m.notification?.notify_id === undefined ? undefined : String(m.notification.notify_id),
+        data: tryJson(m.notification?.action_parameters),
+      });
     const connectionFault = this.takeConnectionFault(tokens);
     if (connectionFault && applyConnectionFault(connectionFault, req, res)) return;
     const fault = this.takeFault(tokens);
@@ -111,11 +133,16 @@ export class OppoEmulator extends EmulatorCore {
     }
     const results = messages.map((m) => {
       const n = m.notification ?? {};
-      const error = m.target_type !== 2 || !m.target_value ? 41
-        : !n.title || !n.content ? 40
-        : n.notify_level !== undefined && !n.category ? 67
-        : !n.channel_id || !app.channelIds.includes(n.channel_id) ? 41
-        : textError(n) ?? (this.deadTokens.has(m.target_value) || fault?.kind === 'dead-token' ? 10000 : 0);
+      const error =
+        m.target_type !== 2 || !m.target_value
+          ? 41
+          : !n.title || !n.content
+            ? 40
+            : n.notify_level !== undefined && !n.category
+              ? 67
+              : !n.channel_id || !app.channelIds.includes(n.channel_id)
+                ? 41
+                : (textError(n) ?? (this.deadTokens.has(m.target_value) || fault?.kind === 'dead-token' ? 10000 : 0));
       const capped = error === 0 && !COMMUNICATION_CATEGORIES.has(n.category) && this.overLimitedClassCap(String(m.target_value));
       record(m, error !== 0 ? String(error) : capped ? 'class-capped' : 'accepted');
       const messageId = `${app.appId}-1-1-${randomId()}`;
@@ -128,8 +155,13 @@ export class OppoEmulator extends EmulatorCore {
       return sendJson(res, 200, { code: 0, message: '', data: { messageId: r.messageId } });
     }
     sendJson(res, 200, {
-      code: 0, message: '',
-      data: results.map((r) => (r.error === 0 ? { messageId: r.messageId, registrationId: r.registrationId } : { messageId: r.messageId, registrationId: r.registrationId, errorCode: r.error, errorMessage: 'Invalid Registration_id' })),
+      code: 0,
+      message: '',
+      data: results.map((r) =>
+        r.error === 0
+          ? { messageId: r.messageId, registrationId: r.registrationId }
+          : { messageId: r.messageId, registrationId: r.registrationId, errorCode: r.error, errorMessage: 'Invalid Registration_id' },
+      ),
     });
   }
 
@@ -139,7 +171,17 @@ export class OppoEmulator extends EmulatorCore {
     const token = String(m.target_value);
     const events = { delivered: 'push_arrive', 'dead-token': 'regid_invalid', failed: 'push_failed' } as const;
     const post = async () => {
-      const body = [{ messageId, appId, taskId: messageId, registrationIds: token, eventTime: this.clock.now(), eventType: capped ? events.failed : events[this.receiptOutcome(token)], param: m.notification?.call_back_parameter ?? '' }];
+      const body = [
+        {
+          messageId,
+          appId,
+          taskId: messageId,
+          registrationIds: token,
+          eventTime: this.clock.now(),
+          eventType: capped ? events.failed : events[this.receiptOutcome(token)],
+          param: m.notification?.call_back_parameter ?? '',
+        },
+      ];
       await postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(body));
     };
     this.rememberReceipt(token, post);

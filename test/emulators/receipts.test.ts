@@ -55,7 +55,10 @@ describe('emulator receipt callbacks', () => {
       await receiver.until(() => callsAbout(m.token).length >= 2);
       const parser = registry.receiptParser(vendor)!;
       const parsed = callsAbout(m.token).map((c) => parser.parseReceipt(c.body, String(c.headers['content-type'])).find((r) => r.token === m.token)!);
-      assert.deepEqual(parsed.map((r) => r.status), ['delivered', 'dead-token']);
+      assert.deepEqual(
+        parsed.map((r) => r.status),
+        ['delivered', 'dead-token'],
+      );
       assert.equal(parsed[0]!.vendorMessageId, parsed[1]!.vendorMessageId);
     });
   }

@@ -1,7 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
+import {
+  applyConnectionFault,
+  closeServer,
+  EmulatorCore,
+  postCallback,
+  randomId,
+  sendJson,
+  sleep,
+  startHttpsServer,
+  vendorCharCount,
+  type Fault,
+} from './common.ts';
 import type { VendorJson } from './common.ts';
 import type { TestTls } from './tls.ts';
 
@@ -65,7 +76,8 @@ export class VivoEmulator extends EmulatorCore {
     }
     const app = this.apps.get(String(req.appId));
     if (!app || app.appKey !== req.appKey) return sendJson(res, 200, { result: 10000, desc: 'appId or appKey invalid' });
-    if (typeof req.timestamp !== 'number' || Math.abs(this.clock.now() - req.timestamp) > 10 * 60_000) return sendJson(res, 200, { result: 10000, desc: 'timestamp out of range' });
+    if (typeof req.timestamp !== 'number' || Math.abs(this.clock.now() - req.timestamp) > 10 * 60_000)
+      return sendJson(res, 200, { result: 10000, desc: 'timestamp out of range' });
     const expected = createHash('md5').update(`${app.appId}${app.appKey}${req.timestamp}${app.appSecret}`).digest('hex');
     if (req.sign !== expected) return sendJson(res, 200, { result: 10000, desc: 'sign invalid' });
     const authToken = randomBytes(16).toString('hex');
@@ -109,15 +121,23 @@ export class VivoEmulator extends EmulatorCore {
     const content = mode === 'single' ? m : { ...this.listPayloads.get(String(m.taskId)), requestId: m.requestId };
     if (mode === 'list' && !this.listPayloads.has(String(m.taskId))) return sendJson(res, 200, { result: 10050, desc: 'taskId not found' });
     const regIds: string[] = mode === 'single' ? [String(m.regId ?? '')] : Array.isArray(m.regIds) ? m.regIds.map(String) : [];
-    const record = (answer: string, r: string) => this.record({
-      appId: session.appId, token: r, request: content, answer, title: content.title, body: content.content,
-      collapseId: content.notifyId === undefined ? undefined : String(content.notifyId), data: content.clientCustomMap,
-    });
+    const record = (answer: string, r: string) =>
+      this.record({
+        appId: session.appId,
+        token: r,
+        request: content,
+        answer,
+        title: content.title,
+        body: content.content,
+        collapseId: content.notifyId === undefined ? undefined : String(content.notifyId),
+        data: content.clientCustomMap,
+      });
     const refuse = (result: number, desc: string) => {
       regIds.forEach((r) => record(String(result), r));
       sendJson(res, 200, { result, desc });
     };
-    if (regIds.length === 0 || regIds.some((r) => r === '') || (mode === 'list' && (regIds.length < 2 || regIds.length > 1000))) return refuse(10050, 'regId invalid');
+    if (regIds.length === 0 || regIds.some((r) => r === '') || (mode === 'list' && (regIds.length < 2 || regIds.length > 1000)))
+      return refuse(10050, 'regId invalid');
     const invalid = this.validate(content);
     if (invalid) return refuse(invalid, 'invalid parameter');
     const connectionFault = this.takeConnectionFault(regIds);
@@ -130,10 +150,17 @@ export class VivoEmulator extends EmulatorCore {
     regIds.forEach((r) => record(dead.includes(r) ? 'invalidUser.2' : capped.has(r) ? 'class-capped' : 'accepted', r));
     const invalidUsers = dead.map((userid) => ({ userid, status: 2 }));
     sendJson(res, 200, {
-      result: 0, desc: '请求成功', taskId,
+      result: 0,
+      desc: '请求成功',
+      taskId,
       ...(mode === 'single' ? (invalidUsers[0] ? { invalidUser: invalidUsers[0] } : {}) : invalidUsers.length ? { invalidUsers } : {}),
     });
-    this.receiptFor(taskId, regIds.filter((r) => !dead.includes(r)), content, capped);
+    this.receiptFor(
+      taskId,
+      regIds.filter((r) => !dead.includes(r)),
+      content,
+      capped,
+    );
   }
 
   private fault(fault: Exclude<Fault, { kind: 'dead-token' }>, refuse: (result: number, desc: string) => void, res: ServerResponse): void {
@@ -144,7 +171,12 @@ export class VivoEmulator extends EmulatorCore {
         return refuse(10070, 'exceeds the total push limit');
       case 'server-error':
       case 'goaway':
-        return sendJson(res, 500, { result: 500, desc: 'Internal Server Error' }, fault.kind === 'server-error' && fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {});
+        return sendJson(
+          res,
+          500,
+          { result: 500, desc: 'Internal Server Error' },
+          fault.kind === 'server-error' && fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {},
+        );
       case 'expired-auth':
         return refuse(10000, 'authToken invalid or expired');
       case 'code':
@@ -158,7 +190,14 @@ export class VivoEmulator extends EmulatorCore {
     const ack = { delivered: 1, 'dead-token': 2, failed: 3 } as const;
     for (const r of regIds) {
       const post = async () => {
-        const body = { [taskId]: { param: content.extra?.['callback.param'] ?? '', targets: r, ackTime: this.clock.now(), ackType: capped.has(r) ? ack.failed : ack[this.receiptOutcome(r)] } };
+        const body = {
+          [taskId]: {
+            param: content.extra?.['callback.param'] ?? '',
+            targets: r,
+            ackTime: this.clock.now(),
+            ackType: capped.has(r) ? ack.failed : ack[this.receiptOutcome(r)],
+          },
+        };
         await postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(body));
       };
       this.rememberReceipt(r, post);

@@ -1,6 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
-import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, vendorCharCount, type Fault } from './common.ts';
+import {
+  applyConnectionFault,
+  closeServer,
+  EmulatorCore,
+  postCallback,
+  randomId,
+  sendJson,
+  sleep,
+  startHttpsServer,
+  vendorCharCount,
+  type Fault,
+} from './common.ts';
 import type { TestTls } from './tls.ts';
 
 export interface XiaomiAppRegistration {
@@ -32,7 +43,8 @@ export class XiaomiEmulator extends EmulatorCore {
 
   async start(tls: TestTls, port = 0): Promise<string> {
     const { server, baseUrl } = await startHttpsServer(tls, port, (path) =>
-      path === '/v3/message/regid' || path === '/v2/message/regid' ? (req, res, body) => this.send(req, res, body) : undefined);
+      path === '/v3/message/regid' || path === '/v2/message/regid' ? (req, res, body) => this.send(req, res, body) : undefined,
+    );
     this.server = server;
     this.baseUrl = baseUrl;
     return baseUrl;
@@ -57,8 +69,14 @@ export class XiaomiEmulator extends EmulatorCore {
     const record = (answer: string) => {
       for (const token of regIds) {
         this.record({
-          appId: app.appId, token, request: Object.fromEntries(form), answer, title: form.get('title') ?? undefined,
-          body: form.get('description') ?? undefined, collapseId: form.get('notify_id') ?? undefined, data: tryJson(form.get('payload')),
+          appId: app.appId,
+          token,
+          request: Object.fromEntries(form),
+          answer,
+          title: form.get('title') ?? undefined,
+          body: form.get('description') ?? undefined,
+          collapseId: form.get('notify_id') ?? undefined,
+          data: tryJson(form.get('payload')),
         });
       }
     };
@@ -89,7 +107,11 @@ export class XiaomiEmulator extends EmulatorCore {
     record('accepted');
     const id = randomId('slm');
     sendJson(res, 200, {
-      result: 'ok', code: 0, trace_id: randomId('Xm'), description: '成功', info: `Received push messages for ${regIds.length} REGID`,
+      result: 'ok',
+      code: 0,
+      trace_id: randomId('Xm'),
+      description: '成功',
+      info: `Received push messages for ${regIds.length} REGID`,
       data: { id, day_quota: '0', day_acked: String(this.accepted().length), channel_exceed_quota: '' },
     });
     this.receiptFor(id, regIds, form);
@@ -126,7 +148,16 @@ export class XiaomiEmulator extends EmulatorCore {
         if ((wanted & type) !== 0) byType.set(type, [...(byType.get(type) ?? []), r]);
       }
       for (const [type, group] of byType) {
-        const data = { [msgId]: { param: form.get('extra.callback.param') ?? '', type, targets: group.join(','), jobkey: form.get('extra.jobkey') ?? '', barStatus: 'Enable', timestamp: this.clock.now() } };
+        const data = {
+          [msgId]: {
+            param: form.get('extra.callback.param') ?? '',
+            type,
+            targets: group.join(','),
+            jobkey: form.get('extra.jobkey') ?? '',
+            barStatus: 'Enable',
+            timestamp: this.clock.now(),
+          },
+        };
         await postCallback(url, { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ data: JSON.stringify(data) }).toString());
       }
     };

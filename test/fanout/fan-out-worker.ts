@@ -35,7 +35,11 @@ const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
 
 const app = new StreamsApp({
   applicationId: env.FANOUT_APP_ID!,
-  topology: buildFanOutTopology({ valueSerdes: registryValueSerdes(registry, prefix), topicPrefix: prefix, fanOut: { ...fanOutOptionsFromEnv(env), vendors, ledger } }),
+  topology: buildFanOutTopology({
+    valueSerdes: registryValueSerdes(registry, prefix),
+    topicPrefix: prefix,
+    fanOut: { ...fanOutOptionsFromEnv(env), vendors, ledger },
+  }),
   brokers: endpoints.kafkaBrokers,
   processingGuarantee: (env.FANOUT_GUARANTEE ?? 'exactly_once') as ProcessingGuarantee,
   commitIntervalMs: Number(env.FANOUT_COMMIT_INTERVAL_MS ?? 200),
@@ -52,6 +56,19 @@ const app = new StreamsApp({
     process.exit(2);
   },
 });
-closeOnSignals([app, { close: async () => { await ledger.flush(); ledger.close(); await vendors.close(); await pool.end(); } }], { logger });
+closeOnSignals(
+  [
+    app,
+    {
+      close: async () => {
+        await ledger.flush();
+        ledger.close();
+        await vendors.close();
+        await pool.end();
+      },
+    },
+  ],
+  { logger },
+);
 await app.start();
 say({ event: 'started' });

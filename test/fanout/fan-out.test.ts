@@ -73,11 +73,24 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
   test('a dead token is invalidated at once, never retried, and the device falls back to its next channel', async () => {
     const apnsToken = em.token('apns', 'dead-ios');
     em.apns.deadTokens.add(apnsToken);
-    const d = dispatch({ uid: 'u-dead', device: 'd-dead', channels: [{ vendor: 'apns', token: apnsToken }, { vendor: 'fcm', token: em.token('fcm', 'alive') }] });
+    const d = dispatch({
+      uid: 'u-dead',
+      device: 'd-dead',
+      channels: [
+        { vendor: 'apns', token: apnsToken },
+        { vendor: 'fcm', token: em.token('fcm', 'alive') },
+      ],
+    });
     await fo.send(d);
     assert.equal(em.apns.received.length, 1);
     assert.equal(em.fcm.accepted().length, 1);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason]), [['DEAD_TOKEN', 'apns', 'dead_token'], ['ACCEPTED', 'fcm', null]]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor, o.reason]),
+      [
+        ['DEAD_TOKEN', 'apns', 'dead_token'],
+        ['ACCEPTED', 'fcm', null],
+      ],
+    );
     const [report] = fo.tokens();
     assert.deepEqual([report!.vendor, report!.token, report!.state, report!.source, report!.reason], ['apns', apnsToken, 'INVALID', 'FAN_OUT', 'dead_token']);
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.vendor, 'fcm');
@@ -86,7 +99,14 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
   test('a crash before the outcomes were committed: the restarted instance re-emits every channel answer and the dead token invalidation from the task row, calling no vendor', async () => {
     const apnsToken = em.token('apns', 'dead-before-crash');
     em.apns.deadTokens.add(apnsToken);
-    const d = dispatch({ uid: 'u-crash', device: 'd-crash', channels: [{ vendor: 'apns', token: apnsToken }, { vendor: 'fcm', token: em.token('fcm', 'alive-after-crash') }] });
+    const d = dispatch({
+      uid: 'u-crash',
+      device: 'd-crash',
+      channels: [
+        { vendor: 'apns', token: apnsToken },
+        { vendor: 'fcm', token: em.token('fcm', 'alive-after-crash') },
+      ],
+    });
     await fo.send(d);
     const before = fo.outcomes();
     // The instance dies after the ledger recorded the task but before its outcomes reached Kafka:
@@ -97,15 +117,34 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     const replayed = fo.outcomes();
     assert.equal(em.apns.received.length, 1, 'the dead token is not called again');
     assert.equal(em.fcm.received.length, 1, 'the accepted push is not sent again');
-    assert.deepEqual(replayed.map((o) => [o.status, o.vendor, o.event_id]), before.map((o) => [o.status, o.vendor, o.event_id]));
-    assert.deepEqual(fo.tokens().map((r) => [r.vendor, r.token, r.state, r.reason]), [['apns', apnsToken, 'INVALID', 'dead_token']]);
+    assert.deepEqual(
+      replayed.map((o) => [o.status, o.vendor, o.event_id]),
+      before.map((o) => [o.status, o.vendor, o.event_id]),
+    );
+    assert.deepEqual(
+      fo.tokens().map((r) => [r.vendor, r.token, r.state, r.reason]),
+      [['apns', apnsToken, 'INVALID', 'dead_token']],
+    );
   });
 
   test('429 with Retry-After: the device moves to its next channel and nothing reaches that vendor before Retry-After', async () => {
-    const first = dispatch({ uid: 'u-429a', device: 'd1', channels: [{ vendor: 'fcm', token: em.token('fcm', 'a') }, { vendor: 'hms', token: em.token('hms', 'a') }] });
+    const first = dispatch({
+      uid: 'u-429a',
+      device: 'd1',
+      channels: [
+        { vendor: 'fcm', token: em.token('fcm', 'a') },
+        { vendor: 'hms', token: em.token('hms', 'a') },
+      ],
+    });
     em.fcm.script({ kind: 'rate-limit', retryAfterS: 1 }, { times: 1 });
     await fo.send(first);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor]), [['THROTTLED', 'fcm'], ['ACCEPTED', 'hms']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor]),
+      [
+        ['THROTTLED', 'fcm'],
+        ['ACCEPTED', 'hms'],
+      ],
+    );
     const throttledAt = em.fcm.received[0]!.at;
     const second = dispatch({ uid: 'u-429b', device: 'd2', channels: [{ vendor: 'fcm', token: em.token('fcm', 'b') }] });
     await fo.send(second);
@@ -119,13 +158,19 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     em.fcm.script({ kind: 'rate-limit', retryAfterS: 2 }, { token, times: 1 });
     const d = dispatch({ uid: 'u-park', device: 'd1', channels: [{ vendor: 'fcm', token }] });
     await fo.send(d);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['THROTTLED', 'rate_limited']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.reason]),
+      [['THROTTLED', 'rate_limited']],
+    );
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 0);
     assert.equal(em.fcm.received.length, 1);
     // The driver's wall clock drives the punctuator; the vendor pause runs on real time: pass both.
     await new Promise((r) => setTimeout(r, 2100));
     await fo.driver.advanceWallClockTime(2500);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor]), [['ACCEPTED', 'fcm']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor]),
+      [['ACCEPTED', 'fcm']],
+    );
     const [throttled, accepted] = em.fcm.received;
     assert.ok(accepted!.at - throttled!.at >= 2000, 'resubmitted only after Retry-After');
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 1);
@@ -135,10 +180,26 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     const first = dispatch({ uid: 'u-pause', device: 'd1', channels: [{ vendor: 'fcm', token: em.token('fcm', 'p1') }] });
     em.fcm.script({ kind: 'rate-limit', retryAfterS: 5 }, { times: 1 });
     await fo.send(first);
-    assert.deepEqual(fo.outcomes().map((o) => o.status), ['THROTTLED']);
-    const second = dispatch({ uid: 'u-pause', device: 'd2', channels: [{ vendor: 'fcm', token: em.token('fcm', 'p2') }, { vendor: 'vivo', token: em.token('vivo', 'p2') }] });
+    assert.deepEqual(
+      fo.outcomes().map((o) => o.status),
+      ['THROTTLED'],
+    );
+    const second = dispatch({
+      uid: 'u-pause',
+      device: 'd2',
+      channels: [
+        { vendor: 'fcm', token: em.token('fcm', 'p2') },
+        { vendor: 'vivo', token: em.token('vivo', 'p2') },
+      ],
+    });
     await fo.send(second);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.code]), [['THROTTLED', 'fcm', 'VENDOR_PAUSED'], ['ACCEPTED', 'vivo', null]]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor, o.code]),
+      [
+        ['THROTTLED', 'fcm', 'VENDOR_PAUSED'],
+        ['ACCEPTED', 'vivo', null],
+      ],
+    );
     assert.equal(em.fcm.received.length, 1, 'FCM was not called during its pause');
   });
 
@@ -150,7 +211,10 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     const calls = em.fcm.received.filter((r) => r.token === token);
     assert.equal(calls.length, 4);
     for (let i = 1; i < calls.length; i++) assert.ok(calls[i]!.at - calls[i - 1]!.at >= 100, 'each call waits out the pause');
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [...Array(4).fill(['THROTTLED', 'rate_limited']), ['FAILED', 'rate_limited']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.reason]),
+      [...Array(4).fill(['THROTTLED', 'rate_limited']), ['FAILED', 'rate_limited']],
+    );
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 3);
   });
 
@@ -159,39 +223,88 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
     em.hms.script({ kind: 'server-error' }, { token, times: 2 });
     const ok = dispatch({ uid: 'u-5xx', device: 'd1', channels: [{ vendor: 'hms', token }] });
     await fo.send(ok);
-    assert.deepEqual(em.hms.received.map((r) => r.answer), ['81000001', '81000001', 'accepted']);
+    assert.deepEqual(
+      em.hms.received.map((r) => r.answer),
+      ['81000001', '81000001', 'accepted'],
+    );
     assert.equal(fo.outcomes()[0]!.attempts, 3);
     const down = em.token('hms', 'down');
     em.hms.script({ kind: 'server-error' }, { token: down });
-    const moved = dispatch({ uid: 'u-5xx', device: 'd2', channels: [{ vendor: 'hms', token: down }, { vendor: 'fcm', token: em.token('fcm', 'down') }] });
+    const moved = dispatch({
+      uid: 'u-5xx',
+      device: 'd2',
+      channels: [
+        { vendor: 'hms', token: down },
+        { vendor: 'fcm', token: em.token('fcm', 'down') },
+      ],
+    });
     await fo.send(moved);
     assert.equal(em.hms.received.filter((r) => r.token === down).length, 3);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason]), [['FAILED', 'hms', 'retries_exhausted'], ['ACCEPTED', 'fcm', null]]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor, o.reason]),
+      [
+        ['FAILED', 'hms', 'retries_exhausted'],
+        ['ACCEPTED', 'fcm', null],
+      ],
+    );
     assert.equal((await taskRow(db.pool, db.table, moved.task_id))!.status, 1);
   });
 
   test('quota: next channel if there is one, else dropped with reason quota; never retried', async () => {
     em.xiaomi.script({ kind: 'quota' });
-    const moved = dispatch({ uid: 'u-q', device: 'd1', channels: [{ vendor: 'xiaomi', token: em.token('xiaomi', 'q1') }, { vendor: 'fcm', token: em.token('fcm', 'q1') }] });
+    const moved = dispatch({
+      uid: 'u-q',
+      device: 'd1',
+      channels: [
+        { vendor: 'xiaomi', token: em.token('xiaomi', 'q1') },
+        { vendor: 'fcm', token: em.token('fcm', 'q1') },
+      ],
+    });
     await fo.send(moved);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['THROTTLED', 'quota'], ['ACCEPTED', null]]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.reason]),
+      [
+        ['THROTTLED', 'quota'],
+        ['ACCEPTED', null],
+      ],
+    );
     const dropped = dispatch({ uid: 'u-q', device: 'd2', channels: [{ vendor: 'xiaomi', token: em.token('xiaomi', 'q2') }] });
     await fo.send(dropped);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['THROTTLED', 'quota'], ['DROPPED', 'quota']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.reason]),
+      [
+        ['THROTTLED', 'quota'],
+        ['DROPPED', 'quota'],
+      ],
+    );
     assert.equal(em.xiaomi.received.filter((r) => r.token === em.token('xiaomi', 'q2')).length, 1);
   });
 
-  test('a 5,000-character title is cut by the vendor\'s payload builder, not refused; no channel → dropped', async () => {
+  test("a 5,000-character title is cut by the vendor's payload builder, not refused; no channel → dropped", async () => {
     // Issue 13: payload limits are kept by the builders (test/vendors/payload-limits.test.ts); with
     // the dispatch's bounded ids the custom data always leaves room, so nothing is refused for size.
-    const big = dispatch({ uid: 'u-big', device: 'd1', title: 'x'.repeat(5000), channels: [{ vendor: 'apns', token: em.token('apns', 'big') }, { vendor: 'fcm', token: em.token('fcm', 'big') }] });
+    const big = dispatch({
+      uid: 'u-big',
+      device: 'd1',
+      title: 'x'.repeat(5000),
+      channels: [
+        { vendor: 'apns', token: em.token('apns', 'big') },
+        { vendor: 'fcm', token: em.token('fcm', 'big') },
+      ],
+    });
     await fo.send(big);
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason]), [['ACCEPTED', 'apns', null]]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor, o.reason]),
+      [['ACCEPTED', 'apns', null]],
+    );
     const sent = em.apns.accepted()[0]!;
     assert.ok(sent.title!.endsWith('…') && sent.title!.length < 5000, 'the title went out cut');
     assert.equal(em.fcm.received.length, 0);
     assert.equal((await taskRow(db.pool, db.table, big.task_id))!.status, 1);
     await fo.send(dispatch({ uid: 'u-none', device: 'd1', channels: [] }));
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.reason]), [['DROPPED', 'no_token']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.reason]),
+      [['DROPPED', 'no_token']],
+    );
   });
 });

@@ -34,7 +34,11 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     await admin.connect();
     await admin.createTopics({
       waitForLeaders: true,
-      topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({ topic: prefix + t, numPartitions: t === 'push.dispatch' || t === 'im.presence' ? 3 : 1, replicationFactor: 1 })),
+      topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
+        topic: prefix + t,
+        numPartitions: t === 'push.dispatch' || t === 'im.presence' ? 3 : 1,
+        replicationFactor: 1,
+      })),
     });
     await admin.disconnect();
     env = { FANOUT_APP_ID: uniqueName('fan-out'), FANOUT_TOPIC_PREFIX: prefix, FANOUT_APPS_CONFIG: appsFile, FANOUT_TASK_TABLE: db.table };
@@ -47,14 +51,25 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     await db?.close();
   });
 
-  const accepted = (tasks: ReadonlySet<string>) => () => new Set(follower.outcomes.filter((o) => o.status === 'ACCEPTED' && tasks.has(o.task_id)).map((o) => o.task_id)).size === tasks.size;
+  const accepted = (tasks: ReadonlySet<string>) => () =>
+    new Set(follower.outcomes.filter((o) => o.status === 'ACCEPTED' && tasks.has(o.task_id)).map((o) => o.task_id)).size === tasks.size;
 
   test('every push reaches the right emulator once, with its token, collapse id and payload', async () => {
     const worker = spawnFanOutWorker(env);
     workers.push(worker);
     await worker.started();
-    const batch: PushDispatch[] = VENDORS.flatMap((vendor: Vendor) => Array.from({ length: 40 }, (_, i) =>
-      dispatch({ uid: `u-${vendor}-${i}`, device: `d-${i}`, conv_id: `conv-${i % 5}`, seq: 7, title: `From ${i}`, channels: [{ vendor, token: em.token(vendor, `${vendor}-${i}`) }] })));
+    const batch: PushDispatch[] = VENDORS.flatMap((vendor: Vendor) =>
+      Array.from({ length: 40 }, (_, i) =>
+        dispatch({
+          uid: `u-${vendor}-${i}`,
+          device: `d-${i}`,
+          conv_id: `conv-${i % 5}`,
+          seq: 7,
+          title: `From ${i}`,
+          channels: [{ vendor, token: em.token(vendor, `${vendor}-${i}`) }],
+        }),
+      ),
+    );
     await produceDispatches(prefix, batch);
     await follower.until(accepted(new Set(batch.map((d) => d.task_id))), 90_000);
     for (const vendor of VENDORS) {
@@ -75,10 +90,16 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
         const hit = got.find((r) => r.token === d.channels[0]!.token)!;
         ids.set(d.collapse_id, (ids.get(d.collapse_id) ?? new Set()).add(String(hit.collapseId)));
       }
-      assert.ok([...ids.values()].every((s) => s.size === 1), `${vendor}: one replace id per collapse id`);
+      assert.ok(
+        [...ids.values()].every((s) => s.size === 1),
+        `${vendor}: one replace id per collapse id`,
+      );
     }
     const [rows] = await db.pool.query(`SELECT status, COUNT(*) AS n FROM \`${db.table}\` GROUP BY status`);
-    assert.deepEqual((rows as Array<{ status: number; n: number }>).map((r) => [r.status, Number(r.n)]), [[1, batch.length]]);
+    assert.deepEqual(
+      (rows as Array<{ status: number; n: number }>).map((r) => [r.status, Number(r.n)]),
+      [[1, batch.length]],
+    );
     worker.child.kill('SIGTERM');
     assert.equal(await worker.exited, 0, worker.stderr());
   });
@@ -98,7 +119,10 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     await first.started();
     await produceDispatches(prefix, batch);
     const deadline = Date.now() + 60_000;
-    const submittedRows = async () => Number(((await db.pool.query(`SELECT COUNT(*) AS n FROM \`${db.table}\` WHERE status = 1 AND task_id IN (?)`, [[...tasks]]))[0] as Array<{ n: number }>)[0]!.n);
+    const submittedRows = async () =>
+      Number(
+        ((await db.pool.query(`SELECT COUNT(*) AS n FROM \`${db.table}\` WHERE status = 1 AND task_id IN (?)`, [[...tasks]]))[0] as Array<{ n: number }>)[0]!.n,
+      );
     while ((await submittedRows()) < 100 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     first.child.kill('SIGKILL');
     await first.exited;
@@ -120,10 +144,15 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
       const mine = hits.get(d.channels[0]!.token) ?? [];
       assert.ok(mine.length >= 1, `${d.uid} reached its vendor`);
       if (recorded.has(d.task_id)) assert.equal(mine.length, 1, `${d.uid} was recorded as submitted and must not be resubmitted`);
-      assert.ok(mine.every((h) => h.collapseId === d.collapse_id), `${d.uid}: every copy carries the collapse id`);
+      assert.ok(
+        mine.every((h) => h.collapseId === d.collapse_id),
+        `${d.uid}: every copy carries the collapse id`,
+      );
     }
     const duplicates = batch.filter((d) => (hits.get(d.channels[0]!.token)?.length ?? 0) > 1).length;
-    t.diagnostic(`crash run: ${recorded.size} recorded before SIGKILL, ${acceptedBeforeRestart} accepted before restart, ${duplicates} crash-window duplicates (same collapse id)`);
+    t.diagnostic(
+      `crash run: ${recorded.size} recorded before SIGKILL, ${acceptedBeforeRestart} accepted before restart, ${duplicates} crash-window duplicates (same collapse id)`,
+    );
     const [final] = await db.pool.query(`SELECT COUNT(*) AS n FROM \`${db.table}\` WHERE status = 1 AND task_id IN (?)`, [[...tasks]]);
     assert.equal(Number((final as Array<{ n: number }>)[0]!.n), batch.length);
   });
@@ -133,43 +162,79 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     const worker = spawnFanOutWorker(env);
     workers.push(worker);
     await worker.started();
-    const withFallback = Array.from({ length: 60 }, (_, i) => dispatch({ uid: `s-${i}`, device: 'p', conv_id: 'storm', seq: 500 + i,
-      channels: [{ vendor: 'fcm', token: em.token('fcm', `s-${i}`) }, { vendor: 'hms', token: em.token('hms', `s-${i}`) }] }));
-    const fcmOnly = Array.from({ length: 30 }, (_, i) => dispatch({ uid: `f-${i}`, device: 'p', conv_id: 'storm', seq: 500 + i, channels: [{ vendor: 'fcm', token: em.token('fcm', `f-${i}`) }] }));
-    const flaky = Array.from({ length: 30 }, (_, i) => dispatch({ uid: `h-${i}`, device: 'p', conv_id: 'burst', seq: 500 + i, channels: [{ vendor: 'hms', token: em.token('hms', `h-${i}`) }] }));
-    const ios = Array.from({ length: 60 }, (_, i) => dispatch({ uid: `i-${i}`, device: 'p', conv_id: 'goaway', seq: 500 + i, channels: [{ vendor: 'apns', token: em.token('apns', `i-${i}`) }] }));
+    const withFallback = Array.from({ length: 60 }, (_, i) =>
+      dispatch({
+        uid: `s-${i}`,
+        device: 'p',
+        conv_id: 'storm',
+        seq: 500 + i,
+        channels: [
+          { vendor: 'fcm', token: em.token('fcm', `s-${i}`) },
+          { vendor: 'hms', token: em.token('hms', `s-${i}`) },
+        ],
+      }),
+    );
+    const fcmOnly = Array.from({ length: 30 }, (_, i) =>
+      dispatch({ uid: `f-${i}`, device: 'p', conv_id: 'storm', seq: 500 + i, channels: [{ vendor: 'fcm', token: em.token('fcm', `f-${i}`) }] }),
+    );
+    const flaky = Array.from({ length: 30 }, (_, i) =>
+      dispatch({ uid: `h-${i}`, device: 'p', conv_id: 'burst', seq: 500 + i, channels: [{ vendor: 'hms', token: em.token('hms', `h-${i}`) }] }),
+    );
+    const ios = Array.from({ length: 60 }, (_, i) =>
+      dispatch({ uid: `i-${i}`, device: 'p', conv_id: 'goaway', seq: 500 + i, channels: [{ vendor: 'apns', token: em.token('apns', `i-${i}`) }] }),
+    );
     // The storm: every FCM request answers 429 with Retry-After: 2 until it is cleared 3 s later.
     em.fcm.script({ kind: 'rate-limit', retryAfterS: 2 });
     for (const d of flaky) em.hms.script({ kind: 'server-error' }, { token: d.channels[0]!.token, times: 2 });
     em.apns.script({ kind: 'goaway' }, { times: 3 });
     const probe = dispatch({ uid: 'probe', device: 'p', conv_id: 'storm', seq: 1, channels: [{ vendor: 'fcm', token: em.token('fcm', 'probe') }] });
     await produceDispatches(prefix, [probe]);
-    for (const until = Date.now() + 60_000; em.fcm.received.length === 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+    for (const until = Date.now() + 60_000; em.fcm.received.length === 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 10));
     const firstThrottle = em.fcm.received[0]!.at;
     setTimeout(() => em.fcm.clearFaults(), Math.max(0, firstThrottle + 3000 - Date.now())).unref();
     const all = [probe, ...withFallback, ...fcmOnly, ...flaky, ...ios];
     await produceDispatches(prefix, all.slice(1));
     await follower.until(accepted(new Set(all.map((d) => d.task_id))), 120_000).catch((error: Error) => {
       const missing = all.filter((d) => !follower.outcomes.some((o) => o.task_id === d.task_id && o.status === 'ACCEPTED'));
-      const seen = missing.slice(0, 5).map((d) => `${d.uid}: ${follower.outcomes.filter((o) => o.task_id === d.task_id).map((o) => `${o.status}/${o.vendor}/${o.code}`).join(',')}`);
-      throw new Error(`${error.message}; ${missing.length} without ACCEPTED, e.g. ${seen.join(' | ')}; emulators: fcm ${em.fcm.received.length}, hms ${em.hms.received.length}, apns ${em.apns.received.length}; worker: ${worker.stderr().slice(-500)}`);
+      const seen = missing.slice(0, 5).map(
+        (d) =>
+          `${d.uid}: ${follower.outcomes
+            .filter((o) => o.task_id === d.task_id)
+            .map((o) => `${o.status}/${o.vendor}/${o.code}`)
+            .join(',')}`,
+      );
+      throw new Error(
+        `${error.message}; ${missing.length} without ACCEPTED, e.g. ${seen.join(' | ')}; emulators: fcm ${em.fcm.received.length}, hms ${em.hms.received.length}, apns ${em.apns.received.length}; worker: ${worker.stderr().slice(-500)}`,
+      );
     });
     worker.child.kill('SIGTERM');
     await worker.exited;
 
     const fcm = em.fcm.received;
     const early = fcm.filter((r) => r.at > firstThrottle && r.at < firstThrottle + 2000);
-    assert.deepEqual(early.map((r) => r.answer), [], 'no FCM request inside the Retry-After window');
+    assert.deepEqual(
+      early.map((r) => r.answer),
+      [],
+      'no FCM request inside the Retry-After window',
+    );
     const byVendor = (d: PushDispatch) => follower.outcomes.find((o) => o.status === 'ACCEPTED' && o.task_id === d.task_id)!.vendor;
-    assert.ok(withFallback.every((d) => byVendor(d) === 'hms' || em.fcm.accepted().some((r) => r.token === d.channels[0]!.token)), 'throttled devices moved to their HMS token');
+    assert.ok(
+      withFallback.every((d) => byVendor(d) === 'hms' || em.fcm.accepted().some((r) => r.token === d.channels[0]!.token)),
+      'throttled devices moved to their HMS token',
+    );
     assert.ok(withFallback.filter((d) => byVendor(d) === 'hms').length > 0);
-    assert.ok(fcmOnly.every((d) => byVendor(d) === 'fcm'), 'FCM-only devices pushed after the storm');
+    assert.ok(
+      fcmOnly.every((d) => byVendor(d) === 'fcm'),
+      'FCM-only devices pushed after the storm',
+    );
     for (const d of flaky) {
       const calls = em.hms.received.filter((r) => r.token === d.channels[0]!.token).map((r) => r.answer);
       assert.deepEqual(calls, ['81000001', '81000001', 'accepted'], d.uid);
     }
     assert.equal(em.apns.goaways, 3);
-    t.diagnostic(`chaos: ${fcm.filter((r) => r.answer === 'QUOTA_EXCEEDED').length} FCM 429s, ${withFallback.filter((d) => byVendor(d) === 'hms').length}/${withFallback.length} devices moved to HMS, ${em.hms.received.filter((r) => r.answer === '81000001').length} HMS 5xx retried, ${em.apns.goaways} GOAWAYs`);
+    t.diagnostic(
+      `chaos: ${fcm.filter((r) => r.answer === 'QUOTA_EXCEEDED').length} FCM 429s, ${withFallback.filter((d) => byVendor(d) === 'hms').length}/${withFallback.length} devices moved to HMS, ${em.hms.received.filter((r) => r.answer === '81000001').length} HMS 5xx retried, ${em.apns.goaways} GOAWAYs`,
+    );
     for (const d of ios) assert.equal(em.apns.accepted().filter((r) => r.token === d.channels[0]!.token).length, 1, d.uid);
   });
 });

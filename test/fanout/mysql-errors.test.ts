@@ -47,9 +47,25 @@ describe('fan-out: MySQL errors by class', () => {
   });
 
   test('the classification: data errors by code or errno, everything else transient', () => {
-    for (const code of ['ER_DATA_TOO_LONG', 'ER_WARN_DATA_OUT_OF_RANGE', 'ER_BAD_NULL_ERROR', 'ER_TRUNCATED_WRONG_VALUE_FOR_FIELD']) assert.equal(classifyMysqlError({ code }), 'data', code);
+    for (const code of ['ER_DATA_TOO_LONG', 'ER_WARN_DATA_OUT_OF_RANGE', 'ER_BAD_NULL_ERROR', 'ER_TRUNCATED_WRONG_VALUE_FOR_FIELD'])
+      assert.equal(classifyMysqlError({ code }), 'data', code);
     assert.equal(classifyMysqlError({ code: 'SOMETHING', errno: 1406 }), 'data');
-    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'PROTOCOL_CONNECTION_LOST', 'ER_OPTION_PREVENTS_STATEMENT', 'ER_READ_ONLY_MODE', 'ER_ACCESS_DENIED_ERROR', 'ER_TABLEACCESS_DENIED_ERROR', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED', 'ER_NEW_CODE']) {
+    for (const code of [
+      'ECONNREFUSED',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'PROTOCOL_CONNECTION_LOST',
+      'ER_OPTION_PREVENTS_STATEMENT',
+      'ER_READ_ONLY_MODE',
+      'ER_ACCESS_DENIED_ERROR',
+      'ER_TABLEACCESS_DENIED_ERROR',
+      'ER_CON_COUNT_ERROR',
+      'ER_LOCK_WAIT_TIMEOUT',
+      'ER_LOCK_DEADLOCK',
+      'ER_SERVER_SHUTDOWN',
+      'ER_QUERY_INTERRUPTED',
+      'ER_NEW_CODE',
+    ]) {
       assert.equal(classifyMysqlError({ code }), 'transient', code);
     }
   });
@@ -66,7 +82,10 @@ describe('fan-out: MySQL errors by class', () => {
       assert.equal(dlq[0]!.headers?.[DLQ_HEADERS.errorCode], 'MYSQL_ER_DATA_TOO_LONG');
       assert.match(dlq[0]!.headers?.[DLQ_HEADERS.errorMessage] ?? '', /column device_id/);
       assert.equal(dlq[0]!.headers?.[DLQ_HEADERS.sourceOffset], '0', 'the poison record itself, not the one after it');
-      assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status]), [[next.task_id, 'ACCEPTED']]);
+      assert.deepEqual(
+        fo.outcomes().map((o) => [o.task_id, o.status]),
+        [[next.task_id, 'ACCEPTED']],
+      );
       assert.equal(em.fcm.accepted().filter((r) => r.token === em.token('fcm', 'poison')).length, 0, 'the poison push was never sent');
       assert.equal((await taskRow(db.pool, db.table, next.task_id))!.status, 1);
     } finally {
@@ -79,19 +98,28 @@ describe('fan-out: MySQL errors by class', () => {
     const { database } = parseMysqlUrl(stackEndpoints().mysqlUrl);
     const grant = () => db.pool.query(`GRANT INSERT, UPDATE ON \`${database}\`.\`${db.table}\` TO '${user}'@'%'`);
     const retries: string[] = [];
-    const ledger = new MysqlPushTaskLedger({ pool: userPool, table: db.table, retryInitialDelayMs: 20, retryMaxDelayMs: 200, listener: { onRetry: (_w, code) => retries.push(code) } });
+    const ledger = new MysqlPushTaskLedger({
+      pool: userPool,
+      table: db.table,
+      retryInitialDelayMs: 20,
+      retryMaxDelayMs: 200,
+      listener: { onRetry: (_w, code) => retries.push(code) },
+    });
     const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 5, backoffMaxMs: 50 }, ledger);
     try {
       // 1. No INSERT grant: the claim is refused (access denied) until the grant comes back.
       const first = dispatch({ uid: 'u-denied', device: 'd1', channels: [{ vendor: 'fcm', token: em.token('fcm', 'denied') }] });
       const sending = fo.send(first);
-      for (const deadline = Date.now() + 10_000; retries.length < 3 && Date.now() < deadline; ) await sleep(20);
+      for (const deadline = Date.now() + 10_000; retries.length < 3 && Date.now() < deadline;) await sleep(20);
       assert.ok(retries.length >= 3, `the claim was retried (${retries.join(',')})`);
       assert.deepEqual([...new Set(retries)], ['ER_TABLEACCESS_DENIED_ERROR'], 'access denied, retried');
       assert.equal(em.fcm.received.length, 0, 'nothing is pushed before the task is claimed');
       await grant();
       await sending;
-      assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status]), [[first.task_id, 'ACCEPTED']]);
+      assert.deepEqual(
+        fo.outcomes().map((o) => [o.task_id, o.status]),
+        [[first.task_id, 'ACCEPTED']],
+      );
       assert.equal((await taskRow(db.pool, db.table, first.task_id))!.status, 1);
 
       // 2. The server goes read-only (what a failover to a replica looks like to a client without
@@ -102,14 +130,17 @@ describe('fan-out: MySQL errors by class', () => {
       let sendingSecond: Promise<void> | undefined;
       try {
         sendingSecond = fo.send(second);
-        for (const deadline = Date.now() + 10_000; retries.length < 3 && Date.now() < deadline; ) await sleep(20);
+        for (const deadline = Date.now() + 10_000; retries.length < 3 && Date.now() < deadline;) await sleep(20);
       } finally {
         await db.pool.query('SET GLOBAL read_only = 0');
       }
       assert.ok(retries.length >= 3, `the claim was retried while read-only (${retries.length})`);
       assert.deepEqual([...new Set(retries)], ['ER_OPTION_PREVENTS_STATEMENT'], 'read-only, retried');
       await sendingSecond;
-      assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status]), [[second.task_id, 'ACCEPTED']]);
+      assert.deepEqual(
+        fo.outcomes().map((o) => [o.task_id, o.status]),
+        [[second.task_id, 'ACCEPTED']],
+      );
       assert.equal(fo.driver.readAllOutputs(TOPICS.dlq.name).length, 0, 'no transient error sent anything to the DLQ');
     } finally {
       // Whatever failed above, the writes in flight must be able to finish before the driver closes.

@@ -40,9 +40,18 @@ describe('fan-out: the parked store over its cap', () => {
   });
 
   test('the oldest parked pushes end FAILED parked_evicted once, counted; the rest go out when the vendor returns', async () => {
-    const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 50, backoffMaxMs: 400, inlineBackoffMaxMs: 100, retryPollMs: 50, retryMaxAgeMs: 600_000, maxParked: 3, listener: metrics.fanOutListener });
+    const fo = fanOutDriver(db.pool, db.table, {
+      vendors: registry,
+      backoffInitialMs: 50,
+      backoffMaxMs: 400,
+      inlineBackoffMaxMs: 100,
+      retryPollMs: 50,
+      retryMaxAgeMs: 600_000,
+      maxParked: 3,
+      listener: metrics.fanOutListener,
+    });
     const pump = async (ms: number) => {
-      for (const until = Date.now() + ms; Date.now() < until; ) {
+      for (const until = Date.now() + ms; Date.now() < until;) {
         await sleep(100);
         await fo.driver.advanceWallClockTime(100);
       }
@@ -51,7 +60,15 @@ describe('fan-out: the parked store over its cap', () => {
     const now = Date.now();
     // Sent out of age order: the two oldest (decided 50 and 40 s ago) are not the first two sent.
     const ages = [30_000, 50_000, 10_000, 40_000, 20_000];
-    const pushes = ages.map((age, i) => dispatch({ uid: `u-cap-${i}`, device: 'd1', conv_id: `c-${i}`, decided_at: now - age, channels: [{ vendor: 'fcm', token: em.token('fcm', `cap-${i}`) }] }));
+    const pushes = ages.map((age, i) =>
+      dispatch({
+        uid: `u-cap-${i}`,
+        device: 'd1',
+        conv_id: `c-${i}`,
+        decided_at: now - age,
+        channels: [{ vendor: 'fcm', token: em.token('fcm', `cap-${i}`) }],
+      }),
+    );
     const [, oldest, , second] = pushes as [unknown, (typeof pushes)[number], unknown, (typeof pushes)[number]];
     const evictionsBefore = metrics.fanOutEvictions.get({ vendor: 'fcm' });
     for (const d of pushes) await fo.send(d); // each returns once its push is parked
@@ -60,7 +77,7 @@ describe('fan-out: the parked store over its cap', () => {
     assert.deepEqual(
       evicted.map((o) => [o.task_id, o.status, o.vendor, o.reason, o.code]).sort(),
       [oldest, second].map((d) => [d.task_id, 'FAILED', 'fcm', 'parked_evicted', 'UNAVAILABLE']).sort(),
-      'the two oldest by decided_at end, with the vendor\'s last code',
+      "the two oldest by decided_at end, with the vendor's last code",
     );
     assert.equal(metrics.fanOutEvictions.get({ vendor: 'fcm' }) - evictionsBefore, 2);
     for (const d of [oldest, second]) assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 3, 'evicted task row is failed');
@@ -71,7 +88,7 @@ describe('fan-out: the parked store over its cap', () => {
 
     em.fcm.clearFaults();
     const kept = pushes.filter((d) => d !== oldest && d !== second);
-    for (const until = Date.now() + 8_000; Date.now() < until; ) {
+    for (const until = Date.now() + 8_000; Date.now() < until;) {
       await pump(200);
       if (kept.every((d) => em.fcm.accepted().some((r) => r.token === d.channels[0]!.token))) break;
     }
@@ -85,30 +102,53 @@ describe('fan-out: the parked store over its cap', () => {
 
     // Its dispatch delivered again (a replay) re-emits the one outcome, with the same event id, and sends nothing.
     await fo.send(oldest);
-    assert.deepEqual(fo.outcomes().map((o) => o.event_id), evicted.filter((o) => o.task_id === oldest.task_id).map((o) => o.event_id));
+    assert.deepEqual(
+      fo.outcomes().map((o) => o.event_id),
+      evicted.filter((o) => o.task_id === oldest.task_id).map((o) => o.event_id),
+    );
     assert.equal(evictedCalls(oldest), callsAtEviction[0]);
     assert.equal(metrics.fanOutEvictions.get({ vendor: 'fcm' }) - evictionsBefore, 2, 'counted once');
     await fo.close();
   });
 
   test('an evicted push whose last call never reached the vendor (APNs down, connection refused) ends vendor_unreachable, not as a submission', async () => {
-    const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 50, backoffMaxMs: 400, inlineBackoffMaxMs: 100, retryPollMs: 50, retryMaxAgeMs: 600_000, maxParked: 1, listener: metrics.fanOutListener });
+    const fo = fanOutDriver(db.pool, db.table, {
+      vendors: registry,
+      backoffInitialMs: 50,
+      backoffMaxMs: 400,
+      inlineBackoffMaxMs: 100,
+      retryPollMs: 50,
+      retryMaxAgeMs: 600_000,
+      maxParked: 1,
+      listener: metrics.fanOutListener,
+    });
     const restarting = em.restart('apns', 4_000);
-    const older = dispatch({ uid: 'u-ga-old', device: 'ios', decided_at: Date.now() - 20_000, channels: [{ vendor: 'apns', token: em.token('apns', 'ga-old') }] });
+    const older = dispatch({
+      uid: 'u-ga-old',
+      device: 'ios',
+      decided_at: Date.now() - 20_000,
+      channels: [{ vendor: 'apns', token: em.token('apns', 'ga-old') }],
+    });
     const newer = dispatch({ uid: 'u-ga-new', device: 'ios', channels: [{ vendor: 'apns', token: em.token('apns', 'ga-new') }] });
     const evictionsBefore = metrics.fanOutEvictions.get({ vendor: 'apns' });
     await fo.send(newer);
     await fo.send(older);
-    assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status, o.reason, o.code]), [[older.task_id, 'FAILED', 'vendor_unreachable', 'CONNECTION_LOST']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.task_id, o.status, o.reason, o.code]),
+      [[older.task_id, 'FAILED', 'vendor_unreachable', 'CONNECTION_LOST']],
+    );
     assert.equal(metrics.fanOutEvictions.get({ vendor: 'apns' }) - evictionsBefore, 1);
     assert.equal((await taskRow(db.pool, db.table, older.task_id))!.status, 3);
     await restarting;
-    for (const until = Date.now() + 8_000; Date.now() < until && !em.apns.accepted().some((r) => r.token === newer.channels[0]!.token); ) {
+    for (const until = Date.now() + 8_000; Date.now() < until && !em.apns.accepted().some((r) => r.token === newer.channels[0]!.token);) {
       await sleep(100);
       await fo.driver.advanceWallClockTime(100);
     }
     await fo.driver.advanceWallClockTime(100);
-    assert.deepEqual(fo.outcomes().map((o) => [o.task_id, o.status]), [[newer.task_id, 'ACCEPTED']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.task_id, o.status]),
+      [[newer.task_id, 'ACCEPTED']],
+    );
     assert.equal(em.apns.accepted().filter((r) => r.token === older.channels[0]!.token).length, 0);
     await fo.close();
   });
@@ -117,7 +157,11 @@ describe('fan-out: the parked store over its cap', () => {
     assert.equal(fanOutOptionsFromEnv({}).maxParked, 50_000, 'default');
     assert.equal(fanOutOptionsFromEnv({ PUSH_FANOUT_MAX_PARKED: '2000' }).maxParked, 2_000);
     for (const bad of ['0', '-5', 'many', '20000000']) {
-      assert.throws(() => fanOutOptionsFromEnv({ PUSH_FANOUT_MAX_PARKED: bad }), (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_FANOUT_MAX_PARKED', bad);
+      assert.throws(
+        () => fanOutOptionsFromEnv({ PUSH_FANOUT_MAX_PARKED: bad }),
+        (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_FANOUT_MAX_PARKED',
+        bad,
+      );
     }
     const options = { vendors: registry, ledger: undefined as never, outputs: { outcomes: 'o', tokens: 't' } } satisfies FanOutOptions;
     assert.throws(() => fanOutConfig({ ...options, maxParked: 0 }), /PUSH_FANOUT_MAX_PARKED/);
@@ -126,12 +170,30 @@ describe('fan-out: the parked store over its cap', () => {
 
 describe('fan-out: parked values', () => {
   const progress = (over: Partial<DispatchProgress> = {}): DispatchProgress => {
-    const d = dispatch({ uid: 'u-park', device: 'd1', conv_id: 'c-park', seq: 12, title: '张伟 👨‍👩‍👧', body: 'ok "quoted" \\ text', channels: [{ vendor: 'apns', token: 'dead' }, { vendor: 'fcm', token: 'tok-fcm' }] });
+    const d = dispatch({
+      uid: 'u-park',
+      device: 'd1',
+      conv_id: 'c-park',
+      seq: 12,
+      title: '张伟 👨‍👩‍👧',
+      body: 'ok "quoted" \\ text',
+      channels: [
+        { vendor: 'apns', token: 'dead' },
+        { vendor: 'fcm', token: 'tok-fcm' },
+      ],
+    });
     d.channels[1]!.classification = { category: 'IM' };
     return {
-      dispatch: d, key: d.uid, timestamp: 1_700_000_000_000, channel: 1, call: 5, attempts: 6,
+      dispatch: d,
+      key: d.uid,
+      timestamp: 1_700_000_000_000,
+      channel: 1,
+      call: 5,
+      attempts: 6,
       last: { vendor: 'apns', code: 'BadDeviceToken', quotaOnly: false, throttled: false },
-      trail: [{ channel: 0, status: 'DEAD_TOKEN', vendor: 'apns', reason: 'dead_token', code: 'BadDeviceToken', attempts: 1, discriminator: '0:apns:DEAD_TOKEN' }],
+      trail: [
+        { channel: 0, status: 'DEAD_TOKEN', vendor: 'apns', reason: 'dead_token', code: 'BadDeviceToken', attempts: 1, discriminator: '0:apns:DEAD_TOKEN' },
+      ],
       waitingOn: 'UNAVAILABLE',
       ...over,
     };
@@ -170,9 +232,22 @@ describe('fan-out: parked values', () => {
     parked.park(at('a', 100), 5_000);
     assert.deepEqual(parked.takeOverCap(), []);
     parked.park(at('c', 300), 5_000);
-    assert.deepEqual(parked.takeOverCap().map((p) => p.dispatch.uid), ['a']);
+    assert.deepEqual(
+      parked.takeOverCap().map((p) => p.dispatch.uid),
+      ['a'],
+    );
     parked.park(at('a0', 50), 5_000);
-    assert.deepEqual(parked.takeOverCap().map((p) => p.dispatch.uid), ['a0'], 'the one just parked, when it is the oldest');
-    assert.deepEqual(parked.takeDue(5_000, 10).map((p) => p.dispatch.uid).sort(), ['b', 'c']);
+    assert.deepEqual(
+      parked.takeOverCap().map((p) => p.dispatch.uid),
+      ['a0'],
+      'the one just parked, when it is the oldest',
+    );
+    assert.deepEqual(
+      parked
+        .takeDue(5_000, 10)
+        .map((p) => p.dispatch.uid)
+        .sort(),
+      ['b', 'c'],
+    );
   });
 });

@@ -24,7 +24,9 @@ export async function produceDispatches(prefix: string, dispatches: readonly Pus
 }
 
 /** Follows push.outcomes (read_committed) in the background; `outcomes` grows as records arrive. */
-export async function followOutcomes(prefix: string): Promise<{ outcomes: PushOutcome[]; until(done: (o: PushOutcome[]) => boolean, timeoutMs: number): Promise<void>; stop(): Promise<void> }> {
+export async function followOutcomes(
+  prefix: string,
+): Promise<{ outcomes: PushOutcome[]; until(done: (o: PushOutcome[]) => boolean, timeoutMs: number): Promise<void>; stop(): Promise<void> }> {
   const serde = registryValueSerdes(registry, prefix)('outcomes');
   const topic = `${prefix}push.outcomes`;
   const outcomes: PushOutcome[] = [];

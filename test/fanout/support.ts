@@ -70,8 +70,24 @@ export function dispatch(d: DispatchInput): PushDispatch {
 }
 
 /** The fan-out topology in a TopologyTestDriver with a MySQL ledger on `table` (or the one given). */
-export function fanOutDriver(pool: mysql.Pool, table: string, fanOut: Omit<FanOutOptions, 'outputs' | 'ledger'>, ledger = new MysqlPushTaskLedger({ pool, table })): { driver: TopologyTestDriver; ledger: MysqlPushTaskLedger; send(d: PushDispatch): Promise<void>; read(uid: string, convId: string, seq: number): Promise<void>; outcomes(): PushOutcome[]; tokens(): TokenReport[]; close(): Promise<void> } {
-  const driver = new TopologyTestDriver(buildFanOutTopology({ valueSerdes: rawAvroValueSerdes(), fanOut: { ...fanOut, ledger } }), { startWallClockMs: Date.now(), dlqTopic: TOPICS.dlq.name });
+export function fanOutDriver(
+  pool: mysql.Pool,
+  table: string,
+  fanOut: Omit<FanOutOptions, 'outputs' | 'ledger'>,
+  ledger = new MysqlPushTaskLedger({ pool, table }),
+): {
+  driver: TopologyTestDriver;
+  ledger: MysqlPushTaskLedger;
+  send(d: PushDispatch): Promise<void>;
+  read(uid: string, convId: string, seq: number): Promise<void>;
+  outcomes(): PushOutcome[];
+  tokens(): TokenReport[];
+  close(): Promise<void>;
+} {
+  const driver = new TopologyTestDriver(buildFanOutTopology({ valueSerdes: rawAvroValueSerdes(), fanOut: { ...fanOut, ledger } }), {
+    startWallClockMs: Date.now(),
+    dlqTopic: TOPICS.dlq.name,
+  });
   return {
     driver,
     ledger,

@@ -35,10 +35,21 @@ describe('fan-out: an answer lost after the push was written', () => {
     const token = em.token('fcm', 'late');
     // The first four requests are processed by the vendor, and their answers come after the deadline.
     em.fcm.scriptConnection({ kind: 'late', delayMs: TIMEOUT_MS + 300 }, { token, times: 4 });
-    const d = dispatch({ uid: 'u-late', device: 'd1', channels: [{ vendor: 'fcm', token }, { vendor: 'apns', token: em.token('apns', 'late') }] });
+    const d = dispatch({
+      uid: 'u-late',
+      device: 'd1',
+      channels: [
+        { vendor: 'fcm', token },
+        { vendor: 'apns', token: em.token('apns', 'late') },
+      ],
+    });
     await fo.send(d);
 
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor]), [['ACCEPTED', 'fcm']], 'one outcome: accepted on the first channel');
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor]),
+      [['ACCEPTED', 'fcm']],
+      'one outcome: accepted on the first channel',
+    );
     assert.equal(em.apns.received.length, 0, 'the next channel was never tried');
     const sent = em.fcm.received.filter((r) => r.token === token);
     assert.equal(sent.length, 5, 'four unanswered calls, then the one answered in time');
@@ -51,10 +62,21 @@ describe('fan-out: an answer lost after the push was written', () => {
     const fo = fanOutDriver(db.pool, db.table, { vendors: registry, backoffInitialMs: 5, backoffMaxMs: 50, maxRetryableAttempts: 2, retryMaxAgeMs: 1_000 });
     const token = em.token('fcm', 'late-forever');
     em.fcm.scriptConnection({ kind: 'late', delayMs: TIMEOUT_MS + 300 }, { token });
-    const d = dispatch({ uid: 'u-late', device: 'd2', decided_at: Date.now(), channels: [{ vendor: 'fcm', token }, { vendor: 'apns', token: em.token('apns', 'late-forever') }] });
+    const d = dispatch({
+      uid: 'u-late',
+      device: 'd2',
+      decided_at: Date.now(),
+      channels: [
+        { vendor: 'fcm', token },
+        { vendor: 'apns', token: em.token('apns', 'late-forever') },
+      ],
+    });
     await fo.send(d);
 
-    assert.deepEqual(fo.outcomes().map((o) => [o.status, o.vendor, o.reason, o.code]), [['FAILED', 'fcm', 'max_age_exceeded', 'ANSWER_LOST']]);
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.status, o.vendor, o.reason, o.code]),
+      [['FAILED', 'fcm', 'max_age_exceeded', 'ANSWER_LOST']],
+    );
     assert.equal(em.apns.received.length, 0, 'the next channel was never tried');
     assert.ok(em.fcm.received.filter((r) => r.token === token).length >= 2);
     assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 3);

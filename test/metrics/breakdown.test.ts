@@ -13,8 +13,24 @@ const APP = 'offline-push-rtest';
 
 function dispatch(taskId: string, kind: PushDispatch['kind'], persistedAt: number): PushDispatch {
   return {
-    task_id: taskId, uid: 'u1', device_id: 'd1', conv_id: 'c1', seq: 1, msg_id: 'm1', app_id: 'a', platform: 'ios', channels: [],
-    title: '', body: '', badge: 1, collapse_id: 'c', silent: false, kind, merged_count: 1, persisted_at: persistedAt, decided_at: persistedAt,
+    task_id: taskId,
+    uid: 'u1',
+    device_id: 'd1',
+    conv_id: 'c1',
+    seq: 1,
+    msg_id: 'm1',
+    app_id: 'a',
+    platform: 'ios',
+    channels: [],
+    title: '',
+    body: '',
+    badge: 1,
+    collapse_id: 'c',
+    silent: false,
+    kind,
+    merged_count: 1,
+    persisted_at: persistedAt,
+    decided_at: persistedAt,
   };
 }
 
@@ -91,7 +107,10 @@ test('histogram quantiles interpolate within the bucket and sum the series that 
     assert.equal(histogramQuantile(s, 'push_commit_latency_ms', 0.5, a), 10); // the 50th of 100 is the last in (5, 10]
     const p99 = histogramQuantile(s, 'push_commit_latency_ms', 0.99, a)!;
     assert.ok(p99 > 75 && p99 <= 100, `p99 ${p99}`);
-    assert.equal(histogramQuantile(s, 'push_commit_latency_ms', 1, () => true), 5000);
+    assert.equal(
+      histogramQuantile(s, 'push_commit_latency_ms', 1, () => true),
+      5000,
+    );
   } finally {
     metrics.stopGcObserver();
   }

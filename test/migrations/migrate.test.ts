@@ -54,10 +54,16 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: chAll });
 
     const [versions] = await admin.query<mysql.RowDataPacket[]>(`SELECT version, name FROM \`${db}\`.schema_migrations ORDER BY version`);
-    assert.deepEqual(versions.map((r) => `${r.version} ${r.name}`), ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token', '4 im_push_task_trail', '5 push_receipt_nonce']);
+    assert.deepEqual(
+      versions.map((r) => `${r.version} ${r.name}`),
+      ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token', '4 im_push_task_trail', '5 push_receipt_nonce'],
+    );
     const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
     assert.deepEqual(chVersions.trim().split('\n'), chAll.map(String));
-    const chTables = await clickhouseQuery(chTarget(chDb), `SELECT name FROM system.tables WHERE database = '${chDb}' AND name = 'push_events' FORMAT TabSeparated`);
+    const chTables = await clickhouseQuery(
+      chTarget(chDb),
+      `SELECT name FROM system.tables WHERE database = '${chDb}' AND name = 'push_events' FORMAT TabSeparated`,
+    );
     assert.equal(chTables.trim(), 'push_events');
   });
 
@@ -77,7 +83,10 @@ describe('migrate (MariaDB + ClickHouse)', () => {
        WHERE TABLE_SCHEMA = ? AND INDEX_NAME IN ('uk_task', 'uk_device_vendor') AND NON_UNIQUE = 0 GROUP BY TABLE_NAME, INDEX_NAME ORDER BY TABLE_NAME`,
       [db],
     );
-    assert.deepEqual(keys.map((k) => `${k.t}.${k.i}(${k.cols})`), ['im_push_task.uk_task(uid,conv_id,seq,device_id)', 'im_push_token.uk_device_vendor(device_id,vendor)']);
+    assert.deepEqual(
+      keys.map((k) => `${k.t}.${k.i}(${k.cols})`),
+      ['im_push_task.uk_task(uid,conv_id,seq,device_id)', 'im_push_token.uk_device_vendor(device_id,vendor)'],
+    );
 
     const insert = `INSERT INTO \`${db}\`.im_push_task (task_id, uid, conv_id, seq, device_id) VALUES (?, ?, ?, ?, ?)`;
     await admin.query(insert, ['t-1', 'user-😀', 'c1', 1, 'd1']);
@@ -100,7 +109,10 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       cpSync(MYSQL_MIGRATIONS_DIR, dir, { recursive: true });
       await migrate({ mysqlUrl: url, mysqlDir: dir });
       appendFileSync(`${dir}/003_im_push_token.sql`, '\n-- edited\n');
-      await assert.rejects(migrate({ mysqlUrl: url, mysqlDir: dir }), (e: { code?: string; message: string }) => e.code === 'MIGRATION_CHANGED' && /003_im_push_token/.test(e.message));
+      await assert.rejects(
+        migrate({ mysqlUrl: url, mysqlDir: dir }),
+        (e: { code?: string; message: string }) => e.code === 'MIGRATION_CHANGED' && /003_im_push_token/.test(e.message),
+      );
       const tolerant = await migrate({ mysqlUrl: url, mysqlDir: dir, allowChangedFiles: true });
       assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5] }, 'allowChangedFiles skips, never re-applies');
     } finally {
@@ -127,14 +139,26 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       const ages = [10, 9, 8, 7.5, 7.01, 6.99, 1, 0]; // days old
       for (const [i, age] of ages.entries()) {
         await pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          `t-${i}`, 'u1', 'c1', i, 'd1', 2, new Date(now - age * day),
+          `t-${i}`,
+          'u1',
+          'c1',
+          i,
+          'd1',
+          2,
+          new Date(now - age * day),
         ]);
       }
       assert.equal(await archiveTasks(pool, { nowMs: now, batchSize: 2 }), 5);
       const [hot] = await pool.query<mysql.RowDataPacket[]>('SELECT task_id FROM im_push_task ORDER BY seq');
       const [cold] = await pool.query<mysql.RowDataPacket[]>('SELECT task_id, status FROM im_push_task_archive ORDER BY seq');
-      assert.deepEqual(hot.map((r) => r.task_id), ['t-5', 't-6', 't-7']);
-      assert.deepEqual(cold.map((r) => `${r.task_id}:${r.status}`), ['t-0:2', 't-1:2', 't-2:2', 't-3:2', 't-4:2']);
+      assert.deepEqual(
+        hot.map((r) => r.task_id),
+        ['t-5', 't-6', 't-7'],
+      );
+      assert.deepEqual(
+        cold.map((r) => `${r.task_id}:${r.status}`),
+        ['t-0:2', 't-1:2', 't-2:2', 't-3:2', 't-4:2'],
+      );
       assert.equal(await archiveTasks(pool, { nowMs: now }), 0, 'a second run has nothing to move');
     } finally {
       await pool.end();

@@ -22,68 +22,82 @@ const lines = (...l: string[]) => l.join('\n') + '\n';
 describe('application wiring', () => {
   test('fan-out: push.dispatch (and READs from im.presence) ─► fan-out ─► push.outcomes, push.tokens', () => {
     const topology = buildFanOutTopology({ ...wiring, fanOut: unused<Omit<FanOutOptions, 'outputs'>>() });
-    assert.equal(topology.describe(), lines(
-      'Topologies:',
-      '  Sub-topology: 0',
-      '    Source: dispatch-source (topics: [t.push.dispatch])',
-      '      --> fan-out',
-      '    Source: read-source (topics: [t.im.presence])',
-      '      --> fan-out',
-      '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
-      '      --> outcomes-sink, token-invalidations-sink',
-      '      <-- dispatch-source, read-source',
-      '    Sink: outcomes-sink (topic: t.push.outcomes)',
-      '      <-- fan-out',
-      '    Sink: token-invalidations-sink (topic: t.push.tokens)',
-      '      <-- fan-out',
-    ));
+    assert.equal(
+      topology.describe(),
+      lines(
+        'Topologies:',
+        '  Sub-topology: 0',
+        '    Source: dispatch-source (topics: [t.push.dispatch])',
+        '      --> fan-out',
+        '    Source: read-source (topics: [t.im.presence])',
+        '      --> fan-out',
+        '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
+        '      --> outcomes-sink, token-invalidations-sink',
+        '      <-- dispatch-source, read-source',
+        '    Sink: outcomes-sink (topic: t.push.outcomes)',
+        '      <-- fan-out',
+        '    Sink: token-invalidations-sink (topic: t.push.tokens)',
+        '      <-- fan-out',
+      ),
+    );
   });
 
   test('receipts: three sub-topologies, the by-message topic where the key changes', () => {
-    const topology = buildReceiptTopology({ ...wiring, parsers: () => undefined, join: unused<ReceiptTopologyOptions['join']>(), tokens: unused<ReceiptTopologyOptions['tokens']>() });
-    assert.equal(topology.describe(), lines(
-      'Topologies:',
-      '  Sub-topology: 0',
-      '    Source: receipts-raw (topics: [t.push.receipts.raw])',
-      '      --> receipt-parse',
-      '    Processor: receipt-parse (stores: [])',
-      '      --> receipt-parse-out',
-      '      <-- receipts-raw',
-      '    Sink: receipt-parse-out (topic: t.push.receipts.by-message)',
-      '      <-- receipt-parse',
-      '  Sub-topology: 1',
-      '    Source: uid-keyed (topics: [t.push.outcomes, t.push.tokens, t.push.receipts])',
-      '      --> submission-index, token-lifecycle',
-      '    Processor: submission-index (stores: [])',
-      '      --> submission-index-out',
-      '      <-- uid-keyed',
-      '    Sink: submission-index-out (topic: t.push.receipts.by-message)',
-      '      <-- submission-index',
-      '    Processor: token-lifecycle (stores: [token-lifecycle-tokens, token-lifecycle-stale-due])',
-      '      --> token-invalidations',
-      '      <-- uid-keyed',
-      '    Sink: token-invalidations (topic: t.push.tokens)',
-      '      <-- token-lifecycle',
-      '  Sub-topology: 2',
-      '    Source: by-message (topics: [t.push.receipts.by-message])',
-      '      --> receipt-join',
-      '    Processor: receipt-join (stores: [receipt-join-messages, receipt-join-due])',
-      '      --> push-receipts',
-      '      <-- by-message',
-      '    Sink: push-receipts (topic: t.push.receipts)',
-      '      <-- receipt-join',
-    ));
+    const topology = buildReceiptTopology({
+      ...wiring,
+      parsers: () => undefined,
+      join: unused<ReceiptTopologyOptions['join']>(),
+      tokens: unused<ReceiptTopologyOptions['tokens']>(),
+    });
+    assert.equal(
+      topology.describe(),
+      lines(
+        'Topologies:',
+        '  Sub-topology: 0',
+        '    Source: receipts-raw (topics: [t.push.receipts.raw])',
+        '      --> receipt-parse',
+        '    Processor: receipt-parse (stores: [])',
+        '      --> receipt-parse-out',
+        '      <-- receipts-raw',
+        '    Sink: receipt-parse-out (topic: t.push.receipts.by-message)',
+        '      <-- receipt-parse',
+        '  Sub-topology: 1',
+        '    Source: uid-keyed (topics: [t.push.outcomes, t.push.tokens, t.push.receipts])',
+        '      --> submission-index, token-lifecycle',
+        '    Processor: submission-index (stores: [])',
+        '      --> submission-index-out',
+        '      <-- uid-keyed',
+        '    Sink: submission-index-out (topic: t.push.receipts.by-message)',
+        '      <-- submission-index',
+        '    Processor: token-lifecycle (stores: [token-lifecycle-tokens, token-lifecycle-stale-due])',
+        '      --> token-invalidations',
+        '      <-- uid-keyed',
+        '    Sink: token-invalidations (topic: t.push.tokens)',
+        '      <-- token-lifecycle',
+        '  Sub-topology: 2',
+        '    Source: by-message (topics: [t.push.receipts.by-message])',
+        '      --> receipt-join',
+        '    Processor: receipt-join (stores: [receipt-join-messages, receipt-join-due])',
+        '      --> push-receipts',
+        '      <-- by-message',
+        '    Sink: push-receipts (topic: t.push.receipts)',
+        '      <-- receipt-join',
+      ),
+    );
   });
 
   test('clickhouse: push.outcomes and push.receipts ─► clickhouse-sink', () => {
     const topology = buildClickhouseSinkTopology({ ...wiring, writer: unused<PushEventWriter>() });
-    assert.equal(topology.describe(), lines(
-      'Topologies:',
-      '  Sub-topology: 0',
-      '    Source: push-events (topics: [t.push.outcomes, t.push.receipts])',
-      '      --> clickhouse-sink',
-      '    Processor: clickhouse-sink (stores: [])',
-      '      <-- push-events',
-    ));
+    assert.equal(
+      topology.describe(),
+      lines(
+        'Topologies:',
+        '  Sub-topology: 0',
+        '    Source: push-events (topics: [t.push.outcomes, t.push.receipts])',
+        '      --> clickhouse-sink',
+        '    Processor: clickhouse-sink (stores: [])',
+        '      <-- push-events',
+      ),
+    );
   });
 });

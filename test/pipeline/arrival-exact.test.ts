@@ -65,7 +65,11 @@ function groundTruth(received: readonly ReceivedPush[], receiptsPosted: Readonly
   }
   const acceptedPerToken = new Map<string, number>();
   for (const p of pairs.values()) if (p.accepted) acceptedPerToken.set(`${p.vendor}|${p.token}`, (acceptedPerToken.get(`${p.vendor}|${p.token}`) ?? 0) + 1);
-  assert.deepEqual([...acceptedPerToken.entries()].filter(([, n]) => n > 1), [], 'tokens that received more than one push');
+  assert.deepEqual(
+    [...acceptedPerToken.entries()].filter(([, n]) => n > 1),
+    [],
+    'tokens that received more than one push',
+  );
   const out: ByVendor = {};
   for (const p of pairs.values()) {
     const f = (out[p.vendor] ??= { submitted: 0, arrived: 0, delivered: 0, unknown: 0 });
@@ -84,138 +88,153 @@ async function clickhouseFigures(client: ClickHouseClient, sinceSeconds: number,
   return Object.fromEntries(rows.map((r) => [r.key, { submitted: r.submitted, arrived: r.arrived, delivered: r.delivered, unknown: r.unknown }]));
 }
 
-const sorted = (f: ByVendor): ByVendor => Object.fromEntries(Object.keys(f).sort().map((k) => [k, f[k]!]));
+const sorted = (f: ByVendor): ByVendor =>
+  Object.fromEntries(
+    Object.keys(f)
+      .sort()
+      .map((k) => [k, f[k]!]),
+  );
 const total = (f: ByVendor, field: keyof Figures) => Object.values(f).reduce((n, v) => n + v[field], 0);
 
-test('per-vendor arrival in ClickHouse equals the emulators\' ground truth: duplicate and lost receipts, a 60 s ClickHouse outage, a replay', { timeout: 330_000 }, async (t) => {
-  let run: PipelineRun | undefined;
-  let replay: StreamsApp | undefined;
-  let writer: PushEventWriter | undefined;
-  const endpoints = readEndpoints();
-  // Read directly, not through the workers' forwarder.
-  const clickhouse = createClickhouseClient(connectionFromEndpoints(endpoints));
-  const admin = chaosAdmin();
-  await admin.connect();
-  try {
-    run = await startRun({ instances: 1, partitions: 4, users: 300, messagesPerUser: 1, burstEvery: 0, durationMs: 90_000, forwardStores: true });
-    const r = run;
-    const since = Math.floor(r.startedAtMs / 1000) - 60;
-    const appId = r.env.appId;
+test(
+  "per-vendor arrival in ClickHouse equals the emulators' ground truth: duplicate and lost receipts, a 60 s ClickHouse outage, a replay",
+  { timeout: 330_000 },
+  async (t) => {
+    let run: PipelineRun | undefined;
+    let replay: StreamsApp | undefined;
+    let writer: PushEventWriter | undefined;
+    const endpoints = readEndpoints();
+    // Read directly, not through the workers' forwarder.
+    const clickhouse = createClickhouseClient(connectionFromEndpoints(endpoints));
+    const admin = chaosAdmin();
+    await admin.connect();
+    try {
+      run = await startRun({ instances: 1, partitions: 4, users: 300, messagesPerUser: 1, burstEvery: 0, durationMs: 90_000, forwardStores: true });
+      const r = run;
+      const since = Math.floor(r.startedAtMs / 1000) - 60;
+      const appId = r.env.appId;
 
-    // Receipts: delayed, 30 % posted twice, 15 % never posted; each posted copy is recorded as the vendor sends it.
-    const receiptsPosted = new Map<string, ReceiptOutcome[]>();
-    for (const vendor of RECEIPT_VENDORS) {
-      const emulator = r.env.emulators[vendor];
-      Object.assign(emulator.receipts, {
-        delayMs: 300,
-        duplicateRate: 0.3,
-        lossRate: 0.15,
-        outcomeFor: (token: string): ReceiptOutcome => {
-          const verdict = emulator.deadTokens.has(token) ? 'dead-token' : receiptVerdict(token);
-          const key = `${vendor}|${token}`;
-          receiptsPosted.set(key, [...(receiptsPosted.get(key) ?? []), verdict]);
-          return verdict;
-        },
+      // Receipts: delayed, 30 % posted twice, 15 % never posted; each posted copy is recorded as the vendor sends it.
+      const receiptsPosted = new Map<string, ReceiptOutcome[]>();
+      for (const vendor of RECEIPT_VENDORS) {
+        const emulator = r.env.emulators[vendor];
+        Object.assign(emulator.receipts, {
+          delayMs: 300,
+          duplicateRate: 0.3,
+          lossRate: 0.15,
+          outcomeFor: (token: string): ReceiptOutcome => {
+            const verdict = emulator.deadTokens.has(token) ? 'dead-token' : receiptVerdict(token);
+            const key = `${vendor}|${token}`;
+            receiptsPosted.set(key, [...(receiptsPosted.get(key) ?? []), verdict]);
+            return verdict;
+          },
+        });
+      }
+      const truth = () => sorted(groundTruth(recordings(r.env.emulators, appId), receiptsPosted));
+      /** Polls ClickHouse until it equals the ground truth (or the deadline), then asserts equality. */
+      const assertExact = async (label: string): Promise<ByVendor> => {
+        const expected = truth();
+        const deadline = Date.now() + 60_000;
+        let actual: ByVendor = {};
+        for (;;) {
+          actual = sorted(await clickhouseFigures(clickhouse, since, appId).catch(() => ({})));
+          if (JSON.stringify(actual) === JSON.stringify(expected) || Date.now() > deadline) break;
+          await sleep(1500);
+        }
+        t.diagnostic(`${label}: ${JSON.stringify(expected)}`);
+        assert.deepEqual(actual, expected, `${label}: ClickHouse (actual) vs the emulators (expected)`);
+        return expected;
+      };
+
+      const timeline = r.scenario.timeline;
+      const split = timeline[0]!.at + 12_000;
+
+      // 1. A first stretch of traffic with ClickHouse up.
+      await r.traffic.play(timeline.filter((x) => x.at < split));
+      await r.drain(90_000);
+      const first = await assertExact('before the outage');
+      assert.ok(total(first, 'arrived') > 0, 'pushes were accepted in the first stretch');
+
+      // 2. The workers' ClickHouse is unreachable for 60 s while the rest of the traffic flows.
+      const cutAt = Date.now();
+      await r.stores!.clickhouse.cut();
+      const playing = r.traffic.play(timeline.filter((x) => x.at >= split));
+      await sleep(5000);
+      const frozenEarly = sorted(await clickhouseFigures(clickhouse, since, appId));
+      await sleep(Math.max(0, cutAt + OUTAGE_MS - 3000 - Date.now()));
+      const frozenLate = sorted(await clickhouseFigures(clickhouse, since, appId));
+      const duringOutage = truth();
+      await sleep(Math.max(0, cutAt + OUTAGE_MS - Date.now()));
+      await r.stores!.clickhouse.restore();
+      assert.deepEqual(frozenLate, frozenEarly, 'nothing reached ClickHouse while it was cut off');
+      assert.ok(total(duringOutage, 'arrived') > total(frozenLate, 'arrived'), 'pushes were accepted during the outage that ClickHouse had not seen');
+      await playing;
+      await r.drain(120_000);
+      const afterOutage = await assertExact('after the 60 s outage');
+      assert.ok(total(afterOutage, 'submitted') > total(first, 'submitted'));
+      for (const vendor of VENDORS) assert.ok((afterOutage[vendor]?.arrived ?? 0) > 0, `no ${vendor} push accepted`);
+
+      // The receipt knobs really were exercised.
+      const posted = [...receiptsPosted.values()];
+      assert.ok(
+        posted.some((p) => p.length > 1),
+        'some receipts were posted twice',
+      );
+      const acceptedWithReceipts = RECEIPT_VENDORS.reduce((n, v) => n + (afterOutage[v]?.arrived ?? 0) - (afterOutage[v]?.unknown ?? 0), 0);
+      assert.ok(
+        RECEIPT_VENDORS.some((v) => (afterOutage[v]?.unknown ?? 0) > 0),
+        'some receipts were lost',
+      );
+      assert.ok(acceptedWithReceipts > 0 && total(afterOutage, 'delivered') < acceptedWithReceipts, 'some receipts said failed or dead token');
+
+      // 3. A second ClickHouse sink replays push.outcomes and push.receipts from the beginning.
+      const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+      const serdes = registryValueSerdes(registry, r.env.topicPrefix);
+      writer = new PushEventWriter({ connection: connectionFromEndpoints(endpoints) });
+      const replayId = `${r.env.applicationId}-replay-clickhouse`;
+      replay = new StreamsApp({
+        applicationId: replayId,
+        topology: buildClickhouseSinkTopology({
+          valueSerdes: serdes,
+          topicPrefix: r.env.topicPrefix,
+          writer,
+        }),
+        brokers: endpoints.kafkaBrokers,
+        processingGuarantee: 'at_least_once',
+        commitIntervalMs: 500,
+        autoOffsetReset: 'earliest',
+        dlqTopic: topicName('dlq', r.env.topicPrefix),
+        logger: createLogger({ service: 'replay-clickhouse' }, 'warn'),
       });
-    }
-    const truth = () => sorted(groundTruth(recordings(r.env.emulators, appId), receiptsPosted));
-    /** Polls ClickHouse until it equals the ground truth (or the deadline), then asserts equality. */
-    const assertExact = async (label: string): Promise<ByVendor> => {
-      const expected = truth();
-      const deadline = Date.now() + 60_000;
-      let actual: ByVendor = {};
+      await replay.start();
+      // Done when the replay group has committed up to the end of both topics (past the commit
+      // markers that end every partition written transactionally) and its offsets stand still.
+      let previous = '';
+      let replayed = 0;
+      const deadline = Date.now() + 90_000;
       for (;;) {
-        actual = sorted(await clickhouseFigures(clickhouse, since, appId).catch(() => ({})));
-        if (JSON.stringify(actual) === JSON.stringify(expected) || Date.now() > deadline) break;
-        await sleep(1500);
+        await sleep(2000);
+        const status = await groupStatus(admin, replayId).catch(() => undefined);
+        const parts = status?.topics.flatMap((x) => x.partitions.map((p) => ({ ...p, topic: x.topic }))) ?? [];
+        const snapshot = JSON.stringify(parts);
+        const complete = status?.state === 'Stable' && new Set(parts.map((p) => p.topic)).size === 2 && parts.every((p) => p.lag === 0);
+        if (complete && snapshot === previous) {
+          replayed = parts.reduce((n, p) => n + p.committed, 0);
+          break;
+        }
+        assert.ok(Date.now() < deadline, `the replay did not reach the end of push.outcomes and push.receipts: ${snapshot}`);
+        previous = snapshot;
       }
-      t.diagnostic(`${label}: ${JSON.stringify(expected)}`);
-      assert.deepEqual(actual, expected, `${label}: ClickHouse (actual) vs the emulators (expected)`);
-      return expected;
-    };
-
-    const timeline = r.scenario.timeline;
-    const split = timeline[0]!.at + 12_000;
-
-    // 1. A first stretch of traffic with ClickHouse up.
-    await r.traffic.play(timeline.filter((x) => x.at < split));
-    await r.drain(90_000);
-    const first = await assertExact('before the outage');
-    assert.ok(total(first, 'arrived') > 0, 'pushes were accepted in the first stretch');
-
-    // 2. The workers' ClickHouse is unreachable for 60 s while the rest of the traffic flows.
-    const cutAt = Date.now();
-    await r.stores!.clickhouse.cut();
-    const playing = r.traffic.play(timeline.filter((x) => x.at >= split));
-    await sleep(5000);
-    const frozenEarly = sorted(await clickhouseFigures(clickhouse, since, appId));
-    await sleep(Math.max(0, cutAt + OUTAGE_MS - 3000 - Date.now()));
-    const frozenLate = sorted(await clickhouseFigures(clickhouse, since, appId));
-    const duringOutage = truth();
-    await sleep(Math.max(0, cutAt + OUTAGE_MS - Date.now()));
-    await r.stores!.clickhouse.restore();
-    assert.deepEqual(frozenLate, frozenEarly, 'nothing reached ClickHouse while it was cut off');
-    assert.ok(total(duringOutage, 'arrived') > total(frozenLate, 'arrived'), 'pushes were accepted during the outage that ClickHouse had not seen');
-    await playing;
-    await r.drain(120_000);
-    const afterOutage = await assertExact('after the 60 s outage');
-    assert.ok(total(afterOutage, 'submitted') > total(first, 'submitted'));
-    for (const vendor of VENDORS) assert.ok((afterOutage[vendor]?.arrived ?? 0) > 0, `no ${vendor} push accepted`);
-
-    // The receipt knobs really were exercised.
-    const posted = [...receiptsPosted.values()];
-    assert.ok(posted.some((p) => p.length > 1), 'some receipts were posted twice');
-    const acceptedWithReceipts = RECEIPT_VENDORS.reduce((n, v) => n + (afterOutage[v]?.arrived ?? 0) - (afterOutage[v]?.unknown ?? 0), 0);
-    assert.ok(RECEIPT_VENDORS.some((v) => (afterOutage[v]?.unknown ?? 0) > 0), 'some receipts were lost');
-    assert.ok(acceptedWithReceipts > 0 && total(afterOutage, 'delivered') < acceptedWithReceipts, 'some receipts said failed or dead token');
-
-    // 3. A second ClickHouse sink replays push.outcomes and push.receipts from the beginning.
-    const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
-    const serdes = registryValueSerdes(registry, r.env.topicPrefix);
-    writer = new PushEventWriter({ connection: connectionFromEndpoints(endpoints) });
-    const replayId = `${r.env.applicationId}-replay-clickhouse`;
-    replay = new StreamsApp({
-      applicationId: replayId,
-      topology: buildClickhouseSinkTopology({
-        valueSerdes: serdes,
-        topicPrefix: r.env.topicPrefix,
-        writer,
-      }),
-      brokers: endpoints.kafkaBrokers,
-      processingGuarantee: 'at_least_once',
-      commitIntervalMs: 500,
-      autoOffsetReset: 'earliest',
-      dlqTopic: topicName('dlq', r.env.topicPrefix),
-      logger: createLogger({ service: 'replay-clickhouse' }, 'warn'),
-    });
-    await replay.start();
-    // Done when the replay group has committed up to the end of both topics (past the commit
-    // markers that end every partition written transactionally) and its offsets stand still.
-    let previous = '';
-    let replayed = 0;
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      await sleep(2000);
-      const status = await groupStatus(admin, replayId).catch(() => undefined);
-      const parts = status?.topics.flatMap((x) => x.partitions.map((p) => ({ ...p, topic: x.topic }))) ?? [];
-      const snapshot = JSON.stringify(parts);
-      const complete = status?.state === 'Stable' && new Set(parts.map((p) => p.topic)).size === 2 && parts.every((p) => p.lag === 0);
-      if (complete && snapshot === previous) {
-        replayed = parts.reduce((n, p) => n + p.committed, 0);
-        break;
-      }
-      assert.ok(Date.now() < deadline, `the replay did not reach the end of push.outcomes and push.receipts: ${snapshot}`);
-      previous = snapshot;
+      assert.ok(replayed > total(afterOutage, 'submitted'), `the replay read every outcome and receipt again (${replayed} records)`);
+      const afterReplay = sorted(await clickhouseFigures(clickhouse, since, appId));
+      assert.deepEqual(afterReplay, afterOutage, 'the replay changed no figure');
+      assert.deepEqual(truth(), afterOutage, 'the emulators saw nothing new during the replay');
+    } finally {
+      await replay?.close().catch(() => undefined);
+      await writer?.close().catch(() => undefined);
+      await admin.disconnect().catch(() => undefined);
+      await clickhouse.close();
+      await run?.close();
     }
-    assert.ok(replayed > total(afterOutage, 'submitted'), `the replay read every outcome and receipt again (${replayed} records)`);
-    const afterReplay = sorted(await clickhouseFigures(clickhouse, since, appId));
-    assert.deepEqual(afterReplay, afterOutage, 'the replay changed no figure');
-    assert.deepEqual(truth(), afterOutage, 'the emulators saw nothing new during the replay');
-  } finally {
-    await replay?.close().catch(() => undefined);
-    await writer?.close().catch(() => undefined);
-    await admin.disconnect().catch(() => undefined);
-    await clickhouse.close();
-    await run?.close();
-  }
-});
+  },
+);

@@ -44,7 +44,10 @@ describe('decisions topology', () => {
   });
 
   test('taps add push.candidates and push.merged sinks beside the in-process hand-overs', () => {
-    const tapped = EXPECTED.replace('--> merge, outcomes-sink', '--> merge, outcomes-sink, candidates-tap').replace('--> policy, outcomes-sink', '--> policy, outcomes-sink, merged-tap');
+    const tapped = EXPECTED.replace('--> merge, outcomes-sink', '--> merge, outcomes-sink, candidates-tap').replace(
+      '--> policy, outcomes-sink',
+      '--> policy, outcomes-sink, merged-tap',
+    );
     assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', taps: true }).describe(), tapped + TAPS);
   });
 
@@ -59,7 +62,13 @@ describe('decisions topology', () => {
 describe('decisions options from the environment', () => {
   test('PUSH_* keys reach the stages; a bad one fails naming the key', async () => {
     const { decisionsOptionsFromEnv } = await import('../../pipeline/apps/decisions.ts');
-    const options = decisionsOptionsFromEnv({ PUSH_MERGE_WINDOW_MS: '3000', PUSH_MERGE_MODE: 'trailing-only', PUSH_HOLD_WINDOW_MS: '7000', PUSH_VENDOR_QUOTAS: 'vivo:*=10', PUSH_PARTITIONS: '8' });
+    const options = decisionsOptionsFromEnv({
+      PUSH_MERGE_WINDOW_MS: '3000',
+      PUSH_MERGE_MODE: 'trailing-only',
+      PUSH_HOLD_WINDOW_MS: '7000',
+      PUSH_VENDOR_QUOTAS: 'vivo:*=10',
+      PUSH_PARTITIONS: '8',
+    });
     assert.equal(options.merge?.windowMs, 3_000);
     assert.equal(options.merge?.mode, 'trailing-only');
     assert.equal(options.onlineFilter?.holdWindowMs, 7_000);
@@ -79,7 +88,8 @@ describe('decision taps', () => {
     await h.advanceTo(1_000);
     await h.message('u1', 'c1');
     await h.advanceTo(10_000);
-    const read = (key: 'candidates' | 'merged') => h.driver.readAllOutputs<string, { seq: number; device_id: string }>(TOPICS[key].name).map((r) => `${r.value.device_id}#${r.value.seq}`);
+    const read = (key: 'candidates' | 'merged') =>
+      h.driver.readAllOutputs<string, { seq: number; device_id: string }>(TOPICS[key].name).map((r) => `${r.value.device_id}#${r.value.seq}`);
     const result = { dispatches: h.dispatches().map(brief), candidates: read('candidates'), merged: read('merged') };
     await h.close();
     return result;

@@ -76,7 +76,19 @@ export function setupRecords(users: ScriptUser[], now: number): { tokens: TokenR
   for (const u of users) {
     for (const d of u.devices) {
       for (const vendor of d.model.vendors) {
-        tokens.push({ uid: u.uid, device_id: d.id, platform: d.model.platform, vendor, app_id: APP, token: `${vendor}:${u.uid}:${d.id}`, reported_at: now, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: d.model.manufacturer });
+        tokens.push({
+          uid: u.uid,
+          device_id: d.id,
+          platform: d.model.platform,
+          vendor,
+          app_id: APP,
+          token: `${vendor}:${u.uid}:${d.id}`,
+          reported_at: now,
+          state: 'VALID',
+          source: 'CLIENT',
+          reason: null,
+          manufacturer: d.model.manufacturer,
+        });
       }
       const ev = (kind: PresenceEvent['kind'], at = now): PresenceEvent => ({ uid: u.uid, device_id: d.id, kind, conv_id: null, seq: null, at });
       if (d.kind === 'background') presence.push(ev('CONNECT'), ev('HEARTBEAT'), ev('BACKGROUND'));
@@ -87,7 +99,14 @@ export function setupRecords(users: ScriptUser[], now: number): { tokens: TokenR
     // Quiet users: a range around the current local time (±2 h); others get a range far from it.
     const around = { start_minute: (m + 1440 - 120) % 1440, end_minute: (m + 120) % 1440 };
     const away = { start_minute: (m + 360) % 1440, end_minute: (m + 480) % 1440 };
-    settings.push({ uid: u.uid, time_zone: ZONE, quiet_hours: u.quiet ? around : away, muted_conversations: u.mutedC2 ? ['c2'] : [], private_mode: u.privateMode, updated_at: now });
+    settings.push({
+      uid: u.uid,
+      time_zone: ZONE,
+      quiet_hours: u.quiet ? around : away,
+      muted_conversations: u.mutedC2 ? ['c2'] : [],
+      private_mode: u.privateMode,
+      updated_at: now,
+    });
   }
   return { tokens, settings, presence };
 }
@@ -98,8 +117,19 @@ export function messageRecords(users: ScriptUser[], now: number): { messages: Me
   const acks: PresenceEvent[] = [];
   for (const u of users) {
     const msg = (conv: string, seq: number, at: number): MessagePersisted => ({
-      msg_id: `${u.uid}-${conv}-${seq}`, conv_id: conv, conv_type: 'GROUP', seq, sender_uid: 'bot', uid: u.uid, unread_cnt: seq, title: `Title ${conv}`,
-      summary: `summary ${u.uid} ${conv} ${seq}`, sensitive: false, mention: 'NONE', persisted_at: at, app_id: APP,
+      msg_id: `${u.uid}-${conv}-${seq}`,
+      conv_id: conv,
+      conv_type: 'GROUP',
+      seq,
+      sender_uid: 'bot',
+      uid: u.uid,
+      unread_cnt: seq,
+      title: `Title ${conv}`,
+      summary: `summary ${u.uid} ${conv} ${seq}`,
+      sensitive: false,
+      mention: 'NONE',
+      persisted_at: at,
+      app_id: APP,
     });
     for (let s = 1; s <= u.burst; s++) messages.push(msg('c1', s, now + (s - 1) * 150));
     messages.push(msg('c2', 1, now + u.burst * 150));
@@ -112,7 +142,9 @@ export function messageRecords(users: ScriptUser[], now: number): { messages: Me
 }
 
 /** One dispatch as the comparison sees it. */
-export function dispatchKey(d: Pick<PushDispatch, 'uid' | 'device_id' | 'conv_id' | 'seq' | 'kind' | 'silent' | 'badge' | 'body' | 'merged_count'> & { vendors: string[] }): string {
+export function dispatchKey(
+  d: Pick<PushDispatch, 'uid' | 'device_id' | 'conv_id' | 'seq' | 'kind' | 'silent' | 'badge' | 'body' | 'merged_count'> & { vendors: string[] },
+): string {
   return `${d.uid}/${d.device_id}/${d.conv_id}#${d.seq} ${d.kind}${d.silent ? ' silent' : ''} badge=${d.badge} n=${d.merged_count} via ${d.vendors.join(',')} "${d.body}"`;
 }
 
@@ -134,10 +166,20 @@ export function expectedDispatches(users: ScriptUser[]): string[] {
     for (const d of u.devices) {
       const push = (conv: string, seq: number, kind: 'LEADING' | 'TRAILING', n: number) => {
         if (conv === 'c2' && u.mutedC2) return;
-        out.push(dispatchKey({
-          uid: u.uid, device_id: d.id, conv_id: conv, seq, kind, silent: kind === 'TRAILING', badge: seq, merged_count: n, vendors: d.model.vendors,
-          body: u.privateMode ? 'You have a new message' : `summary ${u.uid} ${conv} ${seq}`,
-        }));
+        out.push(
+          dispatchKey({
+            uid: u.uid,
+            device_id: d.id,
+            conv_id: conv,
+            seq,
+            kind,
+            silent: kind === 'TRAILING',
+            badge: seq,
+            merged_count: n,
+            vendors: d.model.vendors,
+            body: u.privateMode ? 'You have a new message' : `summary ${u.uid} ${conv} ${seq}`,
+          }),
+        );
       };
       if (d.kind === 'acking') continue;
       if (d.kind === 'background') {

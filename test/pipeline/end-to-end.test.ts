@@ -26,25 +26,26 @@ test('every expected push reaches the right vendor exactly once, every input end
   // The scenario covers every vendor and every outcome class it claims to.
   for (const vendor of ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo']) assert.ok(pushes.byVendor[vendor]!.expected > 0, `no ${vendor} push in the scenario`);
   const classes = new Set(scenario.expectedClasses.values());
-  for (const c of ['ACCEPTED', 'MERGED|ACCEPTED', 'SUPPRESSED/online_ack', 'SUPPRESSED/dnd', 'SUPPRESSED/mute', 'DROPPED/no_token']) assert.ok(classes.has(c), `scenario lacks ${c}`);
+  for (const c of ['ACCEPTED', 'MERGED|ACCEPTED', 'SUPPRESSED/online_ack', 'SUPPRESSED/dnd', 'SUPPRESSED/mute', 'DROPPED/no_token'])
+    assert.ok(classes.has(c), `scenario lacks ${c}`);
 
   // Pushes: each expected one exactly once, on the right vendor and token, nothing else.
   assert.deepEqual(pushes.lost, [], 'expected pushes that never reached their vendor (vendor|token|conv|seq)');
-  assert.deepEqual(pushes.viaOtherChannel, [], 'pushes that went out on another token than the device\'s first valid one');
+  assert.deepEqual(pushes.viaOtherChannel, [], "pushes that went out on another token than the device's first valid one");
   assert.equal(pushes.duplicates, 0, 'pushes that reached their vendor more than once');
   assert.deepEqual(pushes.unexpected, [], 'pushes that reached a vendor although the scenario suppresses them');
   assert.deepEqual(pushes.wrongCollapseId, [], 'pushes whose collapse id is not derived from (uid, conv_id)');
   assert.deepEqual(pushes.summaryLeaks, [], 'private-mode pushes that carried the message summary');
   assert.deepEqual(pushes.summaryMissing, [], 'ordinary pushes without their summary');
   assert.equal(pushes.delivered, scenario.expectedPushes.length);
-  assert.equal(pushes.optionalDelivered, 0, 'a burst\'s middle message was pushed although nothing stalled its merge window');
+  assert.equal(pushes.optionalDelivered, 0, "a burst's middle message was pushed although nothing stalled its merge window");
 
   // Outcomes: every (message, device) in exactly one class, the one the scenario says.
   assert.deepEqual(outcomes.missing, [], 'inputs without any outcome');
   assert.deepEqual(outcomes.conflicting, [], 'inputs with more than one outcome class');
   assert.deepEqual(outcomes.mismatched, [], 'inputs in another class than expected');
   assert.equal(outcomes.asExpected, outcomes.inputs);
-  assert.equal(outcomes.byClass.MERGED, scenario.optionalPushes.length, 'every burst\'s middle message merged');
+  assert.equal(outcomes.byClass.MERGED, scenario.optionalPushes.length, "every burst's middle message merged");
   assert.equal(outcomes.foreign, 0, 'outcomes about inputs nobody sent');
 
   // Arrival rate per vendor from ClickHouse equals the emulators' own ground truth.

@@ -55,7 +55,9 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
   }
   const { pushes, outcomes, arrival } = verdict;
   for (const exit of run.startupExits) t.diagnostic(`worker ${exit.worker} exited with ${exit.code} while starting and was restarted`);
-  t.diagnostic(`expected pushes ${pushes.expected}, delivered ${pushes.delivered}, duplicates ${pushes.duplicates} (sharing the collapse id: ${pushes.duplicatesSharingCollapseId}), burst middles pushed after a stalled window ${pushes.optionalDelivered}`);
+  t.diagnostic(
+    `expected pushes ${pushes.expected}, delivered ${pushes.delivered}, duplicates ${pushes.duplicates} (sharing the collapse id: ${pushes.duplicatesSharingCollapseId}), burst middles pushed after a stalled window ${pushes.optionalDelivered}`,
+  );
 
   // Membership: 1 → 3 members, the work spread over all three, then back to one holding everything.
   const persisted = `${run.env.topicPrefix}im.message.persisted`;
@@ -65,14 +67,21 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
     s.members.map((m) => Object.entries(m.assignment).reduce((n, [tp, ps]) => n + (topic === undefined || tp === topic ? ps.length : 0), 0));
   const spread = samples.find((s) => s.members.length === 3 && partitionsOf(s).every((n) => n > 0));
   assert.ok(spread, `never saw three members sharing the partitions: ${samples.map((s) => partitionsOf(s).join('+')).join(' ')}`);
-  assert.equal(partitionsOf(spread, persisted).reduce((a, b) => a + b, 0), PARTITIONS);
+  assert.equal(
+    partitionsOf(spread, persisted).reduce((a, b) => a + b, 0),
+    PARTITIONS,
+  );
   const last = samples.at(-1)!;
   assert.equal(last.members.length, 1, 'one member left after SIGTERM and SIGKILL');
   assert.equal(partitionsOf(last, persisted)[0], PARTITIONS, 'the last member holds every partition');
   t.diagnostic(`partitions per member over time: ${samples.map((s) => partitionsOf(s).join('+')).join(' ')}`);
   const holders = new Map<string, Set<string>>();
-  for (const s of samples) for (const [member, parts] of Object.entries(assignmentOf(s))) for (const p of parts) holders.set(p, (holders.get(p) ?? new Set()).add(member));
-  assert.ok([...holders.values()].some((members) => members.size >= 2), 'no partition ever moved between members');
+  for (const s of samples)
+    for (const [member, parts] of Object.entries(assignmentOf(s))) for (const p of parts) holders.set(p, (holders.get(p) ?? new Set()).add(member));
+  assert.ok(
+    [...holders.values()].some((members) => members.size >= 2),
+    'no partition ever moved between members',
+  );
 
   // Nothing lost; duplicates only under the same collapse id (the device replaces them).
   assert.deepEqual(pushes.lost, [], 'expected pushes that never reached their vendor');

@@ -20,7 +20,10 @@ export interface TestTopics {
 export async function createTestTopics(admin: Admin, partitions = 4): Promise<TestTopics> {
   const prefix = `${uniqueName('decisions')}.`;
   const keys = Object.keys(TOPICS) as TopicKey[];
-  await admin.createTopics({ waitForLeaders: true, topics: keys.map((k) => ({ topic: topicName(k, prefix), numPartitions: partitions, replicationFactor: 1 })) });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: keys.map((k) => ({ topic: topicName(k, prefix), numPartitions: partitions, replicationFactor: 1 })),
+  });
   await registerSchemas(registry, { prefix });
   return { prefix, name: (k) => topicName(k, prefix), serdes: registryValueSerdes(registry, prefix) };
 }

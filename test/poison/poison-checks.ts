@@ -20,7 +20,9 @@ export const WAIT_MS = 20_000;
 
 /** A dead letter's source is the produced record. */
 export const sameSource = (p: Produced) => (r: SeenRecord<Buffer>) =>
-  r.headers[DLQ_HEADERS.sourceTopic] === p.topic && r.headers[DLQ_HEADERS.sourcePartition] === String(p.partition) && r.headers[DLQ_HEADERS.sourceOffset] === p.offset;
+  r.headers[DLQ_HEADERS.sourceTopic] === p.topic &&
+  r.headers[DLQ_HEADERS.sourcePartition] === String(p.partition) &&
+  r.headers[DLQ_HEADERS.sourceOffset] === p.offset;
 
 /** The dead letter names the ingest rule (docs/design.md, "Ingest validation"). */
 export function assertBreaksRule(letter: SeenRecord<Buffer>, rule: string): void {
@@ -56,7 +58,14 @@ export class PoisonChecks {
 
   /** Starts following push.dlq, push.outcomes, push.receipts, push.tokens and push.receipts.raw. */
   static async open(stack: PoisonStack): Promise<PoisonChecks> {
-    return new PoisonChecks(stack, await stack.follow('dlq'), await stack.follow('outcomes'), await stack.follow('receipts'), await stack.follow('tokens'), await stack.follow('receiptsRaw'));
+    return new PoisonChecks(
+      stack,
+      await stack.follow('dlq'),
+      await stack.follow('outcomes'),
+      await stack.follow('receipts'),
+      await stack.follow('tokens'),
+      await stack.follow('receiptsRaw'),
+    );
   }
 
   /** Produces a message to a fresh offline user on `partition` and asserts it reaches its vendor within 5 s of being produced. */
@@ -66,19 +75,30 @@ export class PoisonChecks {
     const got = await this.stack.accepted(user, value.conv_id, WAIT_MS);
     const ms = got.at - produced.at;
     this.followUpMs.push(ms);
-    assert.ok(ms <= FOLLOW_UP_LIMIT_MS, `the follow-up on partition ${partition} reached ${user.vendor} ${ms} ms after it was produced (limit ${FOLLOW_UP_LIMIT_MS} ms)`);
+    assert.ok(
+      ms <= FOLLOW_UP_LIMIT_MS,
+      `the follow-up on partition ${partition} reached ${user.vendor} ${ms} ms after it was produced (limit ${FOLLOW_UP_LIMIT_MS} ms)`,
+    );
     return { user, conv: value.conv_id };
   }
 
   /** The dead letter `stage` wrote for the produced record. */
   deadLetterOf(p: Produced, stage = 'decisions'): Promise<SeenRecord<Buffer>> {
     const app = `${this.stack.env.applicationId}-${stage}`;
-    return this.dlq.waitFor((r) => sameSource(p)(r) && r.headers[DLQ_HEADERS.applicationId] === app, WAIT_MS, `the ${stage} dead letter of ${p.topic}/${p.partition}/${p.offset}`);
+    return this.dlq.waitFor(
+      (r) => sameSource(p)(r) && r.headers[DLQ_HEADERS.applicationId] === app,
+      WAIT_MS,
+      `the ${stage} dead letter of ${p.topic}/${p.partition}/${p.offset}`,
+    );
   }
 
   /** The outcome the pipeline wrote for `uid`'s message in `conv`, with `status`. */
   outcomeOf(uid: string, conv: string, status: string): Promise<SeenRecord<PushOutcome>> {
-    return this.outcomes.waitFor((r) => r.value?.uid === uid && r.value.conv_id === conv && r.value.status === status, WAIT_MS, `${status} outcome of ${uid}/${conv}`);
+    return this.outcomes.waitFor(
+      (r) => r.value?.uid === uid && r.value.conv_id === conv && r.value.status === status,
+      WAIT_MS,
+      `${status} outcome of ${uid}/${conv}`,
+    );
   }
 
   /** A delivered, matched receipt for the task. */
@@ -103,10 +123,25 @@ export class PoisonChecks {
   /** A receipt did nothing to the user: no receipt but the vendor's delivered one, no invalidation, and the next message goes to the same token. */
   async assertTokenUntouched(user: OfflineUser, requestId: string): Promise<void> {
     await this.receiptsCaughtUp();
-    assert.deepEqual(this.receipts.records.filter((r) => r.value?.vendor_message_id === requestId && r.value.status !== 'DELIVERED').map((r) => r.value.status), [], 'no receipt other than the vendor\'s delivered one');
-    assert.deepEqual(this.tokenReports.records.filter((r) => r.value?.device_id === user.deviceId && r.value.state === 'INVALID').map((r) => r.value.reason), [], 'the token was not invalidated');
-    const [rows] = await this.stack.mysql.pool.query<Array<{ status: number } & RowDataPacket>>('SELECT status FROM im_push_token WHERE device_id = ? AND vendor = ?', [user.deviceId, user.vendor]);
-    assert.deepEqual(rows.map((r) => r.status), [1], 'im_push_token holds the token as valid');
+    assert.deepEqual(
+      this.receipts.records.filter((r) => r.value?.vendor_message_id === requestId && r.value.status !== 'DELIVERED').map((r) => r.value.status),
+      [],
+      "no receipt other than the vendor's delivered one",
+    );
+    assert.deepEqual(
+      this.tokenReports.records.filter((r) => r.value?.device_id === user.deviceId && r.value.state === 'INVALID').map((r) => r.value.reason),
+      [],
+      'the token was not invalidated',
+    );
+    const [rows] = await this.stack.mysql.pool.query<Array<{ status: number } & RowDataPacket>>(
+      'SELECT status FROM im_push_token WHERE device_id = ? AND vendor = ?',
+      [user.deviceId, user.vendor],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      [1],
+      'im_push_token holds the token as valid',
+    );
     const { value } = await this.stack.sendMessage(user, 'after-receipt');
     await this.stack.accepted(user, value.conv_id, WAIT_MS);
   }

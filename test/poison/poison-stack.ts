@@ -75,7 +75,13 @@ export interface OfflineUser {
 /** Partition of a key under the Java-compatible murmur2 partitioner every producer here and upstream uses. */
 export function partitionOf(key: string, partitions: number): number {
   const pick = Partitioners.DefaultPartitioner();
-  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }));
+  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({
+    partitionId,
+    leader: 0,
+    partitionErrorCode: 0,
+    replicas: [0],
+    isr: [0],
+  }));
   return pick({ topic: 'any', partitionMetadata, message: { key, value: null } });
 }
 
@@ -118,7 +124,10 @@ export class PoisonStack {
     let env: Environment | undefined;
     try {
       await db.pool.query(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
-      const [tables] = await db.pool.query<Array<{ name: string } & import('mysql2').RowDataPacket>>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [db.database]);
+      const [tables] = await db.pool.query<Array<{ name: string } & import('mysql2').RowDataPacket>>(
+        'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
+        [db.database],
+      );
       for (const { name } of tables) await db.pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON \`${db.database}\`.\`${name}\` TO '${user}'@'%'`);
       const url = new URL(stackEndpoints().mysqlUrl);
       url.username = user;
@@ -165,7 +174,11 @@ export class PoisonStack {
     const topic = this.topic(key);
     const serde = this.serdes(key);
     const records: SeenRecord<V>[] = [];
-    const consumer = this.kafka.consumer({ groupId: `${this.env.applicationId}-poison-${key}-${randomBytes(3).toString('hex')}`, maxWaitTimeInMs: 50, readUncommitted: false });
+    const consumer = this.kafka.consumer({
+      groupId: `${this.env.applicationId}-poison-${key}-${randomBytes(3).toString('hex')}`,
+      maxWaitTimeInMs: 50,
+      readUncommitted: false,
+    });
     this.consumers.push(consumer);
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
@@ -174,8 +187,18 @@ export class PoisonStack {
         const bytes = message.value;
         let value: unknown = bytes;
         // Values a reader cannot decode are kept as undefined; the cases match on decoded fields.
-        if (key !== 'dlq' && bytes) value = await Promise.resolve().then(() => serde.deserialize(topic, bytes)).catch(() => undefined);
-        records.push({ partition, offset: message.offset, key: message.key?.toString() ?? null, headers: headerStrings(message.headers), value: value as V, valueBytes: bytes?.length ?? 0 });
+        if (key !== 'dlq' && bytes)
+          value = await Promise.resolve()
+            .then(() => serde.deserialize(topic, bytes))
+            .catch(() => undefined);
+        records.push({
+          partition,
+          offset: message.offset,
+          key: message.key?.toString() ?? null,
+          headers: headerStrings(message.headers),
+          value: value as V,
+          valueBytes: bytes?.length ?? 0,
+        });
       },
     });
     return {
@@ -218,8 +241,18 @@ export class PoisonStack {
   /** A VALID client token report of the user's device, stamped a second ago. */
   tokenReport(user: OfflineUser, extra: Partial<TokenReport> = {}): TokenReport {
     return {
-      uid: user.uid, device_id: user.deviceId, platform: DEVICE_OF[user.vendor].platform, vendor: user.vendor, app_id: this.env.appId, token: user.token,
-      reported_at: Date.now() - 1000, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: DEVICE_OF[user.vendor].manufacturer, ...extra,
+      uid: user.uid,
+      device_id: user.deviceId,
+      platform: DEVICE_OF[user.vendor].platform,
+      vendor: user.vendor,
+      app_id: this.env.appId,
+      token: user.token,
+      reported_at: Date.now() - 1000,
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: DEVICE_OF[user.vendor].manufacturer,
+      ...extra,
     };
   }
 
@@ -242,8 +275,20 @@ export class PoisonStack {
   message(uid: string, label: string, extra: Partial<MessagePersisted> = {}): MessagePersisted {
     const conv = this.conv(label);
     return {
-      msg_id: `m-${conv}`, conv_id: conv, conv_type: 'SINGLE', seq: 1, sender_uid: 'poison-sender', uid, unread_cnt: 1, title: 'Poison suite',
-      summary: `message in ${conv}`, sensitive: false, mention: 'NONE', persisted_at: Date.now(), app_id: this.env.appId, ...extra,
+      msg_id: `m-${conv}`,
+      conv_id: conv,
+      conv_type: 'SINGLE',
+      seq: 1,
+      sender_uid: 'poison-sender',
+      uid,
+      unread_cnt: 1,
+      title: 'Poison suite',
+      summary: `message in ${conv}`,
+      sensitive: false,
+      mention: 'NONE',
+      persisted_at: Date.now(),
+      app_id: this.env.appId,
+      ...extra,
     };
   }
 
@@ -264,7 +309,14 @@ export class PoisonStack {
     for (;;) {
       const got = this.pushesTo(user, conv).find((r) => r.answer === 'accepted');
       if (got) return got;
-      if (Date.now() > deadline) throw new Error(`no accepted ${user.vendor} push for ${conv} within ${timeoutMs} ms (answers: ${this.pushesTo(user, conv).map((r) => r.answer).join(', ') || 'none'})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no accepted ${user.vendor} push for ${conv} within ${timeoutMs} ms (answers: ${
+            this.pushesTo(user, conv)
+              .map((r) => r.answer)
+              .join(', ') || 'none'
+          })`,
+        );
       await sleep(25);
     }
   }
@@ -285,10 +337,12 @@ export class PoisonStack {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const committed = await admin.fetchOffsets({ groupId, topics: ends.map((e) => e.topic) });
-        const behind = ends.some((e) => e.ends.some((p) => {
-          const c = committed.find((x) => x.topic === e.topic)?.partitions.find((x) => x.partition === p.partition);
-          return Number(p.offset) > 0 && Number(c?.offset ?? -1) < Number(p.offset) - slack;
-        }));
+        const behind = ends.some((e) =>
+          e.ends.some((p) => {
+            const c = committed.find((x) => x.topic === e.topic)?.partitions.find((x) => x.partition === p.partition);
+            return Number(p.offset) > 0 && Number(c?.offset ?? -1) < Number(p.offset) - slack;
+          }),
+        );
         if (!behind) return;
         if (Date.now() > deadline) throw new Error(`${groupId} has not read ${topics.join(', ')} within ${timeoutMs} ms`);
         await sleep(100);
@@ -320,7 +374,9 @@ export class PoisonStack {
 
   /** The receipt credentials the worker's receiver holds for the run's app (written by demo/environment.ts). */
   receiptCredentials(): { hms: { callbackUsername: string; callbackKey: string }; sharedSecret: string } {
-    const file = JSON.parse(readFileSync(this.env.workerEnv.PUSH_RECEIPTS_CONFIG!, 'utf8')) as { apps: Array<{ appId: string; hms: { callbackUsername: string; callbackKey: string }; xiaomi: { sharedSecret: string } }> };
+    const file = JSON.parse(readFileSync(this.env.workerEnv.PUSH_RECEIPTS_CONFIG!, 'utf8')) as {
+      apps: Array<{ appId: string; hms: { callbackUsername: string; callbackKey: string }; xiaomi: { sharedSecret: string } }>;
+    };
     const app = file.apps.find((a) => a.appId === this.env.appId)!;
     return { hms: app.hms, sharedSecret: app.xiaomi.sharedSecret };
   }

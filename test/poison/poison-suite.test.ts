@@ -54,37 +54,85 @@ async function poisonCase(t: TestContext, body: () => Promise<void>): Promise<vo
 const nextPartition = () => caseNo++ % PARTITIONS;
 
 describe('poison suite: no record, receipt or MySQL error stops the running pipeline', { timeout: 300_000 }, () => {
-  before(async () => {
-    stack = await PoisonStack.start(PARTITIONS);
-    c = await PoisonChecks.open(stack);
-    await stack.registerOfflineUsers(54);
-    // Every partition pushes before the first poison.
-    await Promise.all(Array.from({ length: PARTITIONS }, async (_, p) => {
-      const user = stack.takeUser(p);
-      const { value } = await stack.sendMessage(user, 'warm-up');
-      await stack.accepted(user, value.conv_id, 60_000);
-    }));
-  }, { timeout: 180_000 });
+  before(
+    async () => {
+      stack = await PoisonStack.start(PARTITIONS);
+      c = await PoisonChecks.open(stack);
+      await stack.registerOfflineUsers(54);
+      // Every partition pushes before the first poison.
+      await Promise.all(
+        Array.from({ length: PARTITIONS }, async (_, p) => {
+          const user = stack.takeUser(p);
+          const { value } = await stack.sendMessage(user, 'warm-up');
+          await stack.accepted(user, value.conv_id, 60_000);
+        }),
+      );
+    },
+    { timeout: 180_000 },
+  );
 
-  after(async () => {
-    await second?.close();
-    await stack?.close();
-  }, { timeout: 60_000 });
+  after(
+    async () => {
+      await second?.close();
+      await stack?.close();
+    },
+    { timeout: 60_000 },
+  );
 
   describe('decision inputs breaking an ingest rule go to push.dlq with the rule', () => {
     const rows: Array<{ name: string; topic: TopicKey; rule: string; value: (u: OfflineUser) => unknown }> = [
       { name: 'a negative seq', topic: 'persisted', rule: 'int_range', value: (u) => stack.message(u.uid, 'poison', { seq: -1 }) },
       { name: 'a negative unread_cnt', topic: 'persisted', rule: 'int_range', value: (u) => stack.message(u.uid, 'poison', { unread_cnt: -1 }) },
       { name: 'persisted_at 0', topic: 'persisted', rule: 'epoch_ms', value: (u) => stack.message(u.uid, 'poison', { persisted_at: 0 }) },
-      { name: 'persisted_at ten years ahead', topic: 'persisted', rule: 'future_skew', value: (u) => stack.message(u.uid, 'poison', { persisted_at: Date.now() + 10 * YEAR }) },
-      { name: 'persisted_at eight days old', topic: 'persisted', rule: 'past_skew', value: (u) => stack.message(u.uid, 'poison', { persisted_at: Date.now() - 8 * DAY }) },
+      {
+        name: 'persisted_at ten years ahead',
+        topic: 'persisted',
+        rule: 'future_skew',
+        value: (u) => stack.message(u.uid, 'poison', { persisted_at: Date.now() + 10 * YEAR }),
+      },
+      {
+        name: 'persisted_at eight days old',
+        topic: 'persisted',
+        rule: 'past_skew',
+        value: (u) => stack.message(u.uid, 'poison', { persisted_at: Date.now() - 8 * DAY }),
+      },
       { name: 'an empty msg_id', topic: 'persisted', rule: 'non_empty', value: (u) => stack.message(u.uid, 'poison', { msg_id: '' }) },
-      { name: 'a heartbeat ten minutes ahead', topic: 'presence', rule: 'future_skew', value: (u): PresenceEvent => ({ uid: u.uid, device_id: u.deviceId, kind: 'HEARTBEAT', conv_id: null, seq: null, at: Date.now() + 10 * MINUTE }) },
-      { name: 'a READ with seq -1', topic: 'presence', rule: 'int_range', value: (u): PresenceEvent => ({ uid: u.uid, device_id: u.deviceId, kind: 'READ', conv_id: 'c1', seq: -1, at: Date.now() }) },
-      { name: 'a device_id over its column (129)', topic: 'presence', rule: 'max_length', value: (u): PresenceEvent => ({ uid: u.uid, device_id: 'd'.repeat(129), kind: 'CONNECT', conv_id: null, seq: null, at: Date.now() }) },
-      { name: 'a token over its column (513)', topic: 'tokens', rule: 'max_length', value: (u) => stack.tokenReport(u, { device_id: `${u.deviceId}-2`, token: 'x'.repeat(513) }) },
-      { name: 'a token reported_at 0', topic: 'tokens', rule: 'epoch_ms', value: (u) => stack.tokenReport(u, { device_id: `${u.deviceId}-2`, reported_at: 0 }) },
-      { name: 'quiet hours starting at minute 1440', topic: 'settings', rule: 'int_range', value: (u) => settings(u.uid, { quiet_hours: { start_minute: 1440, end_minute: 60 } }) },
+      {
+        name: 'a heartbeat ten minutes ahead',
+        topic: 'presence',
+        rule: 'future_skew',
+        value: (u): PresenceEvent => ({ uid: u.uid, device_id: u.deviceId, kind: 'HEARTBEAT', conv_id: null, seq: null, at: Date.now() + 10 * MINUTE }),
+      },
+      {
+        name: 'a READ with seq -1',
+        topic: 'presence',
+        rule: 'int_range',
+        value: (u): PresenceEvent => ({ uid: u.uid, device_id: u.deviceId, kind: 'READ', conv_id: 'c1', seq: -1, at: Date.now() }),
+      },
+      {
+        name: 'a device_id over its column (129)',
+        topic: 'presence',
+        rule: 'max_length',
+        value: (u): PresenceEvent => ({ uid: u.uid, device_id: 'd'.repeat(129), kind: 'CONNECT', conv_id: null, seq: null, at: Date.now() }),
+      },
+      {
+        name: 'a token over its column (513)',
+        topic: 'tokens',
+        rule: 'max_length',
+        value: (u) => stack.tokenReport(u, { device_id: `${u.deviceId}-2`, token: 'x'.repeat(513) }),
+      },
+      {
+        name: 'a token reported_at 0',
+        topic: 'tokens',
+        rule: 'epoch_ms',
+        value: (u) => stack.tokenReport(u, { device_id: `${u.deviceId}-2`, reported_at: 0 }),
+      },
+      {
+        name: 'quiet hours starting at minute 1440',
+        topic: 'settings',
+        rule: 'int_range',
+        value: (u) => settings(u.uid, { quiet_hours: { start_minute: 1440, end_minute: 60 } }),
+      },
     ];
     for (const row of rows) {
       test(`${row.topic}: ${row.name} → push.dlq (${row.rule}); the next message on its partition is pushed within 5 s`, (t) =>
@@ -94,7 +142,12 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
           const next = c.followUp(poison.partition);
           assertBreaksRule(await c.deadLetterOf(poison), row.rule);
           await next;
-          if (row.topic === 'persisted') assert.deepEqual(recordingsOf(victim).map((r) => r.answer), [], 'nothing was pushed to the poison\'s user');
+          if (row.topic === 'persisted')
+            assert.deepEqual(
+              recordingsOf(victim).map((r) => r.answer),
+              [],
+              "nothing was pushed to the poison's user",
+            );
         }));
     }
 
@@ -102,7 +155,10 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
       poisonCase(t, async () => {
         const victim = stack.takeUser(nextPartition());
         const base = loadSchema('message-persisted.avsc');
-        const schema = { ...base, fields: (base.fields as Array<{ name: string; type: unknown }>).map((f) => (f.name === 'unread_cnt' ? { ...f, type: 'long' } : f)) };
+        const schema = {
+          ...base,
+          fields: (base.fields as Array<{ name: string; type: unknown }>).map((f) => (f.name === 'unread_cnt' ? { ...f, type: 'long' } : f)),
+        };
         const id = await registerSchema(stack.registry, schema, `${stack.env.topicPrefix}poison-long-unread-value`);
         const body = avro.Type.forSchema(schema as avro.Schema).toBuffer(stack.message(victim.uid, 'poison', { unread_cnt: 2 ** 31 }));
         const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), body]);
@@ -112,7 +168,8 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const letter = await c.deadLetterOf(poison);
         t.diagnostic(`${letter.headers[DLQ_HEADERS.errorCode]}: ${letter.headers[DLQ_HEADERS.errorMessage]}`);
         assert.ok(
-          letter.headers[DLQ_HEADERS.errorCode] === 'DESERIALIZATION_FAILED' || /breaks ingest rule int_range: unread_cnt/.test(letter.headers[DLQ_HEADERS.errorMessage] ?? ''),
+          letter.headers[DLQ_HEADERS.errorCode] === 'DESERIALIZATION_FAILED' ||
+            /breaks ingest rule int_range: unread_cnt/.test(letter.headers[DLQ_HEADERS.errorMessage] ?? ''),
           `refused as undecodable with the topic's int or by the int_range rule, got ${letter.headers[DLQ_HEADERS.errorCode]}`,
         );
         await next;
@@ -141,7 +198,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const next = c.followUp(poison.partition);
         const letter = await c.deadLetterOf(poison);
         assertBreaksRule(letter, 'max_length');
-        assert.equal(letter.valueBytes, bytes.length, 'the DLQ keeps the input\'s bytes');
+        assert.equal(letter.valueBytes, bytes.length, "the DLQ keeps the input's bytes");
         await next;
         assert.deepEqual(recordingsOf(victim), []);
       }));
@@ -160,7 +217,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
   });
 
   describe('time stamps, zones and tombstones on the tables', () => {
-    test('push.tokens: a token stamped ten years ahead → push.dlq (future_skew); the user\'s messages keep going to the token they had', (t) =>
+    test("push.tokens: a token stamped ten years ahead → push.dlq (future_skew); the user's messages keep going to the token they had", (t) =>
       poisonCase(t, async () => {
         const victim = stack.takeUser(nextPartition(), 'fcm');
         const future = stack.env.emulators.token('fcm', `${victim.deviceId}-future`);
@@ -176,7 +233,11 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
       }));
 
     const settingsRows: Array<{ name: string; rule: string; bad: (uid: string) => UserSettings }> = [
-      { name: 'an unknown IANA zone', rule: 'known_zone', bad: (uid) => settings(uid, { time_zone: 'Mars/Olympus', quiet_hours: { start_minute: 0, end_minute: 1439 } }) },
+      {
+        name: 'an unknown IANA zone',
+        rule: 'known_zone',
+        bad: (uid) => settings(uid, { time_zone: 'Mars/Olympus', quiet_hours: { start_minute: 0, end_minute: 1439 } }),
+      },
       { name: 'settings stamped ten years ahead', rule: 'future_skew', bad: (uid) => settings(uid, { updated_at: Date.now() + 10 * YEAR }) },
     ];
     for (const row of settingsRows) {
@@ -195,7 +256,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         }));
     }
 
-    test('push.settings: a tombstone deletes the user\'s settings (a muted conversation is pushed again); no dead letter', (t) =>
+    test("push.settings: a tombstone deletes the user's settings (a muted conversation is pushed again); no dead letter", (t) =>
       poisonCase(t, async () => {
         const victim = stack.takeUser(nextPartition());
         const [mutedA, mutedB] = [stack.conv('muted'), stack.conv('muted')];
@@ -208,21 +269,33 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         await stack.send('persisted', victim.uid, { ...stack.message(victim.uid, 'muted'), conv_id: mutedB, msg_id: `m-${mutedB}` });
         await stack.accepted(victim, mutedB, WAIT_MS);
         await next;
-        assert.deepEqual(c.dlq.records.filter(sameSource(tombstone)).map((r) => r.headers[DLQ_HEADERS.errorMessage]), [], 'the tombstone is no poison');
+        assert.deepEqual(
+          c.dlq.records.filter(sameSource(tombstone)).map((r) => r.headers[DLQ_HEADERS.errorMessage]),
+          [],
+          'the tombstone is no poison',
+        );
       }));
 
-    test('push.tokens: a tombstone deletes the user\'s tokens (the next message is DROPPED no_token); no stage dead-letters it', (t) =>
+    test("push.tokens: a tombstone deletes the user's tokens (the next message is DROPPED no_token); no stage dead-letters it", (t) =>
       poisonCase(t, async () => {
         const victim = stack.takeUser(nextPartition());
         const tombstone = await stack.sendRaw('tokens', victim.uid, null);
         const next = c.followUp(tombstone.partition);
         await stack.waitRead('decisions', [stack.topic('tokens')]);
         const { value } = await stack.sendMessage(victim, 'no-token');
-        const dropped = await c.outcomes.waitFor((r) => r.value?.uid === victim.uid && r.value.conv_id === value.conv_id, WAIT_MS, 'the outcome after the tombstone');
+        const dropped = await c.outcomes.waitFor(
+          (r) => r.value?.uid === victim.uid && r.value.conv_id === value.conv_id,
+          WAIT_MS,
+          'the outcome after the tombstone',
+        );
         assert.deepEqual([dropped.value.status, dropped.value.reason], ['DROPPED', 'no_token']);
         await next;
         await stack.waitRead('receipts', [stack.topic('tokens')]);
-        assert.deepEqual(c.dlq.records.filter(sameSource(tombstone)).map((r) => r.headers[DLQ_HEADERS.errorMessage]), [], 'neither the decisions nor the receipts dead-letter it');
+        assert.deepEqual(
+          c.dlq.records.filter(sameSource(tombstone)).map((r) => r.headers[DLQ_HEADERS.errorMessage]),
+          [],
+          'neither the decisions nor the receipts dead-letter it',
+        );
         assert.deepEqual(recordingsOf(victim), []);
       }));
   });
@@ -230,7 +303,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
   describe('receipts', () => {
     const hmsPartition = () => partitionOf('hms', PARTITIONS);
 
-    test('the receiver answers 400 invalid_receipt to receipts stamped 1e20 or 1.5; the vendor\'s genuine receipts still match', (t) =>
+    test("the receiver answers 400 invalid_receipt to receipts stamped 1e20 or 1.5; the vendor's genuine receipts still match", (t) =>
       poisonCase(t, async () => {
         const { hms, sharedSecret } = stack.receiptCredentials();
         const app = stack.env.appId;
@@ -240,13 +313,30 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const refused = [
           await postReceipt(stack.env.receiptPort, `/receipts/hms/${app}`, hmsCallback(`req-${randomUUID()}`, 'hms-any', 0, 1e20), signed()),
           await postReceipt(stack.env.receiptPort, `/receipts/hms/${app}`, hmsCallback(`req-${randomUUID()}`, 'hms-any', 0, 1.5), signed()),
-          await postReceipt(stack.env.receiptPort, `/receipts/xiaomi/${app}?key=${sharedSecret}`, receiptBodies.xiaomi(`mi-${randomUUID()}`, 'regid', 1, 1e20), { 'content-type': 'application/x-www-form-urlencoded' }),
-          await postReceipt(stack.env.receiptPort, `/receipts/vivo/${app}?key=${sharedSecret}`, receiptBodies.vivo(`vv-${randomUUID()}`, 'regid', 1, now + 60 * MINUTE), json),
+          await postReceipt(
+            stack.env.receiptPort,
+            `/receipts/xiaomi/${app}?key=${sharedSecret}`,
+            receiptBodies.xiaomi(`mi-${randomUUID()}`, 'regid', 1, 1e20),
+            { 'content-type': 'application/x-www-form-urlencoded' },
+          ),
+          await postReceipt(
+            stack.env.receiptPort,
+            `/receipts/vivo/${app}?key=${sharedSecret}`,
+            receiptBodies.vivo(`vv-${randomUUID()}`, 'regid', 1, now + 60 * MINUTE),
+            json,
+          ),
         ];
-        assert.deepEqual(refused, refused.map(() => ({ status: 400, body: 'invalid_receipt' })));
+        assert.deepEqual(
+          refused,
+          refused.map(() => ({ status: 400, body: 'invalid_receipt' })),
+        );
         const next = await c.followUp(hmsPartition(), 'hms');
         const accepted = await c.outcomeOf(next.user.uid, next.conv, 'ACCEPTED');
-        await c.receipts.waitFor((r) => r.value?.task_id === accepted.value.task_id && r.value.status === 'DELIVERED' && r.value.matched, WAIT_MS, 'the follow-up\'s delivered receipt');
+        await c.receipts.waitFor(
+          (r) => r.value?.task_id === accepted.value.task_id && r.value.status === 'DELIVERED' && r.value.matched,
+          WAIT_MS,
+          "the follow-up's delivered receipt",
+        );
       }));
 
     test('push.receipts.raw: callbacks stamped 1e20 and 1.5 produced directly → push.dlq (epoch_ms) from receipt-parse; the next receipt matches', (t) =>
@@ -254,42 +344,76 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const poisons: Produced[] = [];
         for (const timestamp of [1e20, 1.5]) {
           const body = Buffer.from(hmsCallback(`req-${randomUUID()}`, 'hms-any', 0, timestamp));
-          const value: ReceiptRaw = { receipt_id: createHash('sha256').update(body).digest('hex'), vendor: 'hms', app_id: stack.env.appId, content_type: 'application/json', body, received_at: Date.now() };
+          const value: ReceiptRaw = {
+            receipt_id: createHash('sha256').update(body).digest('hex'),
+            vendor: 'hms',
+            app_id: stack.env.appId,
+            content_type: 'application/json',
+            body,
+            received_at: Date.now(),
+          };
           poisons.push(await stack.send('receiptsRaw', 'hms', value));
         }
         const next = c.followUp(poisons[0]!.partition, 'hms');
         for (const poison of poisons) assertBreaksRule(await c.deadLetterOf(poison, 'receipts'), 'epoch_ms');
         const { user, conv } = await next;
         const accepted = await c.outcomeOf(user.uid, conv, 'ACCEPTED');
-        await c.receipts.waitFor((r) => r.value?.task_id === accepted.value.task_id && r.value.status === 'DELIVERED' && r.value.matched, WAIT_MS, 'the follow-up\'s delivered receipt');
+        await c.receipts.waitFor(
+          (r) => r.value?.task_id === accepted.value.task_id && r.value.status === 'DELIVERED' && r.value.matched,
+          WAIT_MS,
+          "the follow-up's delivered receipt",
+        );
       }));
 
-    test('cross-app: app B\'s genuine dead-token receipt naming app A\'s push changes neither A\'s task nor A\'s token', (t) =>
+    test("cross-app: app B's genuine dead-token receipt naming app A's push changes neither A's task nor A's token", (t) =>
       poisonCase(t, async () => {
-        const other = { appId: `other-${stack.env.run}`, hms: { callbackUsername: 'push-receipts', callbackKey: randomBytes(16).toString('hex') }, sharedSecret: randomBytes(16).toString('hex') };
+        const other = {
+          appId: `other-${stack.env.run}`,
+          hms: { callbackUsername: 'push-receipts', callbackKey: randomBytes(16).toString('hex') },
+          sharedSecret: randomBytes(16).toString('hex'),
+        };
         second ??= await startSecondReceiver(stack, [{ appId: stack.env.appId, ...stack.receiptCredentials() }, other]);
         // Control: the same dead-token receipt from the push's own app invalidates its token.
         const control = stack.takeUser(hmsPartition(), 'hms');
         const own = await c.deliveredPush(control);
         const ownHeader = hmsCallbackHeader(stack.receiptCredentials().hms, Date.now(), randomUUID());
-        assert.equal((await postReceipt(stack.env.receiptPort, `/receipts/hms/${stack.env.appId}`, hmsCallback(own.requestId, control.token, 2, Date.now()), { 'content-type': 'application/json', 'x-huawei-callback-id': ownHeader })).status, 200);
-        await c.receipts.waitFor((r) => r.value?.vendor_message_id === own.requestId && r.value.status === 'DEAD_TOKEN', WAIT_MS, 'control: the own app\'s dead-token receipt');
+        assert.equal(
+          (
+            await postReceipt(stack.env.receiptPort, `/receipts/hms/${stack.env.appId}`, hmsCallback(own.requestId, control.token, 2, Date.now()), {
+              'content-type': 'application/json',
+              'x-huawei-callback-id': ownHeader,
+            })
+          ).status,
+          200,
+        );
+        await c.receipts.waitFor(
+          (r) => r.value?.vendor_message_id === own.requestId && r.value.status === 'DEAD_TOKEN',
+          WAIT_MS,
+          "control: the own app's dead-token receipt",
+        );
         await c.tokenReports.waitFor((r) => r.value?.device_id === control.deviceId && r.value.state === 'INVALID', WAIT_MS, 'control: the invalidation');
 
         const victim = stack.takeUser(hmsPartition(), 'hms');
         const { requestId, taskId } = await c.deliveredPush(victim);
         const header = hmsCallbackHeader(other.hms, Date.now(), randomUUID());
-        const answer = await postReceipt(second.port, `/receipts/hms/${other.appId}`, hmsCallback(requestId, victim.token, 2, Date.now()), { 'content-type': 'application/json', 'x-huawei-callback-id': header });
-        assert.equal(answer.status, 200, 'B\'s credentials are genuine, so its receiver takes the callback');
+        const answer = await postReceipt(second.port, `/receipts/hms/${other.appId}`, hmsCallback(requestId, victim.token, 2, Date.now()), {
+          'content-type': 'application/json',
+          'x-huawei-callback-id': header,
+        });
+        assert.equal(answer.status, 200, "B's credentials are genuine, so its receiver takes the callback");
         await c.rawReceipts.waitFor((r) => r.value?.app_id === other.appId, WAIT_MS, 'the cross-app callback on push.receipts.raw');
         const next = c.followUp(hmsPartition(), 'hms');
         await c.assertTokenUntouched(victim, requestId);
         const [rows] = await stack.mysql.pool.query<Array<{ status: number } & RowDataPacket>>('SELECT status FROM im_push_task WHERE task_id = ?', [taskId]);
-        assert.deepEqual(rows.map((r) => r.status), [2], 'the task stays delivered');
+        assert.deepEqual(
+          rows.map((r) => r.status),
+          [2],
+          'the task stays delivered',
+        );
         await next;
       }));
 
-    test('a captured HMS header replayed with a forged body on a second receiver → 401; the vendor\'s own retry is taken', (t) =>
+    test("a captured HMS header replayed with a forged body on a second receiver → 401; the vendor's own retry is taken", (t) =>
       poisonCase(t, async () => {
         second ??= await startSecondReceiver(stack, [{ appId: stack.env.appId, ...stack.receiptCredentials() }]);
         const { hms } = stack.receiptCredentials();
@@ -300,9 +424,9 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const header = { 'content-type': 'application/json', 'x-huawei-callback-id': hmsCallbackHeader(hms, now, randomUUID()) };
         const genuine = hmsCallback(requestId, victim.token, 0, now);
         const forged = hmsCallback(requestId, victim.token, 2, now);
-        assert.equal((await postReceipt(stack.env.receiptPort, path, genuine, header)).status, 200, 'the worker\'s receiver takes the genuine callback');
+        assert.equal((await postReceipt(stack.env.receiptPort, path, genuine, header)).status, 200, "the worker's receiver takes the genuine callback");
         assert.equal((await postReceipt(second.port, path, forged, header)).status, 401, 'the second receiver refuses the replayed header');
-        assert.equal((await postReceipt(second.port, path, genuine, header)).status, 200, 'the same callback again is the vendor\'s retry');
+        assert.equal((await postReceipt(second.port, path, genuine, header)).status, 200, "the same callback again is the vendor's retry");
         const copies = (body: string) => c.rawReceipts.records.filter((r) => r.value && Buffer.from(r.value.body).toString('utf8') === body).length;
         await c.rawReceipts.waitFor(() => copies(genuine) >= 2, WAIT_MS, 'both genuine copies');
         assert.equal(copies(forged), 0, 'the forged body never reached push.receipts.raw');
@@ -312,10 +436,14 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
       }));
   });
 
-  test('emoji, ZWJ and CJK titles and summaries as long as ingest allows, and at each Chinese vendor\'s exact limit, are accepted by every vendor, never split', (t) =>
+  test("emoji, ZWJ and CJK titles and summaries as long as ingest allows, and at each Chinese vendor's exact limit, are accepted by every vendor, never split", (t) =>
     poisonCase(t, async () => {
       const texts = Object.entries(POOLS).map(([script, pool]) => ({ label: script, title: fill(pool, 1_024), summary: fill(pool, 8_192), whole: false }));
-      const atLimit: Partial<Record<Vendor, { title: number; summary: number }>> = { xiaomi: { title: 49, summary: 100 }, oppo: { title: 50, summary: 50 }, vivo: { title: 20, summary: 50 } };
+      const atLimit: Partial<Record<Vendor, { title: number; summary: number }>> = {
+        xiaomi: { title: 49, summary: 100 },
+        oppo: { title: 50, summary: 50 },
+        vivo: { title: 20, summary: 50 },
+      };
       const sent: Array<{ user: OfflineUser; conv: string; label: string; title: string; summary: string; whole: boolean }> = [];
       const partitions = new Set<number>();
       for (const vendor of VENDOR_LIST) {
@@ -332,7 +460,11 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
       for (const s of sent) {
         const label = `${s.user.vendor} ${s.label}`;
         const got = await stack.accepted(s.user, s.conv, WAIT_MS);
-        assert.deepEqual(stack.pushesTo(s.user, s.conv).map((r) => r.answer), ['accepted'], `${label}: accepted at the first request`);
+        assert.deepEqual(
+          stack.pushesTo(s.user, s.conv).map((r) => r.answer),
+          ['accepted'],
+          `${label}: accepted at the first request`,
+        );
         assertLeadingGraphemes(s.title, got.title, `${label} title`);
         assertLeadingGraphemes(s.summary, got.body, `${label} body`);
         if (s.whole) assert.deepEqual([got.title, got.body], [s.title, s.summary], `${label}: texts at the documented limit arrive whole`);
@@ -362,7 +494,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
       try {
         conv = (await stack.sendMessage(victim, 'mysql')).value.conv_id;
         await dispatches.waitFor((r) => r.value?.uid === victim.uid && r.value.conv_id === conv, WAIT_MS, 'the dispatch of the message sent during the outage');
-        for (const deadline = Date.now() + WAIT_MS; (await claimRetries()) < retriesBefore + 2; ) {
+        for (const deadline = Date.now() + WAIT_MS; (await claimRetries()) < retriesBefore + 2;) {
           assert.ok(Date.now() < deadline, `no im_push_task ${code} retries in push_mysql_retries_total within ${WAIT_MS} ms`);
           await new Promise((r) => setTimeout(r, 50));
         }
@@ -373,15 +505,35 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
       const next = c.followUp(victim.partition);
       await stack.accepted(victim, conv, WAIT_MS);
       await next;
-      assert.deepEqual(stack.pushesTo(victim, conv).map((r) => r.answer), ['accepted'], 'pushed exactly once');
-      assert.deepEqual(c.dlq.records.slice(lettersBefore).map((r) => r.headers[DLQ_HEADERS.errorCode]), [], 'a transient error sends nothing to the DLQ');
+      assert.deepEqual(
+        stack.pushesTo(victim, conv).map((r) => r.answer),
+        ['accepted'],
+        'pushed exactly once',
+      );
+      assert.deepEqual(
+        c.dlq.records.slice(lettersBefore).map((r) => r.headers[DLQ_HEADERS.errorCode]),
+        [],
+        'a transient error sends nothing to the DLQ',
+      );
     }
 
-    test('access denied (the worker\'s INSERT and UPDATE on im_push_task revoked, then granted again)', (t) =>
-      poisonCase(t, () => outage(() => stack.mysql.pool.query(`REVOKE INSERT, UPDATE ON \`${stack.mysql.database}\`.\`im_push_task\` FROM '${stack.mysql.user}'@'%'`), grant, 'ER_TABLEACCESS_DENIED_ERROR')));
+    test("access denied (the worker's INSERT and UPDATE on im_push_task revoked, then granted again)", (t) =>
+      poisonCase(t, () =>
+        outage(
+          () => stack.mysql.pool.query(`REVOKE INSERT, UPDATE ON \`${stack.mysql.database}\`.\`im_push_task\` FROM '${stack.mysql.user}'@'%'`),
+          grant,
+          'ER_TABLEACCESS_DENIED_ERROR',
+        ),
+      ));
 
     test('read-only after a failover (SET GLOBAL read_only for a user without SUPER, then back)', (t) =>
-      poisonCase(t, () => outage(() => stack.mysql.pool.query('SET GLOBAL read_only = 1'), () => stack.mysql.pool.query('SET GLOBAL read_only = 0'), 'ER_OPTION_PREVENTS_STATEMENT')));
+      poisonCase(t, () =>
+        outage(
+          () => stack.mysql.pool.query('SET GLOBAL read_only = 1'),
+          () => stack.mysql.pool.query('SET GLOBAL read_only = 0'),
+          'ER_OPTION_PREVENTS_STATEMENT',
+        ),
+      ));
   });
 
   test('push.settings: a near-1 MB record within the ingest rules (5,000+ muted CJK conversations) is applied or dead-lettered, never a restart', (t) =>
@@ -415,8 +567,16 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
     const ms = [...c.followUpMs].sort((a, b) => a - b);
     t.diagnostic(`${ms.length} follow-ups, produce → vendor: median ${ms[ms.length >> 1]} ms, max ${ms.at(-1)} ms (limit ${FOLLOW_UP_LIMIT_MS} ms)`);
     assert.equal(stack.workerExit(), undefined);
-    assert.deepEqual((await stack.metric('push_app_restarts_total')).filter((s) => s.value !== 0), [], 'push_app_restarts_total is absent or 0');
-    assert.deepEqual((await stack.metric('push_app_consecutive_restarts')).filter((s) => s.value !== 0), [], 'push_app_consecutive_restarts is absent or 0');
+    assert.deepEqual(
+      (await stack.metric('push_app_restarts_total')).filter((s) => s.value !== 0),
+      [],
+      'push_app_restarts_total is absent or 0',
+    );
+    assert.deepEqual(
+      (await stack.metric('push_app_consecutive_restarts')).filter((s) => s.value !== 0),
+      [],
+      'push_app_consecutive_restarts is absent or 0',
+    );
     assert.equal(second?.exit(), undefined, 'the second receiver runs');
   });
 });

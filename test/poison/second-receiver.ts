@@ -26,15 +26,28 @@ export interface SecondReceiver {
 export async function startSecondReceiver(stack: PoisonStack, apps: readonly ReceiverApp[]): Promise<SecondReceiver> {
   const receiptsConfig = stack.writeRunFile(
     'receipts-second.json',
-    JSON.stringify({ apps: apps.map((a) => ({ appId: a.appId, hms: a.hms, xiaomi: { sharedSecret: a.sharedSecret }, oppo: { sharedSecret: a.sharedSecret }, vivo: { sharedSecret: a.sharedSecret } })) }),
+    JSON.stringify({
+      apps: apps.map((a) => ({
+        appId: a.appId,
+        hms: a.hms,
+        xiaomi: { sharedSecret: a.sharedSecret },
+        oppo: { sharedSecret: a.sharedSecret },
+        vivo: { sharedSecret: a.sharedSecret },
+      })),
+    }),
   );
   const port = await stack.freePort();
   const w = stack.env.workerEnv;
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', PUSHCTL, 'receiver'], {
     env: {
       ...process.env,
-      PUSH_TOPIC_PREFIX: w.PUSH_TOPIC_PREFIX!, PUSH_APPS_CONFIG: w.PUSH_APPS_CONFIG!, PUSH_MYSQL_URL: w.PUSH_MYSQL_URL!,
-      PUSH_RECEIPTS_CONFIG: receiptsConfig, PUSH_RECEIPTS_PORT: String(port), PUSH_RECEIPTS_METRICS_PORT: '0', PUSH_LOG_LEVEL: 'warn',
+      PUSH_TOPIC_PREFIX: w.PUSH_TOPIC_PREFIX!,
+      PUSH_APPS_CONFIG: w.PUSH_APPS_CONFIG!,
+      PUSH_MYSQL_URL: w.PUSH_MYSQL_URL!,
+      PUSH_RECEIPTS_CONFIG: receiptsConfig,
+      PUSH_RECEIPTS_PORT: String(port),
+      PUSH_RECEIPTS_METRICS_PORT: '0',
+      PUSH_LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -43,7 +56,7 @@ export async function startSecondReceiver(stack: PoisonStack, apps: readonly Rec
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
   const exit = () => (child.exitCode !== null ? `exited with ${child.exitCode}` : child.signalCode !== null ? `killed by ${child.signalCode}` : undefined);
-  for (const deadline = Date.now() + 30_000; !out.includes(`receipt receiver on port ${port}`); ) {
+  for (const deadline = Date.now() + 30_000; !out.includes(`receipt receiver on port ${port}`);) {
     if (exit() || Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`the second receiver did not start (${exit() ?? 'timeout'}): ${err}`);

@@ -135,7 +135,10 @@ describe('merge: records per window', () => {
       const records = h.driver.changelog(MERGE_STORE_NAMES.windows);
       await h.advanceTo(80_000, 1_000);
       assert.deepEqual(h.dispatches().map(brief), ['d1:c1#1 LEADING badge=1']);
-      assert.deepEqual(h.driver.changelog(MERGE_STORE_NAMES.windows).map((r) => (r.value === null ? 'tombstone' : 'window')), [...records.map(() => 'window'), 'tombstone']);
+      assert.deepEqual(
+        h.driver.changelog(MERGE_STORE_NAMES.windows).map((r) => (r.value === null ? 'tombstone' : 'window')),
+        [...records.map(() => 'window'), 'tombstone'],
+      );
       assert.equal(records.length, 1);
     } finally {
       await h.close();
@@ -164,7 +167,10 @@ test('the bench workload: messages write no presence, timers no records, under 3
   const counts = await countChangelogRecords();
   for (const line of formatCounts(counts).split('\n')) t.diagnostic(line);
   assert.equal(counts.changelog[OF.holdTimers], 0);
-  assert.ok(counts.changelog[OF.presence]! <= counts.presenceEvents, `presence records ${counts.changelog[OF.presence]} ≤ presence events ${counts.presenceEvents}`);
+  assert.ok(
+    counts.changelog[OF.presence]! <= counts.presenceEvents,
+    `presence records ${counts.changelog[OF.presence]} ≤ presence events ${counts.presenceEvents}`,
+  );
   const changelog = Object.values(counts.changelog).reduce((a, b) => a + b, 0);
   assert.ok(changelog / counts.messages < 3, `${(changelog / counts.messages).toFixed(2)} changelog records per persisted message`);
 });

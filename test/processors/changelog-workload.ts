@@ -47,7 +47,10 @@ export async function countChangelogRecords(options: ChangelogWorkloadOptions = 
   const durationMs = options.durationMs ?? 20_000;
   const commitMs = options.commitIntervalMs ?? 100;
   const seed = options.seed ?? 1;
-  const driver = new TopologyTestDriver(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes() }), { startWallClockMs: START - 5_000, commitEveryInput: false });
+  const driver = new TopologyTestDriver(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes() }), {
+    startWallClockMs: START - 5_000,
+    commitEveryInput: false,
+  });
   const topics = [TOPICS.candidates.name, TOPICS.merged.name, TOPICS.dispatch.name, TOPICS.outcomes.name];
   const written: Record<string, number> = Object.fromEntries(topics.map((t) => [t, 0]));
   const drainTopics = () => {

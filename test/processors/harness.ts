@@ -17,7 +17,10 @@ export type HarnessOptions = Omit<DecisionsTopologyOptions, 'valueSerdes' | 'top
 
 export class DecisionsHarness {
   private seqs = new Map<string, number>();
-  private constructor(readonly driver: TopologyTestDriver, private readonly t0: number) {}
+  private constructor(
+    readonly driver: TopologyTestDriver,
+    private readonly t0: number,
+  ) {}
 
   static create(options: HarnessOptions = {}): DecisionsHarness {
     const start = options.startMs ?? T0;
@@ -41,8 +44,18 @@ export class DecisionsHarness {
 
   async token(uid: string, device: string, vendor: string, extra: Partial<TokenReport> = {}): Promise<void> {
     const value: TokenReport = {
-      uid, device_id: device, platform: vendor === 'apns' ? 'ios' : 'android', vendor, app_id: APP, token: `${vendor}-token-${device}`,
-      reported_at: this.now, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: null, ...extra,
+      uid,
+      device_id: device,
+      platform: vendor === 'apns' ? 'ios' : 'android',
+      vendor,
+      app_id: APP,
+      token: `${vendor}-token-${device}`,
+      reported_at: this.now,
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: null,
+      ...extra,
     };
     await this.driver.pipeInput(TOPICS.tokens.name, uid, value, { timestamp: this.now });
   }
@@ -63,8 +76,20 @@ export class DecisionsHarness {
     const seq = extra.seq ?? (this.seqs.get(key) ?? 0) + 1;
     this.seqs.set(key, Math.max(seq, this.seqs.get(key) ?? 0));
     const value: MessagePersisted = {
-      msg_id: `m-${conv}-${seq}`, conv_id: conv, conv_type: 'SINGLE', seq, sender_uid: 'sender', uid, unread_cnt: seq, title: `Chat ${conv}`,
-      summary: `secret words ${seq}`, sensitive: false, mention: 'NONE', persisted_at: this.now, app_id: APP, ...extra,
+      msg_id: `m-${conv}-${seq}`,
+      conv_id: conv,
+      conv_type: 'SINGLE',
+      seq,
+      sender_uid: 'sender',
+      uid,
+      unread_cnt: seq,
+      title: `Chat ${conv}`,
+      summary: `secret words ${seq}`,
+      sensitive: false,
+      mention: 'NONE',
+      persisted_at: this.now,
+      app_id: APP,
+      ...extra,
     };
     await this.driver.pipeInput(TOPICS.persisted.name, uid, value, { timestamp: this.now });
     return value;

@@ -59,15 +59,30 @@ async function assertNextMessagePushed(h: DecisionsHarness, uid: string, conv = 
   await h.message(uid, conv);
   const { dispatches, outcomes } = h.drain();
   assert.deepEqual(outcomes.map(briefOutcome), []);
-  assert.deepEqual(dispatches.map((d) => `${d.uid}:${d.conv_id}`), [`${uid}:${conv}`]);
+  assert.deepEqual(
+    dispatches.map((d) => `${d.uid}:${d.conv_id}`),
+    [`${uid}:${conv}`],
+  );
   assert.deepEqual(deadLetters(h), []);
 }
 
 /** A message value with defaults for `uid`, stamped now. */
 function messageValue(h: DecisionsHarness, uid: string, extra: Partial<MessagePersisted> = {}): MessagePersisted {
   return {
-    msg_id: 'm-bad', conv_id: 'c-bad', conv_type: 'SINGLE', seq: 1, sender_uid: 'sender', uid, unread_cnt: 1, title: 'Chat',
-    summary: 'hello', sensitive: false, mention: 'NONE', persisted_at: h.now, app_id: APP, ...extra,
+    msg_id: 'm-bad',
+    conv_id: 'c-bad',
+    conv_type: 'SINGLE',
+    seq: 1,
+    sender_uid: 'sender',
+    uid,
+    unread_cnt: 1,
+    title: 'Chat',
+    summary: 'hello',
+    sensitive: false,
+    mention: 'NONE',
+    persisted_at: h.now,
+    app_id: APP,
+    ...extra,
   };
 }
 
@@ -181,7 +196,10 @@ describe('ingest rules: tokens', () => {
       await h.token('u1', 'd1', 'fcm', { token: 'new-token' });
       await h.message('u1', 'c1');
       const dispatches = h.dispatches();
-      assert.deepEqual(dispatches.map((d) => d.channels.map((c) => c.token)), [['new-token']]);
+      assert.deepEqual(
+        dispatches.map((d) => d.channels.map((c) => c.token)),
+        [['new-token']],
+      );
     }));
 
   const rows: Array<{ name: string; extra: Partial<TokenReport>; rule: string }> = [
@@ -203,7 +221,7 @@ describe('ingest rules: tokens', () => {
       }));
   }
 
-  test('a tombstone on push.tokens removes the user\'s tokens: the next message is dropped (no_token), a new report applies', () =>
+  test("a tombstone on push.tokens removes the user's tokens: the next message is dropped (no_token), a new report applies", () =>
     withHarness({}, async (h) => {
       await h.token('u1', 'd1', 'fcm');
       await h.token('u1', 'd2', 'apns');
@@ -260,13 +278,18 @@ describe('ingest rules: settings', () => {
       const settings = h.driver.getStateStore<{ put(k: string, v: UserSettings): void }>(POLICY_STORE_NAMES.settings);
       settings.put('u1', { uid: 'u1', time_zone: 'UTC', quiet_hours: null, muted_conversations: ['c1'], private_mode: false, updated_at: ahead });
       const tokens = h.driver.getStateStore<{ put(k: string, v: unknown): void }>(POLICY_STORE_NAMES.tokens);
-      tokens.put('u1', { d1: { platform: 'android', manufacturer: null, tokens: { fcm: { token: 'stuck-token', app_id: APP, state: 'VALID', reported_at: ahead } } } });
+      tokens.put('u1', {
+        d1: { platform: 'android', manufacturer: null, tokens: { fcm: { token: 'stuck-token', app_id: APP, state: 'VALID', reported_at: ahead } } },
+      });
       await h.settings('u1', { muted_conversations: [] });
       await h.token('u1', 'd1', 'fcm', { token: 'new-token' });
       await h.message('u1', 'c1');
       const { dispatches, outcomes } = h.drain();
       assert.deepEqual(outcomes, [], 'c1 is no longer muted');
-      assert.deepEqual(dispatches.map((d) => d.channels.map((c) => c.token)), [['new-token']]);
+      assert.deepEqual(
+        dispatches.map((d) => d.channels.map((c) => c.token)),
+        [['new-token']],
+      );
     }));
 
   const rows: Array<{ name: string; extra: Partial<UserSettings>; rule: string }> = [

@@ -28,15 +28,36 @@ function mergeTask(clock: { now: number }): StreamTask {
   for (const store of mergeStores()) b.addStateStore(store, 'merge');
   const topology = b.build();
   return new StreamTask({
-    applicationId: 'merge-restore', topology, subtopology: topology.subtopologies[0]!, partition: 0, clock: () => clock.now,
-    dlqTopic: 'dlq', processingErrorPolicy: 'fail', changelogTopic: (s) => `merge-restore-${s}-changelog`,
+    applicationId: 'merge-restore',
+    topology,
+    subtopology: topology.subtopologies[0]!,
+    partition: 0,
+    clock: () => clock.now,
+    dlqTopic: 'dlq',
+    processingErrorPolicy: 'fail',
+    changelogTopic: (s) => `merge-restore-${s}-changelog`,
   });
 }
 
 function trigger(uid: string, conv: string, device: string, seq: number, at: number): PushCandidate {
   return {
-    kind: 'TRIGGER', uid, device_id: device, conv_id: conv, seq, msg_id: `m${seq}`, conv_type: 'GROUP', sender_uid: 'u9', unread_cnt: seq, title: 'Team "α"',
-    summary: `message ${seq} with a \\ and a | and 中文`, sensitive: false, mention: seq === 2 ? 'DIRECT' : 'NONE', persisted_at: at, app_id: 'im.demo', presence: 'OFFLINE', decided_at: at,
+    kind: 'TRIGGER',
+    uid,
+    device_id: device,
+    conv_id: conv,
+    seq,
+    msg_id: `m${seq}`,
+    conv_type: 'GROUP',
+    sender_uid: 'u9',
+    unread_cnt: seq,
+    title: 'Team "α"',
+    summary: `message ${seq} with a \\ and a | and 中文`,
+    sensitive: false,
+    mention: seq === 2 ? 'DIRECT' : 'NONE',
+    persisted_at: at,
+    app_id: 'im.demo',
+    presence: 'OFFLINE',
+    decided_at: at,
   };
 }
 
@@ -49,7 +70,15 @@ test('a task restored from the windows changelog closes each window at its time 
   let offset = 0;
   const feed = async (c: PushCandidate) => {
     clock.now = c.decided_at;
-    await first.process({ topic: IN, partition: 0, offset: String(offset++), key: Buffer.from(c.uid), value: Buffer.from(JSON.stringify(c)), timestamp: c.decided_at, headers: {} });
+    await first.process({
+      topic: IN,
+      partition: 0,
+      offset: String(offset++),
+      key: Buffer.from(c.uid),
+      value: Buffer.from(JSON.stringify(c)),
+      timestamp: c.decided_at,
+      headers: {},
+    });
   };
   // c1 on two devices (d1 opens at T0, d2 at T0+2s), c2 on one device; triggers merged into each window.
   await feed(trigger('u1', 'c1', 'd1', 1, T0));
@@ -68,7 +97,11 @@ test('a task restored from the windows changelog closes each window at its time 
   const trailing = async (at: number) => {
     clock.now = at;
     await second.punctuateWallClock(at);
-    return second.drainOutputs().records.filter((r) => r.topic === 'merged').map(decode).map((m) => `${m.device_id}:${m.conv_id}#${m.seq} ${m.kind} x${m.merged_count} ${m.mention} ${m.title} | ${m.summary} @${m.decided_at - T0}`);
+    return second
+      .drainOutputs()
+      .records.filter((r) => r.topic === 'merged')
+      .map(decode)
+      .map((m) => `${m.device_id}:${m.conv_id}#${m.seq} ${m.kind} x${m.merged_count} ${m.mention} ${m.title} | ${m.summary} @${m.decided_at - T0}`);
   };
   assert.deepEqual(await trailing(T0 + 4_900), [], 'nothing is due before the first window ends');
   assert.deepEqual(await trailing(T0 + 5_000), [`d1:c1#3 TRAILING x2 DIRECT Team "α" | message 3 with a \\ and a | and 中文 @5000`]);
@@ -80,7 +113,18 @@ test('a task restored from the windows changelog closes each window at its time 
 
 test('window state round-trips through its stored form, including values a newer schema may add', () => {
   const conv: ConvWindows = new Map([
-    ['d1', { open: true, until: T0 + 5_000, pushed_seq: 3, count: 2, mention: 'ALL', read_seq: -1, carried: { ...carry(trigger('u1', 'c1', 'd1', 5, T0 + 900)), presence: 'FUTURE_KIND' as PresenceDecision } }],
+    [
+      'd1',
+      {
+        open: true,
+        until: T0 + 5_000,
+        pushed_seq: 3,
+        count: 2,
+        mention: 'ALL',
+        read_seq: -1,
+        carried: { ...carry(trigger('u1', 'c1', 'd1', 5, T0 + 900)), presence: 'FUTURE_KIND' as PresenceDecision },
+      },
+    ],
     ['d|"2"', { open: false, until: T0 + 60_000, pushed_seq: 9, count: 0, mention: 'NONE', read_seq: 9, carried: null }],
   ]);
   const encoded = encodeConvWindows(conv);
@@ -118,7 +162,10 @@ test('a window closed with nothing to send writes no record; restored in its ope
   const c1 = trigger('u1', 'c1', 'd1', 1, T0);
   await first.process({ topic: IN, partition: 0, offset: '0', key: Buffer.from('u1'), value: Buffer.from(JSON.stringify(c1)), timestamp: T0, headers: {} });
   const opened = first.drainOutputs();
-  assert.deepEqual(opened.records.filter((r) => r.topic === 'merged').map((r) => decode(r).kind), ['LEADING']);
+  assert.deepEqual(
+    opened.records.filter((r) => r.topic === 'merged').map((r) => decode(r).kind),
+    ['LEADING'],
+  );
   assert.equal(opened.changelog.length, 1, 'the window is written when it opens');
   clock.now = T0 + 5_000;
   await first.punctuateWallClock(clock.now);
@@ -132,10 +179,22 @@ test('a window closed with nothing to send writes no record; restored in its ope
   await second.punctuateWallClock(clock.now);
   assert.deepEqual(second.drainOutputs().records, [], 'the restored window past its end closes without a second push');
   const late = { ...c1, decided_at: T0 + 6_000 };
-  await second.process({ topic: IN, partition: 0, offset: '1', key: Buffer.from('u1'), value: Buffer.from(JSON.stringify(late)), timestamp: T0 + 6_000, headers: {} });
+  await second.process({
+    topic: IN,
+    partition: 0,
+    offset: '1',
+    key: Buffer.from('u1'),
+    value: Buffer.from(JSON.stringify(late)),
+    timestamp: T0 + 6_000,
+    headers: {},
+  });
   const again = second.drainOutputs();
   assert.deepEqual(again.records, [], 'the pushed message again (a duplicated input) is neither pushed again nor given a second outcome');
   clock.now = T0 + 65_000;
   await second.punctuateWallClock(clock.now);
-  assert.deepEqual(second.drainOutputs().changelog.map((r) => r.value), [null], 'the memory expires with one tombstone');
+  assert.deepEqual(
+    second.drainOutputs().changelog.map((r) => r.value),
+    [null],
+    'the memory expires with one tombstone',
+  );
 });

@@ -91,7 +91,12 @@ const rows: Row[] = [
     name: 'a conversation reopened while its closed window is remembered closes at the new window end, once',
     options: { merge: { retentionMs: 10_000 } },
     steps: ['m1@1000', 'm2@8000', 'm3@9000', 'm4@24000'],
-    dispatches: ['d1:c1#1 LEADING badge=1 @1000', 'd1:c1#2 LEADING badge=2 @8000', 'd1:c1#3 TRAILING silent badge=3 @13000 merged=1', 'd1:c1#4 LEADING badge=4 @24000'],
+    dispatches: [
+      'd1:c1#1 LEADING badge=1 @1000',
+      'd1:c1#2 LEADING badge=2 @8000',
+      'd1:c1#3 TRAILING silent badge=3 @13000 merged=1',
+      'd1:c1#4 LEADING badge=4 @24000',
+    ],
     outcomes: [],
   },
   {
@@ -162,7 +167,10 @@ describe('merge: docs/design.md §2.2 rules', () => {
       await h.message('u1', 'c1');
       await h.message('u1', 'c2');
       await h.message('u2', 'c1');
-      const leading = h.dispatches().map((d) => `${d.uid}/${d.device_id}/${d.conv_id}`).sort();
+      const leading = h
+        .dispatches()
+        .map((d) => `${d.uid}/${d.device_id}/${d.conv_id}`)
+        .sort();
       assert.deepEqual(leading, ['u1/d1/c1', 'u1/d1/c2', 'u1/d2/c1', 'u1/d2/c2', 'u2/d3/c1']);
     } finally {
       await h.close();
@@ -205,7 +213,12 @@ describe('merge: the store cap (PUSH_MERGE_MAX_ENTRIES)', () => {
       await h.message('u1', 'c3'); // a third: c1 (due first) makes room
       assert.deepEqual(evicted, ['closed-early']);
       const { dispatches } = h.drain();
-      assert.deepEqual(dispatches.map(brief), ['d1:c1#1 LEADING badge=1', 'd1:c2#1 LEADING badge=1', 'd1:c3#1 LEADING badge=1', 'd1:c1#2 TRAILING silent badge=7']);
+      assert.deepEqual(dispatches.map(brief), [
+        'd1:c1#1 LEADING badge=1',
+        'd1:c2#1 LEADING badge=1',
+        'd1:c3#1 LEADING badge=1',
+        'd1:c1#2 TRAILING silent badge=7',
+      ]);
       assert.equal(h.driver.getStateStore<{ size: number }>('merge-windows').size, 2, 'c2 and c3 remain');
       await h.advanceTo(10_000);
       assert.deepEqual(h.drain().dispatches.map(brief), [], 'c1 sends nothing more at its original close');
@@ -234,7 +247,10 @@ describe('merge: the store cap (PUSH_MERGE_MAX_ENTRIES)', () => {
 
 describe('merge options', () => {
   test('a window above 10 s is rejected at start, naming PUSH_MERGE_WINDOW_MS', () => {
-    assert.throws(() => compileMergeOptions({ windowMs: 10_001 }), (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_MERGE_WINDOW_MS');
+    assert.throws(
+      () => compileMergeOptions({ windowMs: 10_001 }),
+      (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_MERGE_WINDOW_MS',
+    );
     assert.throws(() => mergeOptionsFromEnv({ PUSH_MERGE_WINDOW_MS: '15000' }), /PUSH_MERGE_WINDOW_MS/);
     assert.throws(() => DecisionsHarness.create({ merge: { windowMs: 20_000 } }), /PUSH_MERGE_WINDOW_MS/);
     assert.equal(compileMergeOptions({ windowMs: 10_000 }).windowMs, 10_000);

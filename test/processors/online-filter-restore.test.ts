@@ -19,24 +19,66 @@ const TOPICS = { persisted: 'of-restore.persisted', presence: 'of-restore.presen
 
 function filterTask(clock: { now: number }): StreamTask {
   const b = new TopologyBuilder();
-  for (const [name, topic] of Object.entries(TOPICS)) b.addSource(`${name}-source`, { topics: [topic], keySerde: stringSerde, valueSerde: jsonSerde<unknown>() });
-  b.addProcessor('online-filter', onlineFilter({ outputs: { candidates: 'candidates-sink', outcomes: 'outcomes-sink' } }), 'persisted-source', 'presence-source', 'tokens-source')
+  for (const [name, topic] of Object.entries(TOPICS))
+    b.addSource(`${name}-source`, { topics: [topic], keySerde: stringSerde, valueSerde: jsonSerde<unknown>() });
+  b.addProcessor(
+    'online-filter',
+    onlineFilter({ outputs: { candidates: 'candidates-sink', outcomes: 'outcomes-sink' } }),
+    'persisted-source',
+    'presence-source',
+    'tokens-source',
+  )
     .addSink('candidates-sink', { topic: 'candidates', keySerde: stringSerde, valueSerde: jsonSerde<PushCandidate>() }, 'online-filter')
     .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<unknown>() }, 'online-filter');
   for (const store of onlineFilterStores()) b.addStateStore(store, 'online-filter');
   const topology = b.build();
   return new StreamTask({
-    applicationId: 'of-restore', topology, subtopology: topology.subtopologies[0]!, partition: 0, clock: () => clock.now,
-    dlqTopic: 'dlq', processingErrorPolicy: 'fail', changelogTopic: (s) => `of-restore-${s}-changelog`,
+    applicationId: 'of-restore',
+    topology,
+    subtopology: topology.subtopologies[0]!,
+    partition: 0,
+    clock: () => clock.now,
+    dlqTopic: 'dlq',
+    processingErrorPolicy: 'fail',
+    changelogTopic: (s) => `of-restore-${s}-changelog`,
   });
 }
 
 const token: TokenReport = {
-  uid: 'u1', device_id: 'd1', platform: 'android', vendor: 'fcm', app_id: 'im.demo', token: 'fcm-d1', reported_at: T0, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: null,
+  uid: 'u1',
+  device_id: 'd1',
+  platform: 'android',
+  vendor: 'fcm',
+  app_id: 'im.demo',
+  token: 'fcm-d1',
+  reported_at: T0,
+  state: 'VALID',
+  source: 'CLIENT',
+  reason: null,
+  manufacturer: null,
 };
-const presence = (kind: PresenceEvent['kind'], at: number, conv: string | null = null, seq: number | null = null): PresenceEvent => ({ uid: 'u1', device_id: 'd1', kind, conv_id: conv, seq, at });
+const presence = (kind: PresenceEvent['kind'], at: number, conv: string | null = null, seq: number | null = null): PresenceEvent => ({
+  uid: 'u1',
+  device_id: 'd1',
+  kind,
+  conv_id: conv,
+  seq,
+  at,
+});
 const message = (conv: string, seq: number, at: number): MessagePersisted => ({
-  msg_id: `m-${conv}-${seq}`, conv_id: conv, conv_type: 'SINGLE', seq, sender_uid: 's', uid: 'u1', unread_cnt: seq, title: 't', summary: 's', sensitive: false, mention: 'NONE', persisted_at: at, app_id: 'im.demo',
+  msg_id: `m-${conv}-${seq}`,
+  conv_id: conv,
+  conv_type: 'SINGLE',
+  seq,
+  sender_uid: 's',
+  uid: 'u1',
+  unread_cnt: seq,
+  title: 't',
+  summary: 's',
+  sensitive: false,
+  mention: 'NONE',
+  persisted_at: at,
+  app_id: 'im.demo',
 });
 
 /** Candidates the task sends when the wall clock reaches `at`: `conv#seq presence`. */
@@ -44,7 +86,11 @@ async function releasedAt(task: StreamTask, clock: { now: number }, at: number):
   clock.now = at;
   await task.punctuateWallClock(at);
   const decode = (r: OutputRecord) => JSON.parse(r.value!.toString('utf8')) as PushCandidate;
-  return task.drainOutputs().records.filter((r) => r.topic === 'candidates').map(decode).map((c) => `${c.conv_id}#${c.seq} ${c.presence}`);
+  return task
+    .drainOutputs()
+    .records.filter((r) => r.topic === 'candidates')
+    .map(decode)
+    .map((c) => `${c.conv_id}#${c.seq} ${c.presence}`);
 }
 
 test('a task restored from the holds and presence changelogs releases each hold at its due time, once', async () => {
@@ -54,7 +100,15 @@ test('a task restored from the holds and presence changelogs releases each hold 
   let offset = 0;
   const feed = async (topic: string, value: object, at: number) => {
     clock.now = at;
-    await first.process({ topic, partition: 0, offset: String(offset++), key: Buffer.from('u1'), value: Buffer.from(JSON.stringify(value)), timestamp: at, headers: {} });
+    await first.process({
+      topic,
+      partition: 0,
+      offset: String(offset++),
+      key: Buffer.from('u1'),
+      value: Buffer.from(JSON.stringify(value)),
+      timestamp: at,
+      headers: {},
+    });
   };
   await feed(TOPICS.tokens, token, T0);
   await feed(TOPICS.presence, presence('CONNECT', T0), T0);
@@ -81,8 +135,21 @@ test('state written before the holds had their own index still restores: presenc
   const restore = (store: string, key: unknown[], value: unknown) => task.stores.get(store)!.restore(JSON.stringify(key), Buffer.from(JSON.stringify(value)));
   // What the previous version wrote for a device holding c1#1 since T0 + 1 s (its timer in a store of its own).
   task.stores.get(OF.devices)!.restore('u1', Buffer.from(JSON.stringify({ d1: { 'im.demo': { fcm: '0123456789abcdef' } } })));
-  restore(OF.presence, ['u1', 'd1'], { connected: true, lastHeartbeatAt: T0, appState: null, suspiciousSince: null, lastPushAt: null, acked: [], heldConvs: ['c1'] });
-  restore(OF.holds, ['u1', 'd1', 'c1'], { uid: 'u1', device_id: 'd1', conv_id: 'c1', messages: [{ message: message('c1', 1, T0 + 1_000), due_at: T0 + 11_000 }] });
+  restore(OF.presence, ['u1', 'd1'], {
+    connected: true,
+    lastHeartbeatAt: T0,
+    appState: null,
+    suspiciousSince: null,
+    lastPushAt: null,
+    acked: [],
+    heldConvs: ['c1'],
+  });
+  restore(OF.holds, ['u1', 'd1', 'c1'], {
+    uid: 'u1',
+    device_id: 'd1',
+    conv_id: 'c1',
+    messages: [{ message: message('c1', 1, T0 + 1_000), due_at: T0 + 11_000 }],
+  });
   assert.equal(task.stores.get(OF.holdTimers)!.changelogged, false, 'the old hold-timers changelog is not read: its due times come from the holds');
   await task.init();
   const p = (task.stores.get(OF.presence) as unknown as { get(k: string): object }).get(JSON.stringify(['u1', 'd1']));

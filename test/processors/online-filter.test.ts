@@ -21,10 +21,12 @@ interface Row {
   outcomes: string[];
 }
 
-const at = (t: number, s: Script): Script => async (h) => {
-  await h.advanceTo(t);
-  await s(h);
-};
+const at =
+  (t: number, s: Script): Script =>
+  async (h) => {
+    await h.advanceTo(t);
+    await s(h);
+  };
 
 const rows: Row[] = [
   {
@@ -157,7 +159,10 @@ describe('online-filter: docs/design.md §2.1 decision table (one device)', () =
         await row.after?.(h);
         await h.advanceTo(messageAt + 40_000, 500);
         const { dispatches, outcomes } = h.drain();
-        assert.deepEqual(dispatches.map((d) => `${brief(d)} @${d.decided_at - h.now + h.t}`), row.dispatches);
+        assert.deepEqual(
+          dispatches.map((d) => `${brief(d)} @${d.decided_at - h.now + h.t}`),
+          row.dispatches,
+        );
         assert.deepEqual(outcomes.map(briefOutcome), row.outcomes);
       } finally {
         await h.close();

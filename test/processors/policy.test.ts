@@ -27,10 +27,22 @@ describe('policy: mute, quiet hours and the @mention rule', () => {
     { name: 'muted, @mention, rule mute (default) → dispatched', muted: true, mention: 'DIRECT', expect: 'dispatch' },
     { name: 'muted, @all, @all does not count by default → suppressed', muted: true, mention: 'ALL', expect: 'SUPPRESSED mute' },
     { name: 'muted, @all, PUSH_MENTION_ALL on → dispatched', options: { policy: { mentionAllCounts: true } }, muted: true, mention: 'ALL', expect: 'dispatch' },
-    { name: 'muted, @mention, rule none → suppressed', options: { policy: { mentionRule: 'none' } }, muted: true, mention: 'DIRECT', expect: 'SUPPRESSED mute' },
+    {
+      name: 'muted, @mention, rule none → suppressed',
+      options: { policy: { mentionRule: 'none' } },
+      muted: true,
+      mention: 'DIRECT',
+      expect: 'SUPPRESSED mute',
+    },
     { name: 'quiet hours → suppressed (dnd)', quiet: true, expect: 'SUPPRESSED dnd' },
     { name: 'quiet hours, @mention, rule mute → still suppressed', quiet: true, mention: 'DIRECT', expect: 'SUPPRESSED dnd' },
-    { name: 'quiet hours, @mention, rule mute-and-quiet-hours → dispatched', options: { policy: { mentionRule: 'mute-and-quiet-hours' } }, quiet: true, mention: 'DIRECT', expect: 'dispatch' },
+    {
+      name: 'quiet hours, @mention, rule mute-and-quiet-hours → dispatched',
+      options: { policy: { mentionRule: 'mute-and-quiet-hours' } },
+      quiet: true,
+      mention: 'DIRECT',
+      expect: 'dispatch',
+    },
   ];
   for (const row of rows) {
     test(row.name, () =>
@@ -46,11 +58,15 @@ describe('policy: mute, quiet hours and the @mention rule', () => {
           assert.deepEqual(outcomes, []);
         } else {
           assert.deepEqual(dispatches, []);
-          assert.deepEqual(outcomes.map((o) => `${o.status} ${o.reason}`), [row.expect]);
+          assert.deepEqual(
+            outcomes.map((o) => `${o.status} ${o.reason}`),
+            [row.expect],
+          );
           assert.equal(outcomes[0]!.stage, 'policy');
           assert.equal(outcomes[0]!.device_id, 'd1');
         }
-      }));
+      }),
+    );
   }
 
   test('quiet hours follow the user zone: the same instant is quiet in Shanghai, not in London', () =>
@@ -63,8 +79,14 @@ describe('policy: mute, quiet hours and the @mention rule', () => {
       await h.message('sh', 'c1');
       await h.message('ldn', 'c1');
       const { dispatches, outcomes } = h.drain();
-      assert.deepEqual(dispatches.map((d) => d.uid), ['ldn']);
-      assert.deepEqual(outcomes.map((o) => `${o.uid} ${o.reason}`), ['sh dnd']);
+      assert.deepEqual(
+        dispatches.map((d) => d.uid),
+        ['ldn'],
+      );
+      assert.deepEqual(
+        outcomes.map((o) => `${o.uid} ${o.reason}`),
+        ['sh dnd'],
+      );
     }));
 
   test('quiet hours end on a DST change day at 07:00 local, not 07:00 standard time', () =>
@@ -76,8 +98,14 @@ describe('policy: mute, quiet hours and the @mention rule', () => {
       await h.advanceTo(35 * 60_000, 60_000);
       await h.message('ny', 'c2');
       const { dispatches, outcomes } = h.drain();
-      assert.deepEqual(outcomes.map((o) => `${o.conv_id} ${o.reason}`), ['c1 dnd']);
-      assert.deepEqual(dispatches.map((d) => d.conv_id), ['c2']);
+      assert.deepEqual(
+        outcomes.map((o) => `${o.conv_id} ${o.reason}`),
+        ['c1 dnd'],
+      );
+      assert.deepEqual(
+        dispatches.map((d) => d.conv_id),
+        ['c2'],
+      );
     }));
 
   test('the latest settings win; older settings arriving late are ignored', () =>
@@ -86,7 +114,10 @@ describe('policy: mute, quiet hours and the @mention rule', () => {
       await h.settings('u1', { muted_conversations: ['c1'], updated_at: T0 + 10 });
       await h.settings('u1', { muted_conversations: [], updated_at: T0 + 5 });
       await h.message('u1', 'c1');
-      assert.deepEqual(h.outcomes().map((o) => o.reason), ['mute']);
+      assert.deepEqual(
+        h.outcomes().map((o) => o.reason),
+        ['mute'],
+      );
     }));
 });
 
@@ -147,12 +178,47 @@ describe('policy: payload', () => {
 describe('policy: channel choice', () => {
   const rows: Array<{ name: string; tokens: Array<[string, Record<string, string | null>?]>; expect: string[] }> = [
     { name: 'iOS → APNs', tokens: [['apns', { platform: 'ios' }]], expect: ['apns'] },
-    { name: 'Huawei with HMS and FCM tokens → HMS, then FCM', tokens: [['fcm', { manufacturer: 'huawei' }], ['hms', { manufacturer: 'huawei' }]], expect: ['hms', 'fcm'] },
+    {
+      name: 'Huawei with HMS and FCM tokens → HMS, then FCM',
+      tokens: [
+        ['fcm', { manufacturer: 'huawei' }],
+        ['hms', { manufacturer: 'huawei' }],
+      ],
+      expect: ['hms', 'fcm'],
+    },
     { name: 'Honor → HMS', tokens: [['hms', { manufacturer: 'HONOR' }]], expect: ['hms'] },
-    { name: 'Xiaomi → Xiaomi, then FCM', tokens: [['fcm', { manufacturer: 'xiaomi' }], ['xiaomi', { manufacturer: 'xiaomi' }]], expect: ['xiaomi', 'fcm'] },
-    { name: 'OPPO → OPPO', tokens: [['oppo', { manufacturer: 'oppo' }], ['fcm', { manufacturer: 'oppo' }]], expect: ['oppo', 'fcm'] },
-    { name: 'vivo → vivo', tokens: [['fcm', { manufacturer: 'vivo' }], ['vivo', { manufacturer: 'vivo' }]], expect: ['vivo', 'fcm'] },
-    { name: 'Samsung (others) → FCM first', tokens: [['fcm', { manufacturer: 'samsung' }], ['hms', { manufacturer: 'samsung' }]], expect: ['fcm', 'hms'] },
+    {
+      name: 'Xiaomi → Xiaomi, then FCM',
+      tokens: [
+        ['fcm', { manufacturer: 'xiaomi' }],
+        ['xiaomi', { manufacturer: 'xiaomi' }],
+      ],
+      expect: ['xiaomi', 'fcm'],
+    },
+    {
+      name: 'OPPO → OPPO',
+      tokens: [
+        ['oppo', { manufacturer: 'oppo' }],
+        ['fcm', { manufacturer: 'oppo' }],
+      ],
+      expect: ['oppo', 'fcm'],
+    },
+    {
+      name: 'vivo → vivo',
+      tokens: [
+        ['fcm', { manufacturer: 'vivo' }],
+        ['vivo', { manufacturer: 'vivo' }],
+      ],
+      expect: ['vivo', 'fcm'],
+    },
+    {
+      name: 'Samsung (others) → FCM first',
+      tokens: [
+        ['fcm', { manufacturer: 'samsung' }],
+        ['hms', { manufacturer: 'samsung' }],
+      ],
+      expect: ['fcm', 'hms'],
+    },
     { name: 'no maker reported: the vendor-specific token first', tokens: [['fcm'], ['xiaomi']], expect: ['xiaomi', 'fcm'] },
   ];
   for (const row of rows) {
@@ -161,9 +227,16 @@ describe('policy: channel choice', () => {
         for (const [vendor, extra] of row.tokens) await h.token('u1', 'd1', vendor, extra as never);
         await h.message('u1', 'c1');
         const [d] = h.dispatches();
-        assert.deepEqual(d?.channels.map((c) => c.vendor), row.expect);
-        assert.deepEqual(d?.channels.map((c) => c.token), row.expect.map((v) => `${v}-token-d1`));
-      }));
+        assert.deepEqual(
+          d?.channels.map((c) => c.vendor),
+          row.expect,
+        );
+        assert.deepEqual(
+          d?.channels.map((c) => c.token),
+          row.expect.map((v) => `${v}-token-d1`),
+        );
+      }),
+    );
   }
 
   test('IM classification per vendor is carried in the dispatch', () =>
@@ -186,12 +259,18 @@ describe('policy: channel choice', () => {
       await h.token('u1', 'd1', 'fcm', { manufacturer: 'huawei' });
       await h.token('u1', 'd1', 'hms', { state: 'INVALID', source: 'RECEIPT', token: 'hms-old', reason: 'dead_token' });
       await h.message('u1', 'c1');
-      assert.deepEqual(h.dispatches()[0]?.channels.map((c) => c.vendor), ['fcm']);
+      assert.deepEqual(
+        h.dispatches()[0]?.channels.map((c) => c.vendor),
+        ['fcm'],
+      );
       await h.advanceTo(1_000);
       await h.token('u1', 'd1', 'hms', { manufacturer: 'huawei', token: 'hms-new' }); // revived with a new token
       await h.token('u1', 'd1', 'hms', { state: 'INVALID', source: 'FAN_OUT', token: 'hms-old', reason: 'dead_token' }); // stale
       await h.message('u1', 'c2');
-      assert.deepEqual(h.dispatches()[0]?.channels.map((c) => `${c.vendor}:${c.token}`), ['hms:hms-new', 'fcm:fcm-token-d1']);
+      assert.deepEqual(
+        h.dispatches()[0]?.channels.map((c) => `${c.vendor}:${c.token}`),
+        ['hms:hms-new', 'fcm:fcm-token-d1'],
+      );
       await h.token('u1', 'd1', 'fcm', { state: 'INVALID', source: 'SWEEP', reason: 'stale' });
       await h.token('u1', 'd1', 'hms', { state: 'INVALID', source: 'RECEIPT', token: 'hms-new', reason: 'consecutive_failures' });
       await h.message('u1', 'c3');
@@ -210,12 +289,14 @@ describe('policy: vendor daily quota', () => {
       await h.message('u1', 'c1');
       await h.message('u1', 'c2');
       const { dispatches, outcomes } = h.drain();
-      assert.deepEqual(dispatches.map((d) => `${d.conv_id} ${d.device_id} ${d.channels.map((c) => c.vendor).join(',')}`), [
-        'c1 both hms,fcm',
-        'c1 hmsonly hms',
-        'c2 both fcm',
-      ]);
-      assert.deepEqual(outcomes.map((o) => `${o.conv_id} ${o.device_id} ${o.status} ${o.reason} ${o.vendor}`), ['c2 hmsonly DROPPED quota hms']);
+      assert.deepEqual(
+        dispatches.map((d) => `${d.conv_id} ${d.device_id} ${d.channels.map((c) => c.vendor).join(',')}`),
+        ['c1 both hms,fcm', 'c1 hmsonly hms', 'c2 both fcm'],
+      );
+      assert.deepEqual(
+        outcomes.map((o) => `${o.conv_id} ${o.device_id} ${o.status} ${o.reason} ${o.vendor}`),
+        ['c2 hmsonly DROPPED quota hms'],
+      );
     }));
 
   test('the daily quota is split evenly across partitions and resets on the next quota day', () =>
@@ -224,7 +305,10 @@ describe('policy: vendor daily quota', () => {
       for (const conv of ['c1', 'c2', 'c3']) await h.message('u1', conv);
       const first = h.drain();
       assert.equal(first.dispatches.length, 2, 'floor(9 / 4) = 2 on this partition');
-      assert.deepEqual(first.outcomes.map((o) => o.reason), ['quota']);
+      assert.deepEqual(
+        first.outcomes.map((o) => o.reason),
+        ['quota'],
+      );
       await h.advanceTo(12 * 3_600_000, 3_600_000); // T0 + 12 h = next UTC day
       await h.message('u1', 'c4');
       assert.equal(h.dispatches().length, 1);
@@ -233,7 +317,10 @@ describe('policy: vendor daily quota', () => {
 
 describe('policy options', () => {
   test('bad values fail at start naming their key', () => {
-    assert.throws(() => compilePolicyOptions({ mentionRule: 'always' as never }), (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_MENTION_RULE');
+    assert.throws(
+      () => compilePolicyOptions({ mentionRule: 'always' as never }),
+      (e: unknown) => e instanceof ConfigError && e.key === 'PUSH_MENTION_RULE',
+    );
     assert.throws(() => compilePolicyOptions({ quotaTimeZone: 'Nowhere/City' }), /PUSH_QUOTA_TIME_ZONE/);
     assert.throws(() => compilePolicyOptions({ partitionCount: 0 }), /PUSH_PARTITIONS/);
     assert.throws(() => parseQuotas('hms=5'), /PUSH_VENDOR_QUOTAS/);

@@ -49,7 +49,8 @@ describe('quiet hours', () => {
     ['Berlin, the night DST ends: 23:30 CEST → 07:00 CET (06:00 UTC)', '2026-10-24T21:30:00Z', 'Europe/Berlin', '2026-10-25T06:00:00Z'],
   ];
   for (const [name, now, zone, expected] of ends) {
-    test(`quiet hours end: ${name}`, () => assert.equal(new Date(quietHoursEnd(Date.parse(now), zone, night)).toISOString(), new Date(Date.parse(expected)).toISOString()));
+    test(`quiet hours end: ${name}`, () =>
+      assert.equal(new Date(quietHoursEnd(Date.parse(now), zone, night)).toISOString(), new Date(Date.parse(expected)).toISOString()));
   }
 
   test('quiet hours end on a local time that a DST jump skips: the first instant after the gap', () => {

@@ -7,7 +7,17 @@ import { applyTokenReport, type UserDevices } from '../../processors/online-filt
 import type { TokenReport } from '../../processors/shared/records.ts';
 
 const report = (token: string, state: TokenReport['state']): TokenReport => ({
-  uid: 'u1', device_id: 'd1', platform: 'android', vendor: 'hms', app_id: 'im', token, reported_at: 1, state, source: 'CLIENT', reason: null, manufacturer: null,
+  uid: 'u1',
+  device_id: 'd1',
+  platform: 'android',
+  vendor: 'hms',
+  app_id: 'im',
+  token,
+  reported_at: 1,
+  state,
+  source: 'CLIENT',
+  reason: null,
+  manufacturer: null,
 });
 
 test('the token hash is the first 32 hex characters of the SHA-256 that push.outcomes and the receipt join already hold', () => {

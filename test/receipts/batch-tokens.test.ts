@@ -21,9 +21,27 @@ describe('per-token receipt matching for batch sends', () => {
   const accepted = async (device: string, task: string, requestId: string, token: string | null) => {
     const uid = `uid-${device}`;
     const outcome: PushOutcome = {
-      event_id: `ev-${task}`, task_id: task, uid, device_id: device, conv_id: 'conv-b', seq: 1, msg_id: `msg-${task}`, app_id: TEST_APP,
-      platform: 'android', vendor: 'hms', stage: 'fan-out', status: 'ACCEPTED', reason: null, code: null, vendor_message_id: requestId,
-      collapse_id: null, attempts: 1, persisted_at: h.now() - 100, at: h.now(), latency_ms: 100, token_hash: token === null ? null : tokenHash(token),
+      event_id: `ev-${task}`,
+      task_id: task,
+      uid,
+      device_id: device,
+      conv_id: 'conv-b',
+      seq: 1,
+      msg_id: `msg-${task}`,
+      app_id: TEST_APP,
+      platform: 'android',
+      vendor: 'hms',
+      stage: 'fan-out',
+      status: 'ACCEPTED',
+      reason: null,
+      code: null,
+      vendor_message_id: requestId,
+      collapse_id: null,
+      attempts: 1,
+      persisted_at: h.now() - 100,
+      at: h.now(),
+      latency_ms: 100,
+      token_hash: token === null ? null : tokenHash(token),
     };
     await h.driver.pipeInput(TOPICS.outcomes, uid, outcome);
   };
@@ -42,11 +60,17 @@ describe('per-token receipt matching for batch sends', () => {
     await accepted('bd-b', 'bt-b', 'req-batch', 'tok-batch-b');
     await h.hmsReceipt('req-batch', 'tok-batch-a', 0);
     await h.hmsReceipt('req-batch', 'tok-batch-b', 5); // duplicate callback
-    const receipts = h.receipts().map((r) => `${r.device_id}:${r.task_id}:${r.status}`).sort();
+    const receipts = h
+      .receipts()
+      .map((r) => `${r.device_id}:${r.task_id}:${r.status}`)
+      .sort();
     assert.deepEqual(receipts, ['bd-a:bt-a:DELIVERED', 'bd-b:bt-b:DEAD_TOKEN']);
     assert.deepEqual(await h.tokenRow('bd-a'), { token: 'tok-batch-a', status: 1, invalid_reason: null, platform: 'android' });
     assert.deepEqual(await h.tokenRow('bd-b'), { token: 'tok-batch-b', status: 0, invalid_reason: 'dead_token', platform: 'android' });
-    assert.deepEqual(h.invalidations().map((r) => r.device_id), ['bd-b']);
+    assert.deepEqual(
+      h.invalidations().map((r) => r.device_id),
+      ['bd-b'],
+    );
     assert.deepEqual([await h.taskStatus('bt-a'), await h.taskStatus('bt-b')], [2, 3]);
   });
 
@@ -63,7 +87,10 @@ describe('per-token receipt matching for batch sends', () => {
     }
     assert.deepEqual(await h.tokenRow('fd-bad'), { token: 'tok-failing', status: 0, invalid_reason: 'consecutive_failures', platform: 'android' });
     assert.deepEqual(await h.tokenRow('fd-ok'), { token: 'tok-fine', status: 1, invalid_reason: null, platform: 'android' });
-    const byDevice = h.receipts().map((r) => `${r.device_id}:${r.status}`).sort();
+    const byDevice = h
+      .receipts()
+      .map((r) => `${r.device_id}:${r.status}`)
+      .sort();
     assert.deepEqual(byDevice, ['fd-bad:FAILED', 'fd-bad:FAILED', 'fd-bad:FAILED', 'fd-ok:DELIVERED', 'fd-ok:DELIVERED', 'fd-ok:DELIVERED']);
   });
 
@@ -73,7 +100,13 @@ describe('per-token receipt matching for batch sends', () => {
     await h.hmsReceipt('req-old', 'tok-old-a', 0);
     await h.hmsReceipt('req-old', 'tok-old-b', 0);
     await h.hmsReceipt('req-old', 'tok-old-a', 0);
-    assert.deepEqual(h.receipts().map((r) => r.task_id).sort(), ['ot-a', 'ot-b']);
+    assert.deepEqual(
+      h
+        .receipts()
+        .map((r) => r.task_id)
+        .sort(),
+      ['ot-a', 'ot-b'],
+    );
   });
 
   test('a receipt whose token is in no submission of the batch is emitted unmatched when the entry expires', async () => {
@@ -82,25 +115,58 @@ describe('per-token receipt matching for batch sends', () => {
     assert.deepEqual(h.receipts(), []);
     await h.advance(8 * 86_400_000);
     const out = h.driver.readAllOutputs<string, { matched: boolean; task_id: string | null }>(TOPICS.receipts).map((r) => r.value);
-    assert.deepEqual(out.map((r) => [r.matched, r.task_id]), [[false, null]]);
+    assert.deepEqual(
+      out.map((r) => [r.matched, r.task_id]),
+      [[false, null]],
+    );
   });
 });
 
 describe('push-outcome token_hash', () => {
   const dispatch: PushDispatch = {
-    task_id: 'task-1', uid: 'u1', device_id: 'd1', conv_id: 'c1', seq: 3, msg_id: 'm1', app_id: TEST_APP, platform: 'android',
-    channels: [{ vendor: 'hms', token: 'tok-hms', classification: {} }, { vendor: 'fcm', token: 'tok-fcm', classification: {} }],
-    title: 'Alice', body: 'hello', badge: 1, collapse_id: 'cid', silent: false, kind: 'LEADING', merged_count: 0, persisted_at: 0, decided_at: 0,
+    task_id: 'task-1',
+    uid: 'u1',
+    device_id: 'd1',
+    conv_id: 'c1',
+    seq: 3,
+    msg_id: 'm1',
+    app_id: TEST_APP,
+    platform: 'android',
+    channels: [
+      { vendor: 'hms', token: 'tok-hms', classification: {} },
+      { vendor: 'fcm', token: 'tok-fcm', classification: {} },
+    ],
+    title: 'Alice',
+    body: 'hello',
+    badge: 1,
+    collapse_id: 'cid',
+    silent: false,
+    kind: 'LEADING',
+    merged_count: 0,
+    persisted_at: 0,
+    decided_at: 0,
   };
 
   test('fan-out outcomes carry the hash of the token the call used, never the token', () => {
-    const accepted = fanOutOutcome(dispatch, { status: 'ACCEPTED', vendor: 'fcm', reason: null, code: null, vendorMessageId: 'vm', attempts: 2, discriminator: 'accepted' }, 1);
+    const accepted = fanOutOutcome(
+      dispatch,
+      { status: 'ACCEPTED', vendor: 'fcm', reason: null, code: null, vendorMessageId: 'vm', attempts: 2, discriminator: 'accepted' },
+      1,
+    );
     assert.equal(accepted.token_hash, tokenHash('tok-fcm'));
-    const dead = fanOutOutcome(dispatch, { status: 'DEAD_TOKEN', vendor: 'hms', reason: 'dead_token', code: '80300007', attempts: 1, discriminator: '0:hms:DEAD_TOKEN' }, 1);
+    const dead = fanOutOutcome(
+      dispatch,
+      { status: 'DEAD_TOKEN', vendor: 'hms', reason: 'dead_token', code: '80300007', attempts: 1, discriminator: '0:hms:DEAD_TOKEN' },
+      1,
+    );
     assert.equal(dead.token_hash, tokenHash('tok-hms'));
     const replayed = fanOutOutcome(dispatch, replayedAnswer({ status: 1, vendor: 'hms', vendorMessageId: 'vm', failCode: null, attempts: 1, trail: [] }), 1);
     assert.equal(replayed.token_hash, tokenHash('tok-hms'));
-    const dropped = fanOutOutcome({ ...dispatch, channels: [] }, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' }, 1);
+    const dropped = fanOutOutcome(
+      { ...dispatch, channels: [] },
+      { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' },
+      1,
+    );
     assert.equal(dropped.token_hash, null);
     for (const o of [accepted, dead, replayed]) assert.ok(!JSON.stringify(o).includes('tok-'), 'no token in the outcome');
   });
@@ -110,7 +176,10 @@ describe('push-outcome token_hash', () => {
     const writer = avro.Type.forSchema(JSON.parse(readFileSync(new URL('push-outcome.writer.avsc', wire), 'utf8')) as avro.Schema);
     const reader = avro.Type.forSchema(JSON.parse(readFileSync(new URL('../../schemas/push-outcome.avsc', import.meta.url), 'utf8')) as avro.Schema);
     assert.ok(!JSON.stringify(writer.schema()).includes('token_hash'), 'the captured fixture predates the field');
-    const old = reader.fromBuffer(Buffer.from(readFileSync(new URL('push-outcome.hex', wire), 'utf8').trim(), 'hex'), reader.createResolver(writer)) as PushOutcome;
+    const old = reader.fromBuffer(
+      Buffer.from(readFileSync(new URL('push-outcome.hex', wire), 'utf8').trim(), 'hex'),
+      reader.createResolver(writer),
+    ) as PushOutcome;
     assert.equal(old.token_hash, null);
     const fresh = { ...old, token_hash: tokenHash('tok') };
     assert.equal((reader.fromBuffer(reader.toBuffer(fresh)) as PushOutcome).token_hash, tokenHash('tok'));

@@ -55,12 +55,49 @@ describe('cross-app receipts', () => {
 
   async function victim(device: string, task: string, token: string, requestId: string): Promise<void> {
     const uid = `uid-${device}`;
-    await mysql.pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, vendor, status) VALUES (?, ?, ?, ?, ?, ?, 1)', [task, uid, 'conv-1', 1, device, 'hms']);
-    const report: TokenReport = { uid, device_id: device, platform: 'android', vendor: 'hms', app_id: TEST_APP, token, reported_at: now() - 1000, state: 'VALID', source: 'CLIENT', reason: null, manufacturer: 'huawei' };
+    await mysql.pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, vendor, status) VALUES (?, ?, ?, ?, ?, ?, 1)', [
+      task,
+      uid,
+      'conv-1',
+      1,
+      device,
+      'hms',
+    ]);
+    const report: TokenReport = {
+      uid,
+      device_id: device,
+      platform: 'android',
+      vendor: 'hms',
+      app_id: TEST_APP,
+      token,
+      reported_at: now() - 1000,
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: 'huawei',
+    };
     await driver.pipeInput(TOPICS.tokens, uid, report);
     const outcome: PushOutcome = {
-      event_id: `ev-${task}`, task_id: task, uid, device_id: device, conv_id: 'conv-1', seq: 1, msg_id: `msg-${task}`, app_id: TEST_APP, platform: 'android', vendor: 'hms',
-      stage: 'fan-out', status: 'ACCEPTED', reason: null, code: null, vendor_message_id: requestId, collapse_id: null, attempts: 1, persisted_at: now() - 100, at: now(), latency_ms: 100,
+      event_id: `ev-${task}`,
+      task_id: task,
+      uid,
+      device_id: device,
+      conv_id: 'conv-1',
+      seq: 1,
+      msg_id: `msg-${task}`,
+      app_id: TEST_APP,
+      platform: 'android',
+      vendor: 'hms',
+      stage: 'fan-out',
+      status: 'ACCEPTED',
+      reason: null,
+      code: null,
+      vendor_message_id: requestId,
+      collapse_id: null,
+      attempts: 1,
+      persisted_at: now() - 100,
+      at: now(),
+      latency_ms: 100,
     };
     await driver.pipeInput(TOPICS.outcomes, uid, outcome);
   }
@@ -68,7 +105,14 @@ describe('cross-app receipts', () => {
   /** A verified HMS callback as the receiver hands it on from `/receipts/hms/<appId>`. */
   async function receipt(appId: string, requestId: string, token: string, status: number): Promise<void> {
     const body = Buffer.from(receiptBodies.hms(requestId, token, status, now()));
-    const raw: ReceiptRaw = { receipt_id: createHash('sha256').update('hms\n').update(body).digest('hex'), vendor: 'hms', app_id: appId, content_type: 'application/json', body, received_at: now() };
+    const raw: ReceiptRaw = {
+      receipt_id: createHash('sha256').update('hms\n').update(body).digest('hex'),
+      vendor: 'hms',
+      app_id: appId,
+      content_type: 'application/json',
+      body,
+      received_at: now(),
+    };
     await driver.pipeInput(TOPICS.receiptsRaw, 'hms', raw);
   }
 

@@ -25,7 +25,9 @@ const RSS_HEADROOM_KB = 50_000;
 
 /** Resident set size of a process, kB, from /proc/<pid>/status. */
 function rssKb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? NaN);
 }
 
@@ -104,11 +106,19 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
     const now = Date.now();
     if (n % 2 === 0) {
       const body = receiptBodies.xiaomi(`mi-${n}`, `regid-${n}`, 1, now);
-      return rawRequest({ port, head: postHead(`/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`, body.length, { 'content-type': 'application/x-www-form-urlencoded' }), body });
+      return rawRequest({
+        port,
+        head: postHead(`/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`, body.length, { 'content-type': 'application/x-www-form-urlencoded' }),
+        body,
+      });
     }
     const body = receiptBodies.hms(`req-${n}`, `hms-token-${n}`, 0, now);
     const header = hmsCallbackHeader(RECEIPT_SECRETS.hms, now, randomUUID());
-    return rawRequest({ port, head: postHead(`/receipts/hms/${TEST_APP}`, body.length, { 'content-type': 'application/json', 'x-huawei-callback-id': header }), body });
+    return rawRequest({
+      port,
+      head: postHead(`/receipts/hms/${TEST_APP}`, body.length, { 'content-type': 'application/json', 'x-huawei-callback-id': header }),
+      body,
+    });
   }
 
   test('wrong keys and stalled bodies leave RSS within 50 MB of idle, and genuine receipts are all accepted', async () => {
@@ -151,9 +161,16 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
 
     assert.deepEqual(accepted, new Array(GENUINE_DURING_FLOOD).fill(200), 'every genuine receipt sent during the flood was accepted');
     assert.ok(peak - idle <= RSS_HEADROOM_KB, `RSS grew by ${peak - idle} kB (idle ${idle} kB, peak ${peak} kB)`);
-    assert.ok(wrongAnswers.every((a) => a.closedByServer && (a.status === 401 || a.status === 0)), 'wrong keys: 401 or closed at the connection cap, never more');
+    assert.ok(
+      wrongAnswers.every((a) => a.closedByServer && (a.status === 401 || a.status === 0)),
+      'wrong keys: 401 or closed at the connection cap, never more',
+    );
     assert.ok(wrongAnswers.some((a) => a.status === 401));
-    assert.deepEqual([...new Set(stalledAnswers.map((a) => `${a.status} ${a.body} ${a.closedByServer}`))], ['408 body_timeout true'], 'every stalled body cut at the body timeout');
+    assert.deepEqual(
+      [...new Set(stalledAnswers.map((a) => `${a.status} ${a.body} ${a.closedByServer}`))],
+      ['408 body_timeout true'],
+      'every stalled body cut at the body timeout',
+    );
     assert.equal(child.exitCode, null, 'the receiver is still running');
 
     // Kafka holds exactly the genuine callbacks; the receiver's metrics counted the flood.

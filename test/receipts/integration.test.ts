@@ -69,7 +69,11 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
   const workload = buildWorkload(240, 31, Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000);
 
   function startSinkApp(): StreamsApp {
-    const writer = new PushEventWriter({ connection: { ...ch.connection, url: `http://127.0.0.1:${chPort}` }, retryInitialDelayMs: 100, retryMaxDelayMs: 1000 });
+    const writer = new PushEventWriter({
+      connection: { ...ch.connection, url: `http://127.0.0.1:${chPort}` },
+      retryInitialDelayMs: 100,
+      retryMaxDelayMs: 1000,
+    });
     writers.push(writer);
     const app = new StreamsApp({
       applicationId: uniqueName('ch-sink'),
@@ -91,7 +95,10 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [...Object.values(topics), dlq].map((topic) => ({ topic, numPartitions: 2, replicationFactor: 1 })) });
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [...Object.values(topics), dlq].map((topic) => ({ topic, numPartitions: 2, replicationFactor: 1 })),
+    });
     await admin.disconnect();
     [ch, mysql] = await Promise.all([createTestDatabase('e2e'), createTestMysql('e2e')]);
     chPort = await freePort();
@@ -116,7 +123,13 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     await startSinkApp().start();
 
     publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });
-    receiver = new ReceiptReceiver({ config: compileReceiverConfig({ port: 0, apps: receiptApps(['app-a', 'app-b']) }), publisher, parse: receiptParserFromRegistry(vendorRegistry), nonces: new MysqlNonceStore({ pool: mysql.pool, ttlMs: 600_000 }), metrics });
+    receiver = new ReceiptReceiver({
+      config: compileReceiverConfig({ port: 0, apps: receiptApps(['app-a', 'app-b']) }),
+      publisher,
+      parse: receiptParserFromRegistry(vendorRegistry),
+      nonces: new MysqlNonceStore({ pool: mysql.pool, ttlMs: 600_000 }),
+      metrics,
+    });
     receiverPort = await receiver.listen();
   });
 

@@ -15,7 +15,10 @@ describe('receipt-join', () => {
     const [r, ...rest] = h.receipts();
     assert.deepEqual(rest, []);
     assert.equal(r!.matched, true);
-    assert.deepEqual([r!.task_id, r!.device_id, r!.uid, r!.app_id, r!.vendor, r!.status, r!.code], ['task-1', 'd1', 'uid-d1', 'im-test', 'hms', 'DELIVERED', '0']);
+    assert.deepEqual(
+      [r!.task_id, r!.device_id, r!.uid, r!.app_id, r!.vendor, r!.status, r!.code],
+      ['task-1', 'd1', 'uid-d1', 'im-test', 'hms', 'DELIVERED', '0'],
+    );
   });
 
   test('duplicate callbacks and replays emit one receipt per (submission, status), with a deterministic event id', async () => {
@@ -58,7 +61,13 @@ describe('receipt-join', () => {
     await h.hmsReceipt('req-5', 'tok-5a', 0);
     await h.hmsReceipt('req-5', 'tok-5b', 0);
     await h.hmsReceipt('req-5', 'tok-5a', 0);
-    assert.deepEqual(h.receipts().map((r) => r.task_id).sort(), ['task-5a', 'task-5b']);
+    assert.deepEqual(
+      h
+        .receipts()
+        .map((r) => r.task_id)
+        .sort(),
+      ['task-5a', 'task-5b'],
+    );
   });
 
   test('state is bounded: a submission is forgotten after the retention', async () => {

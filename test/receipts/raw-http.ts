@@ -74,6 +74,12 @@ function parseAnswer(text: string, closedByServer: boolean): RawAnswer {
 
 /** A POST head with a declared body length; `connection: close`, so the answer ends with the connection. */
 export function postHead(path: string, contentLength: number, headers: Record<string, string> = {}): string {
-  const lines = [`POST ${path} HTTP/1.1`, 'host: 127.0.0.1', 'connection: close', `content-length: ${contentLength}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    'host: 127.0.0.1',
+    'connection: close',
+    `content-length: ${contentLength}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   return lines.join('\r\n');
 }

@@ -84,10 +84,26 @@ describe('receipt receiver: receipts with absurd times are refused', () => {
     await registry?.close();
   });
 
-  const hms = (timestamp: number): Callback => [`/receipts/hms/${TEST_APP}`, receiptBodies.hms(`req-${randomUUID()}`, 'hms-token', 0, timestamp), { 'content-type': 'application/json', 'x-huawei-callback-id': hmsCallbackHeader(RECEIPT_SECRETS.hms, now, randomUUID()) }];
-  const xiaomi = (timestamp: number): Callback => [`/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`, receiptBodies.xiaomi(`mi-${randomUUID()}`, 'regid-1', 1, timestamp), { 'content-type': 'application/x-www-form-urlencoded' }];
-  const oppo = (timestamp: number): Callback => [`/receipts/oppo/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`, receiptBodies.oppo(`op-${randomUUID()}`, 'oppo-reg-1', 'push_arrive', timestamp), { 'content-type': 'application/json' }];
-  const vivo = (timestamp: number): Callback => [`/receipts/vivo/${TEST_APP}?key=${RECEIPT_SECRETS.vivo}`, receiptBodies.vivo(`vv-${randomUUID()}`, 'vivo-reg-1', 1, timestamp), { 'content-type': 'application/json' }];
+  const hms = (timestamp: number): Callback => [
+    `/receipts/hms/${TEST_APP}`,
+    receiptBodies.hms(`req-${randomUUID()}`, 'hms-token', 0, timestamp),
+    { 'content-type': 'application/json', 'x-huawei-callback-id': hmsCallbackHeader(RECEIPT_SECRETS.hms, now, randomUUID()) },
+  ];
+  const xiaomi = (timestamp: number): Callback => [
+    `/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`,
+    receiptBodies.xiaomi(`mi-${randomUUID()}`, 'regid-1', 1, timestamp),
+    { 'content-type': 'application/x-www-form-urlencoded' },
+  ];
+  const oppo = (timestamp: number): Callback => [
+    `/receipts/oppo/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`,
+    receiptBodies.oppo(`op-${randomUUID()}`, 'oppo-reg-1', 'push_arrive', timestamp),
+    { 'content-type': 'application/json' },
+  ];
+  const vivo = (timestamp: number): Callback => [
+    `/receipts/vivo/${TEST_APP}?key=${RECEIPT_SECRETS.vivo}`,
+    receiptBodies.vivo(`vv-${randomUUID()}`, 'vivo-reg-1', 1, timestamp),
+    { 'content-type': 'application/json' },
+  ];
 
   test('1e20, 1.5, an hour ahead or eight days old: 400 invalid_receipt, counted, never on push.receipts.raw; genuine ones pass', async () => {
     const refused: Array<[string, Callback]> = [
@@ -123,12 +139,21 @@ describe('receipt-parse: raw callbacks breaking an ingest rule go to the DLQ', (
   /** A raw HMS callback as a producer could write it directly. */
   async function raw(requestId: string, timestamp: number, receivedAt = h.now()): Promise<void> {
     const body = Buffer.from(receiptBodies.hms(requestId, 'tok-1', 0, timestamp));
-    const value: ReceiptRaw = { receipt_id: createHash('sha256').update(body).digest('hex'), vendor: 'hms', app_id: TEST_APP, content_type: 'application/json', body, received_at: receivedAt };
+    const value: ReceiptRaw = {
+      receipt_id: createHash('sha256').update(body).digest('hex'),
+      vendor: 'hms',
+      app_id: TEST_APP,
+      content_type: 'application/json',
+      body,
+      received_at: receivedAt,
+    };
     await h.driver.pipeInput(TOPICS.receiptsRaw, 'hms', value);
   }
 
   function deadLetters(): Array<{ topic: string; message: string }> {
-    return h.driver.readAllOutputs(PIPELINE_TOPICS.dlq.name).map((r) => ({ topic: r.headers[DLQ_HEADERS.sourceTopic]!, message: r.headers[DLQ_HEADERS.errorMessage]! }));
+    return h.driver
+      .readAllOutputs(PIPELINE_TOPICS.dlq.name)
+      .map((r) => ({ topic: r.headers[DLQ_HEADERS.sourceTopic]!, message: r.headers[DLQ_HEADERS.errorMessage]! }));
   }
 
   const rows: Array<{ name: string; timestamp: (now: number) => number; receivedAt?: (now: number) => number; rule: string }> = [
@@ -166,7 +191,10 @@ describe('receipt-parse: raw callbacks breaking an ingest rule go to the DLQ', (
     await h.driver.pipeRawInput(TOPICS.tokens, Buffer.from('uid-d1'), null);
     assert.deepEqual(deadLetters(), []);
     await raw('req-1', h.now());
-    assert.deepEqual(h.receipts().map((r) => r.task_id), ['task-1']);
+    assert.deepEqual(
+      h.receipts().map((r) => r.task_id),
+      ['task-1'],
+    );
   });
 
   test('pending receipts restored from state written before the rules are dropped, so expiry writes nothing it cannot', async () => {
@@ -181,12 +209,31 @@ describe('receipt-parse: raw callbacks breaking an ingest rule go to the DLQ', (
       processingErrorPolicy: 'fail',
       changelogTopic: (name) => `receipt-rules-restore-${name}-changelog`,
     });
-    const receipt = (at: number) => ({ vendor: 'hms', vendor_message_id: 'vm-old', token_hash: tokenHash('tok-old'), status: 'DELIVERED', code: '0', at, received_at: T0 - MINUTE, app_id: TEST_APP });
-    const legacy: MessageEntry = { subs: [], assigned: {}, emitted: [], pending: [receipt(1e20) as MessageEntry['pending'][number], receipt(T0 - MINUTE) as MessageEntry['pending'][number]], due: T0 + 9 * MINUTE };
+    const receipt = (at: number) => ({
+      vendor: 'hms',
+      vendor_message_id: 'vm-old',
+      token_hash: tokenHash('tok-old'),
+      status: 'DELIVERED',
+      code: '0',
+      at,
+      received_at: T0 - MINUTE,
+      app_id: TEST_APP,
+    });
+    const legacy: MessageEntry = {
+      subs: [],
+      assigned: {},
+      emitted: [],
+      pending: [receipt(1e20) as MessageEntry['pending'][number], receipt(T0 - MINUTE) as MessageEntry['pending'][number]],
+      due: T0 + 9 * MINUTE,
+    };
     task.stores.get(RECEIPT_JOIN_STORES.messages)!.restore(messageKey('hms', 'vm-old'), Buffer.from(JSON.stringify(legacy)));
     await task.init();
     const kept = (task.stores.get(RECEIPT_JOIN_STORES.messages) as unknown as { get(k: string): MessageEntry | undefined }).get(messageKey('hms', 'vm-old'));
-    assert.deepEqual(kept?.pending.map((p) => p.at), [T0 - MINUTE], 'only the writable receipt is kept');
+    assert.deepEqual(
+      kept?.pending.map((p) => p.at),
+      [T0 - MINUTE],
+      'only the writable receipt is kept',
+    );
     clock = T0 + 10 * MINUTE;
     await task.punctuateWallClock(clock);
     await task.flush();

@@ -64,7 +64,12 @@ describe('receipt receiver limits', () => {
     const body = receiptBodies.xiaomi('mi-1', 'regid-1', 1, Date.now());
     for (const vendor of ['hms', 'xiaomi', 'oppo', 'vivo']) {
       const answers = [];
-      for (const path of [`/receipts/${vendor}/${TEST_APP}`, `/receipts/${vendor}/no-such-app`, `/receipts/${vendor}/${TEST_APP}?key=wrong-key-0123456789`, `/receipts/${vendor}/no-such-app?key=wrong-key-0123456789`]) {
+      for (const path of [
+        `/receipts/${vendor}/${TEST_APP}`,
+        `/receipts/${vendor}/no-such-app`,
+        `/receipts/${vendor}/${TEST_APP}?key=wrong-key-0123456789`,
+        `/receipts/${vendor}/no-such-app?key=wrong-key-0123456789`,
+      ]) {
         answers.push(await rawRequest({ port, head: postHead(path, body.length), body }));
       }
       for (const a of answers.slice(1)) assert.deepEqual(a, answers[0], `${vendor}: same status, headers and body`);
@@ -78,7 +83,13 @@ describe('receipt receiver limits', () => {
     const answer = await rawRequest({ port, head: postHead(`/receipts/oppo/${TEST_APP}?key=wrong-key-0123456789`, 1_048_576), waitMs: 5_000 });
     assert.equal(answer.status, 401);
     assert.ok(answer.closedByServer, 'and the connection is closed');
-    const hms = await rawRequest({ port, head: postHead(`/receipts/hms/${TEST_APP}`, 1_048_576, { 'x-huawei-callback-id': hmsCallbackHeader({ ...RECEIPT_SECRETS.hms, callbackKey: 'wrong' }, Date.now(), randomUUID()) }), waitMs: 5_000 });
+    const hms = await rawRequest({
+      port,
+      head: postHead(`/receipts/hms/${TEST_APP}`, 1_048_576, {
+        'x-huawei-callback-id': hmsCallbackHeader({ ...RECEIPT_SECRETS.hms, callbackKey: 'wrong' }, Date.now(), randomUUID()),
+      }),
+      waitMs: 5_000,
+    });
     assert.equal(hms.status, 401);
     assert.equal(metrics.rejectedCount('bad_secret') + metrics.rejectedCount('bad_signature'), 2);
   });
@@ -107,7 +118,9 @@ describe('receipt receiver limits', () => {
 
   test('connections are capped per client; another client is still served', async () => {
     const { port, metrics } = await start({ maxConnectionsPerClient: 5 });
-    const idle = await Promise.all(Array.from({ length: 8 }, () => openRaw({ port, head: 'GET /health HTTP/1.1\r\nhost: x\r\nx-pad: 1', endHeaders: false, from: '127.0.0.2' })));
+    const idle = await Promise.all(
+      Array.from({ length: 8 }, () => openRaw({ port, head: 'GET /health HTTP/1.1\r\nhost: x\r\nx-pad: 1', endHeaders: false, from: '127.0.0.2' })),
+    );
     const answers = idle.map((s) => readRaw(s, 1_500));
     const other = await rawRequest({ port, head: 'GET /health HTTP/1.1\r\nhost: x\r\nconnection: close', from: '127.0.0.3' });
     assert.equal(other.status, 200, 'another client is served');
@@ -119,8 +132,12 @@ describe('receipt receiver limits', () => {
   test("a client over its request rate gets 429 before its credentials are looked at; other clients don't", async () => {
     const { port, metrics } = await start({ clientRequestsPerSecond: 5 });
     const statuses: number[] = [];
-    for (let i = 0; i < 12; i++) statuses.push((await rawRequest({ port, head: postHead(`/receipts/oppo/${TEST_APP}?key=wrong-key-0123456789`, 0), from: '127.0.0.4' })).status);
-    assert.ok(statuses.slice(0, 5).every((s) => s === 401), statuses.join(','));
+    for (let i = 0; i < 12; i++)
+      statuses.push((await rawRequest({ port, head: postHead(`/receipts/oppo/${TEST_APP}?key=wrong-key-0123456789`, 0), from: '127.0.0.4' })).status);
+    assert.ok(
+      statuses.slice(0, 5).every((s) => s === 401),
+      statuses.join(','),
+    );
     assert.ok(statuses.includes(429), statuses.join(','));
     assert.ok(metrics.rejectedCount('rate_limited') >= 1);
     assert.equal((await rawRequest({ port, head: 'GET /health HTTP/1.1\r\nhost: x\r\nconnection: close', from: '127.0.0.5' })).status, 200);
@@ -137,7 +154,11 @@ describe('receipt receiver limits', () => {
       ['PUSH_RECEIPTS_CLIENT_REQUESTS_PER_SECOND', '1.5'],
     ];
     for (const [key, value] of cases) {
-      assert.throws(() => readReceiverConfig({ ...env, [key]: value }), (e: Error) => e.message.startsWith(`${key}:`), key);
+      assert.throws(
+        () => readReceiverConfig({ ...env, [key]: value }),
+        (e: Error) => e.message.startsWith(`${key}:`),
+        key,
+      );
     }
   });
 });

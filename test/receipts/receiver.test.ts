@@ -25,11 +25,14 @@ interface Answer {
 function post(port: number, path: string, body: string | Buffer, headers: Record<string, string> = {}, chunked = false): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const data = Buffer.from(body);
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: chunked ? headers : { ...headers, 'content-length': String(data.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method: 'POST', headers: chunked ? headers : { ...headers, 'content-length': String(data.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', (error) => (/EPIPE|ECONNRESET/.test(String((error as NodeJS.ErrnoException).code)) ? undefined : reject(error)));
     if (chunked) {
       for (let i = 0; i < data.length; i += 1024) req.write(data.subarray(i, i + 1024));
@@ -83,8 +86,16 @@ describe('receipt receiver', () => {
     const hmsHeader = hmsCallbackHeader(RECEIPT_SECRETS.hms, now, randomUUID());
     const cases: Array<[string, string, Record<string, string>]> = [
       [`/receipts/hms/${TEST_APP}`, hms, { 'content-type': 'application/json', 'x-huawei-callback-id': hmsHeader }],
-      [`/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`, receiptBodies.xiaomi('mi-1', 'regid-1', 1, now), { 'content-type': 'application/x-www-form-urlencoded' }],
-      [`/receipts/oppo/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`, receiptBodies.oppo('op-1', 'oppo-reg-1', 'push_arrive', now), { 'content-type': 'application/json' }],
+      [
+        `/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.xiaomi}`,
+        receiptBodies.xiaomi('mi-1', 'regid-1', 1, now),
+        { 'content-type': 'application/x-www-form-urlencoded' },
+      ],
+      [
+        `/receipts/oppo/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`,
+        receiptBodies.oppo('op-1', 'oppo-reg-1', 'push_arrive', now),
+        { 'content-type': 'application/json' },
+      ],
       [`/receipts/vivo/${TEST_APP}?key=${RECEIPT_SECRETS.vivo}`, receiptBodies.vivo('vv-1', 'vivo-reg-1', 1, now), { 'content-type': 'application/json' }],
     ];
     for (const [path, body, headers] of cases) {
@@ -92,7 +103,11 @@ describe('receipt receiver', () => {
       assert.equal(answer.status, 200, `${path}: ${answer.body}`);
       genuine.push(body);
     }
-    assert.equal(JSON.parse((await post(port, `/receipts/hms/${TEST_APP}`, hms, { 'x-huawei-callback-id': hmsHeader })).body).errno, '0', 'a vendor retry of the same signed callback is accepted');
+    assert.equal(
+      JSON.parse((await post(port, `/receipts/hms/${TEST_APP}`, hms, { 'x-huawei-callback-id': hmsHeader })).body).errno,
+      '0',
+      'a vendor retry of the same signed callback is accepted',
+    );
     genuine.push(hms);
     assert.equal(metrics.acceptedCallbacks.get('hms'), 2);
     assert.equal(metrics.acceptedReceipts.get('xiaomi'), 1);
@@ -107,15 +122,61 @@ describe('receipt receiver', () => {
     };
     const wrongKey = { callbackUsername: RECEIPT_SECRETS.hms.callbackUsername, callbackKey: 'not-the-key' };
     const cases: Array<{ name: string; path: string; body: string; headers?: Record<string, string>; chunked?: boolean; status: number; reason: string }> = [
-      { name: 'bad HMAC', path: `/receipts/hms/${TEST_APP}`, body: body('hmac'), headers: { 'x-huawei-callback-id': hmsCallbackHeader(wrongKey, now, randomUUID()) }, status: 401, reason: 'bad_signature' },
-      { name: 'tampered HMAC value', path: `/receipts/hms/${TEST_APP}`, body: body('tamper'), headers: { 'x-huawei-callback-id': hmsCallbackHeader(RECEIPT_SECRETS.hms, now, 'n-1').replace('nonce=n-1', 'nonce=n-2') }, status: 401, reason: 'bad_signature' },
+      {
+        name: 'bad HMAC',
+        path: `/receipts/hms/${TEST_APP}`,
+        body: body('hmac'),
+        headers: { 'x-huawei-callback-id': hmsCallbackHeader(wrongKey, now, randomUUID()) },
+        status: 401,
+        reason: 'bad_signature',
+      },
+      {
+        name: 'tampered HMAC value',
+        path: `/receipts/hms/${TEST_APP}`,
+        body: body('tamper'),
+        headers: { 'x-huawei-callback-id': hmsCallbackHeader(RECEIPT_SECRETS.hms, now, 'n-1').replace('nonce=n-1', 'nonce=n-2') },
+        status: 401,
+        reason: 'bad_signature',
+      },
       { name: 'unsigned', path: `/receipts/hms/${TEST_APP}`, body: body('unsigned'), status: 401, reason: 'missing_signature' },
-      { name: 'stale signature', path: `/receipts/hms/${TEST_APP}`, body: body('stale'), headers: { 'x-huawei-callback-id': hmsCallbackHeader(RECEIPT_SECRETS.hms, now - 3_600_000, randomUUID()) }, status: 401, reason: 'stale_signature' },
-      { name: 'wrong shared secret', path: `/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`, body: receiptBodies.xiaomi('forged-mi', 'regid-9', 16, now), status: 401, reason: 'bad_secret' },
-      { name: 'no shared secret', path: `/receipts/oppo/${TEST_APP}`, body: receiptBodies.oppo('forged-op', 'oppo-reg-9', 'regid_invalid', now), status: 401, reason: 'missing_secret' },
+      {
+        name: 'stale signature',
+        path: `/receipts/hms/${TEST_APP}`,
+        body: body('stale'),
+        headers: { 'x-huawei-callback-id': hmsCallbackHeader(RECEIPT_SECRETS.hms, now - 3_600_000, randomUUID()) },
+        status: 401,
+        reason: 'stale_signature',
+      },
+      {
+        name: 'wrong shared secret',
+        path: `/receipts/xiaomi/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`,
+        body: receiptBodies.xiaomi('forged-mi', 'regid-9', 16, now),
+        status: 401,
+        reason: 'bad_secret',
+      },
+      {
+        name: 'no shared secret',
+        path: `/receipts/oppo/${TEST_APP}`,
+        body: receiptBodies.oppo('forged-op', 'oppo-reg-9', 'regid_invalid', now),
+        status: 401,
+        reason: 'missing_secret',
+      },
       { name: 'malformed body', path: `/receipts/vivo/${TEST_APP}?key=${RECEIPT_SECRETS.vivo}`, body: '{"not":', status: 400, reason: 'malformed' },
-      { name: 'oversized (declared)', path: `/receipts/oppo/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`, body: 'x'.repeat(5000), status: 413, reason: 'oversized' },
-      { name: 'oversized (chunked)', path: `/receipts/vivo/${TEST_APP}?key=${RECEIPT_SECRETS.vivo}`, body: receiptBodies.vivo('forged-big', 'r'.repeat(6000), 2, now), chunked: true, status: 413, reason: 'oversized' },
+      {
+        name: 'oversized (declared)',
+        path: `/receipts/oppo/${TEST_APP}?key=${RECEIPT_SECRETS.oppo}`,
+        body: 'x'.repeat(5000),
+        status: 413,
+        reason: 'oversized',
+      },
+      {
+        name: 'oversized (chunked)',
+        path: `/receipts/vivo/${TEST_APP}?key=${RECEIPT_SECRETS.vivo}`,
+        body: receiptBodies.vivo('forged-big', 'r'.repeat(6000), 2, now),
+        chunked: true,
+        status: 413,
+        reason: 'oversized',
+      },
       { name: 'unknown app', path: `/receipts/hms/other-app`, body: body('app'), status: 401, reason: 'unknown_app' },
     ];
     for (const c of cases) {
@@ -127,7 +188,10 @@ describe('receipt receiver', () => {
     }
     // A captured genuine header replayed on another body (the HMS signature does not cover the body).
     const header = hmsCallbackHeader(RECEIPT_SECRETS.hms, now, 'captured-nonce');
-    assert.equal((await post(port, `/receipts/hms/${TEST_APP}`, receiptBodies.hms('req-2', 'hms-token-2', 0, now), { 'x-huawei-callback-id': header })).status, 200);
+    assert.equal(
+      (await post(port, `/receipts/hms/${TEST_APP}`, receiptBodies.hms('req-2', 'hms-token-2', 0, now), { 'x-huawei-callback-id': header })).status,
+      200,
+    );
     genuine.push(receiptBodies.hms('req-2', 'hms-token-2', 0, now));
     const replayed = body('replay');
     const answer = await post(port, `/receipts/hms/${TEST_APP}`, replayed, { 'x-huawei-callback-id': header });

@@ -42,24 +42,53 @@ describe('restoring state written by the previous version', () => {
   /** Output records of `topic` since the last call, by key. */
   async function keysWritten(task: StreamTask, topic: string): Promise<string[]> {
     await task.flush();
-    return task.drainOutputs().records.filter((r) => r.topic === topic).map((r) => r.key!.toString('utf8'));
+    return task
+      .drainOutputs()
+      .records.filter((r) => r.topic === topic)
+      .map((r) => r.key!.toString('utf8'));
   }
 
   const receipt = (vendorMessageId: string, token: string, receivedAt: number) => ({
-    vendor: 'hms', vendor_message_id: vendorMessageId, token_hash: tokenHash(token), status: 'DELIVERED', code: '0', at: receivedAt, received_at: receivedAt, app_id: 'im-test',
+    vendor: 'hms',
+    vendor_message_id: vendorMessageId,
+    token_hash: tokenHash(token),
+    status: 'DELIVERED',
+    code: '0',
+    at: receivedAt,
+    received_at: receivedAt,
+    app_id: 'im-test',
   });
 
   test('join entries without a due time match receipts and expire when their old timers would have', async () => {
     clock = T0;
     const acceptedAt = T0 - DAY;
-    const submission = { task_id: 't-legacy', uid: 'uid-legacy', device_id: 'd-legacy', app_id: 'im-test', platform: 'android', conv_id: 'c', seq: 1, persisted_at: acceptedAt - 100, accepted_at: acceptedAt, token_hash: tokenHash('tok-legacy') };
+    const submission = {
+      task_id: 't-legacy',
+      uid: 'uid-legacy',
+      device_id: 'd-legacy',
+      app_id: 'im-test',
+      platform: 'android',
+      conv_id: 'c',
+      seq: 1,
+      persisted_at: acceptedAt - 100,
+      accepted_at: acceptedAt,
+      token_hash: tokenHash('tok-legacy'),
+    };
     const task = await restoredTask(RECEIPT_JOIN_STORES.messages, [
       [messageKey('hms', 'vm-legacy'), { subs: [submission], assigned: {}, emitted: [], pending: [] }],
       [messageKey('hms', 'vm-orphan'), { subs: [], assigned: {}, emitted: [], pending: [receipt('vm-orphan', 'tok-orphan', T0 - 5 * MINUTE)] }],
     ]);
 
     const value = { type: 'receipt', receipt: receipt('vm-legacy', 'tok-legacy', T0) };
-    await task.process({ topic: TOPICS.byMessage, partition: 0, offset: '0', key: Buffer.from(messageKey('hms', 'vm-legacy')), value: Buffer.from(JSON.stringify(value)), timestamp: T0, headers: {} });
+    await task.process({
+      topic: TOPICS.byMessage,
+      partition: 0,
+      offset: '0',
+      key: Buffer.from(messageKey('hms', 'vm-legacy')),
+      value: Buffer.from(JSON.stringify(value)),
+      timestamp: T0,
+      headers: {},
+    });
     assert.deepEqual(await keysWritten(task, TOPICS.receipts), ['uid-legacy'], 'the restored submission matched, keyed by its uid');
 
     // The orphan receipt's pending window (10 minutes from its arrival) ends at T0 + 5 min.
@@ -79,8 +108,18 @@ describe('restoring state written by the previous version', () => {
   test('a restored valid token is still swept 30 days after its last report', async () => {
     clock = T0;
     const health = {
-      uid: 'uid-old', device_id: 'd-old', vendor: 'hms', platform: 'android', app_id: 'im-test', token: 'tok-old', manufacturer: 'huawei',
-      state: 'VALID', reason: null, reported_at: T0 - 29 * DAY, changed_at: T0 - 29 * DAY, failures: 0,
+      uid: 'uid-old',
+      device_id: 'd-old',
+      vendor: 'hms',
+      platform: 'android',
+      app_id: 'im-test',
+      token: 'tok-old',
+      manufacturer: 'huawei',
+      state: 'VALID',
+      reason: null,
+      reported_at: T0 - 29 * DAY,
+      changed_at: T0 - 29 * DAY,
+      failures: 0,
     };
     const task = await restoredTask(TOKEN_LIFECYCLE_STORES.tokens, [[compositeKey('d-old', 'hms'), health]]);
     clock = T0 + DAY / 2;

@@ -103,7 +103,10 @@ test('a transactional consume-transform-produce commits output and offsets toget
       const tx = await producer.transaction();
       await tx.send({ topic: output, messages: batch.messages.map((m) => ({ key: m.key, value: String(Number(m.value) * 10) })) });
       const last = batch.messages[batch.messages.length - 1]!;
-      await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }] }] });
+      await tx.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }] }],
+      });
       await tx.commit();
       for (const m of batch.messages) resolveOffset(m.offset);
       processed += batch.messages.length;
@@ -116,11 +119,17 @@ test('a transactional consume-transform-produce commits output and offsets toget
   assert.equal(processed, 10);
 
   const committed = await consumeAll(output, 10, 'read_committed');
-  assert.deepEqual(committed.map((m) => Number(m.value)).sort((a, b) => a - b), [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
+  assert.deepEqual(
+    committed.map((m) => Number(m.value)).sort((a, b) => a - b),
+    [0, 10, 20, 30, 40, 50, 60, 70, 80, 90],
+  );
   assert.ok(!committed.some((m) => String(m.value) === 'must-not-be-seen'), 'aborted record is not visible to read_committed');
 
   const uncommitted = await consumeAll(output, 11, 'read_uncommitted');
-  assert.ok(uncommitted.some((m) => String(m.value) === 'must-not-be-seen'), 'the aborted record is in the log (read_uncommitted sees it)');
+  assert.ok(
+    uncommitted.some((m) => String(m.value) === 'must-not-be-seen'),
+    'the aborted record is in the log (read_uncommitted sees it)',
+  );
 
   const admin = kafka.admin();
   await admin.connect();

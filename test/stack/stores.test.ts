@@ -14,7 +14,12 @@ test('MySQL: an upsert on a unique key updates the row instead of adding one', a
       id BIGINT AUTO_INCREMENT PRIMARY KEY, device_id VARCHAR(64) NOT NULL, vendor VARCHAR(16) NOT NULL, token VARCHAR(255) NOT NULL,
       UNIQUE KEY uk_device_vendor (device_id, vendor)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`);
     const upsert = `INSERT INTO ${table} (device_id, vendor, token) VALUES ? ON DUPLICATE KEY UPDATE token = VALUES(token)`;
-    await connection.query(upsert, [[['d1', 'apns', 't-old'], ['d2', 'fcm', 't-2']]]);
+    await connection.query(upsert, [
+      [
+        ['d1', 'apns', 't-old'],
+        ['d2', 'fcm', 't-2'],
+      ],
+    ]);
     const [result] = await connection.query(upsert, [[['d1', 'apns', 't-new']]]);
     assert.equal((result as mysql.ResultSetHeader).affectedRows, 2, 'MySQL reports 2 for an updated duplicate');
     const [rows] = await connection.query(`SELECT device_id, vendor, token FROM ${table} ORDER BY device_id`);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
-/** The whole tree type-checks under the strict tsconfig and passes the linter (incl. "processors never import kafkajs"). */
+/** The whole tree type-checks under the strict tsconfig, passes the linter (incl. "processors never import kafkajs") and is formatted. */
 const run = promisify(execFile);
 const check = (command: string, args: string[]) =>
   run(command, args, { timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }).then(
@@ -17,4 +17,8 @@ test('tsc --noEmit reports no type errors', async () => {
 
 test('eslint reports no problems', async () => {
   assert.equal(await check('npx', ['eslint', '.']), '');
+});
+
+test('every source file is formatted as prettier writes it (npm run format)', async () => {
+  assert.equal(await check('npx', ['prettier', '--check', '--log-level', 'warn', '.']), '');
 });

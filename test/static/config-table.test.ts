@@ -61,40 +61,101 @@ test('an empty environment yields the declared defaults', () => {
   const worker = readWorkerConfig({ PUSH_STAGES: 'decisions' });
   const k = CONFIG_KEYS;
   assert.deepEqual(
-    { id: worker.applicationId, commit: worker.commitIntervalMs, background: worker.backgroundCommitIntervalMs, partitions: worker.partitions, concurrent: worker.concurrentPartitions, port: worker.metricsPort, bytes: worker.maxRecordBytes, backoff: worker.restartBackoff },
     {
-      id: k.PUSH_APPLICATION_ID.default, commit: k.PUSH_COMMIT_INTERVAL_MS.default, background: k.PUSH_BACKGROUND_COMMIT_INTERVAL_MS.default, partitions: k.PUSH_PARTITIONS.default,
-      concurrent: k.PUSH_CONCURRENT_PARTITIONS.default, port: k.PUSH_METRICS_PORT.default, bytes: k.PUSH_MAX_RECORD_BYTES.default,
-      backoff: { initialMs: k.PUSH_RESTART_BACKOFF_INITIAL_MS.default, maxMs: k.PUSH_RESTART_BACKOFF_MAX_MS.default, resetMs: k.PUSH_RESTART_BACKOFF_RESET_MS.default },
+      id: worker.applicationId,
+      commit: worker.commitIntervalMs,
+      background: worker.backgroundCommitIntervalMs,
+      partitions: worker.partitions,
+      concurrent: worker.concurrentPartitions,
+      port: worker.metricsPort,
+      bytes: worker.maxRecordBytes,
+      backoff: worker.restartBackoff,
+    },
+    {
+      id: k.PUSH_APPLICATION_ID.default,
+      commit: k.PUSH_COMMIT_INTERVAL_MS.default,
+      background: k.PUSH_BACKGROUND_COMMIT_INTERVAL_MS.default,
+      partitions: k.PUSH_PARTITIONS.default,
+      concurrent: k.PUSH_CONCURRENT_PARTITIONS.default,
+      port: k.PUSH_METRICS_PORT.default,
+      bytes: k.PUSH_MAX_RECORD_BYTES.default,
+      backoff: {
+        initialMs: k.PUSH_RESTART_BACKOFF_INITIAL_MS.default,
+        maxMs: k.PUSH_RESTART_BACKOFF_MAX_MS.default,
+        resetMs: k.PUSH_RESTART_BACKOFF_RESET_MS.default,
+      },
     },
   );
   // The runtime keeps its own option defaults (topology/ knows nothing of PUSH_*): they must agree.
   const runtime = resolveStreamsAppOptions({ applicationId: 'a', brokers: ['b:1'], dlqTopic: 'dlq', topology: {} as never });
-  assert.deepEqual([runtime.maxRecordBytes, runtime.restartBackoffInitialMs, runtime.restartBackoffMaxMs, runtime.restartBackoffResetMs], [worker.maxRecordBytes, worker.restartBackoff.initialMs, worker.restartBackoff.maxMs, worker.restartBackoff.resetMs]);
+  assert.deepEqual(
+    [runtime.maxRecordBytes, runtime.restartBackoffInitialMs, runtime.restartBackoffMaxMs, runtime.restartBackoffResetMs],
+    [worker.maxRecordBytes, worker.restartBackoff.initialMs, worker.restartBackoff.maxMs, worker.restartBackoff.resetMs],
+  );
   assert.deepEqual([...STAGES], [...STAGE_NAMES]);
   const e = readEndpoints({});
   assert.deepEqual(
     [e.kafkaBrokers, e.schemaRegistryUrl, e.mysqlUrl, e.clickhouseUrl, e.clickhouseDatabase, e.clickhouseUser, e.clickhousePassword],
-    [[...k.PUSH_KAFKA_BROKERS.default], k.PUSH_SCHEMA_REGISTRY_URL.default, k.PUSH_MYSQL_URL.default, k.PUSH_CLICKHOUSE_URL.default, k.PUSH_CLICKHOUSE_DATABASE.default, k.PUSH_CLICKHOUSE_USER.default, k.PUSH_CLICKHOUSE_PASSWORD.default],
+    [
+      [...k.PUSH_KAFKA_BROKERS.default],
+      k.PUSH_SCHEMA_REGISTRY_URL.default,
+      k.PUSH_MYSQL_URL.default,
+      k.PUSH_CLICKHOUSE_URL.default,
+      k.PUSH_CLICKHOUSE_DATABASE.default,
+      k.PUSH_CLICKHOUSE_USER.default,
+      k.PUSH_CLICKHOUSE_PASSWORD.default,
+    ],
   );
   const merge = compileMergeOptions();
-  assert.deepEqual([merge.windowMs, merge.mode, merge.retentionMs, merge.maxEntries], [k.PUSH_MERGE_WINDOW_MS.default, k.PUSH_MERGE_MODE.default, k.PUSH_MERGE_RETENTION_MS.default, k.PUSH_MERGE_MAX_ENTRIES.default]);
+  assert.deepEqual(
+    [merge.windowMs, merge.mode, merge.retentionMs, merge.maxEntries],
+    [k.PUSH_MERGE_WINDOW_MS.default, k.PUSH_MERGE_MODE.default, k.PUSH_MERGE_RETENTION_MS.default, k.PUSH_MERGE_MAX_ENTRIES.default],
+  );
   const filter = compileOnlineFilterOptions();
-  assert.deepEqual([filter.holdWindowMs, filter.heartbeatTimeoutMs, filter.backgroundCooldownMs], [k.PUSH_HOLD_WINDOW_MS.default, k.PUSH_HEARTBEAT_TIMEOUT_MS.default, k.PUSH_BACKGROUND_COOLDOWN_MS.default]);
+  assert.deepEqual(
+    [filter.holdWindowMs, filter.heartbeatTimeoutMs, filter.backgroundCooldownMs],
+    [k.PUSH_HOLD_WINDOW_MS.default, k.PUSH_HEARTBEAT_TIMEOUT_MS.default, k.PUSH_BACKGROUND_COOLDOWN_MS.default],
+  );
   const policy = compilePolicyOptions();
   assert.deepEqual(
-    [policy.mentionRule, policy.mentionAllCounts, policy.genericTitle, policy.genericText, policy.summaryMaxChars, policy.quotaTimeZone, policy.deferredRelease],
-    [k.PUSH_MENTION_RULE.default, k.PUSH_MENTION_ALL.default, k.PUSH_GENERIC_TITLE.default, k.PUSH_GENERIC_TEXT.default, k.PUSH_SUMMARY_MAX_CHARS.default, k.PUSH_QUOTA_TIME_ZONE.default, k.PUSH_QUIET_HOURS_RELEASE.default],
+    [
+      policy.mentionRule,
+      policy.mentionAllCounts,
+      policy.genericTitle,
+      policy.genericText,
+      policy.summaryMaxChars,
+      policy.quotaTimeZone,
+      policy.deferredRelease,
+    ],
+    [
+      k.PUSH_MENTION_RULE.default,
+      k.PUSH_MENTION_ALL.default,
+      k.PUSH_GENERIC_TITLE.default,
+      k.PUSH_GENERIC_TEXT.default,
+      k.PUSH_SUMMARY_MAX_CHARS.default,
+      k.PUSH_QUOTA_TIME_ZONE.default,
+      k.PUSH_QUIET_HOURS_RELEASE.default,
+    ],
   );
   const ingest = compileIngestRules();
   assert.deepEqual([ingest.maxPastSkewMs, ingest.maxFutureSkewMs], [k.PUSH_INGEST_MAX_PAST_SKEW_MS.default, k.PUSH_INGEST_MAX_FUTURE_SKEW_MS.default]);
   const fanOut = fanOutConfig({ ...fanOutOptionsFromEnv({}) } as FanOutOptions);
   assert.deepEqual(
     [fanOut.ttlSeconds, fanOut.maxRetryableAttempts, fanOut.maxThrottledAttempts, fanOut.retryMaxAgeMs, fanOut.maxParked, fanOut.maxInFlight],
-    [k.PUSH_FANOUT_TTL_SECONDS.default, k.PUSH_FANOUT_MAX_RETRIES.default, k.PUSH_FANOUT_MAX_THROTTLED.default, k.PUSH_FANOUT_RETRY_MAX_AGE_MS.default, k.PUSH_FANOUT_MAX_PARKED.default, k.PUSH_FANOUT_MAX_IN_FLIGHT.default],
+    [
+      k.PUSH_FANOUT_TTL_SECONDS.default,
+      k.PUSH_FANOUT_MAX_RETRIES.default,
+      k.PUSH_FANOUT_MAX_THROTTLED.default,
+      k.PUSH_FANOUT_RETRY_MAX_AGE_MS.default,
+      k.PUSH_FANOUT_MAX_PARKED.default,
+      k.PUSH_FANOUT_MAX_IN_FLIGHT.default,
+    ],
   );
   const receiver = compileReceiverConfig({ apps: [] });
-  assert.deepEqual([receiver.host, receiver.port, receiver.maxBodyBytes, receiver.hmsMaxSkewMs], [k.PUSH_RECEIPTS_HOST.default, k.PUSH_RECEIPTS_PORT.default, k.PUSH_RECEIPTS_MAX_BODY_BYTES.default, k.PUSH_RECEIPTS_HMS_MAX_SKEW_MS.default]);
+  assert.deepEqual(
+    [receiver.host, receiver.port, receiver.maxBodyBytes, receiver.hmsMaxSkewMs],
+    [k.PUSH_RECEIPTS_HOST.default, k.PUSH_RECEIPTS_PORT.default, k.PUSH_RECEIPTS_MAX_BODY_BYTES.default, k.PUSH_RECEIPTS_HMS_MAX_SKEW_MS.default],
+  );
 });
 
 test('every declared integer key refuses a value beside its range from the environment, naming the key and the range', () => {
@@ -109,7 +170,16 @@ test('every declared integer key refuses a value beside its range from the envir
 });
 
 test('options without a PUSH_* key are named as options when refused', () => {
-  assert.throws(() => compileMergeOptions({ punctuateIntervalMs: 0 }), (e: unknown) => e instanceof ConfigError && e.key === 'merge.punctuateIntervalMs');
-  assert.throws(() => compileOnlineFilterOptions({ punctuateIntervalMs: 0 }), (e: unknown) => e instanceof ConfigError && e.key === 'onlineFilter.punctuateIntervalMs');
-  assert.throws(() => compilePolicyOptions({ releaseCheckIntervalMs: 0 }), (e: unknown) => e instanceof ConfigError && e.key === 'policy.releaseCheckIntervalMs');
+  assert.throws(
+    () => compileMergeOptions({ punctuateIntervalMs: 0 }),
+    (e: unknown) => e instanceof ConfigError && e.key === 'merge.punctuateIntervalMs',
+  );
+  assert.throws(
+    () => compileOnlineFilterOptions({ punctuateIntervalMs: 0 }),
+    (e: unknown) => e instanceof ConfigError && e.key === 'onlineFilter.punctuateIntervalMs',
+  );
+  assert.throws(
+    () => compilePolicyOptions({ releaseCheckIntervalMs: 0 }),
+    (e: unknown) => e instanceof ConfigError && e.key === 'policy.releaseCheckIntervalMs',
+  );
 });

@@ -39,5 +39,8 @@ test('imports against the layers are lint errors, imports along them are not', a
       return `${c.file} → ${c.imports}: ${fenced ? 'refused' : 'allowed'}`;
     }),
   );
-  assert.deepEqual(verdicts, CASES.map((c) => `${c.file} → ${c.imports}: ${c.allowed ? 'allowed' : 'refused'}`));
+  assert.deepEqual(
+    verdicts,
+    CASES.map((c) => `${c.file} → ${c.imports}: ${c.allowed ? 'allowed' : 'refused'}`),
+  );
 });

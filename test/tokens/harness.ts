@@ -15,8 +15,13 @@ import { parsingRegistry, receiptBodies, TEST_APP } from '../receipts/support.ts
 import { after, afterEach, before, beforeEach } from 'node:test';
 import { createTestMysql, type TestMysql } from './mysql.ts';
 
-
-export const TOPICS = { receiptsRaw: 'push.receipts.raw', outcomes: 'push.outcomes', tokens: 'push.tokens', receipts: 'push.receipts', byMessage: receiptsByMessageTopic() } as const;
+export const TOPICS = {
+  receiptsRaw: 'push.receipts.raw',
+  outcomes: 'push.outcomes',
+  tokens: 'push.tokens',
+  receipts: 'push.receipts',
+  byMessage: receiptsByMessageTopic(),
+} as const;
 export const DAY = 86_400_000;
 export const T0 = Date.UTC(2026, 10, 1, 0, 0, 0);
 
@@ -36,7 +41,10 @@ export class ReceiptsHarness {
   private readonly storeNames: string[];
   private readonly counted = new Map<string, number>();
 
-  constructor(readonly mysql: TestMysql, tokenOptions: Partial<TokenLifecycleOptions> = {}) {
+  constructor(
+    readonly mysql: TestMysql,
+    tokenOptions: Partial<TokenLifecycleOptions> = {},
+  ) {
     this.topology = buildReceiptTopology({
       valueSerdes: rawAvroValueSerdes(),
 
@@ -95,7 +103,12 @@ export class ReceiptsHarness {
   }
 
   /** The fan-out's record of a vendor acceptance (or another status) for a task on a device. */
-  async outcome(device: string, task: string, status: PushOutcome['status'], options: { vendor?: string; vendorMessageId?: string; reason?: string } = {}): Promise<void> {
+  async outcome(
+    device: string,
+    task: string,
+    status: PushOutcome['status'],
+    options: { vendor?: string; vendorMessageId?: string; reason?: string } = {},
+  ): Promise<void> {
     const uid = `uid-${device}`;
     const outcome: PushOutcome = {
       event_id: `ev-${task}-${status}`,
@@ -137,7 +150,10 @@ export class ReceiptsHarness {
   }
 
   async tokenRow(device: string, vendor = 'hms'): Promise<TokenRowView | undefined> {
-    const [rows] = await this.mysql.pool.query<RowDataPacket[]>('SELECT token, status, invalid_reason, platform FROM im_push_token WHERE device_id = ? AND vendor = ?', [device, vendor]);
+    const [rows] = await this.mysql.pool.query<RowDataPacket[]>(
+      'SELECT token, status, invalid_reason, platform FROM im_push_token WHERE device_id = ? AND vendor = ?',
+      [device, vendor],
+    );
     return rows[0] as TokenRowView | undefined;
   }
 
@@ -147,11 +163,22 @@ export class ReceiptsHarness {
   }
 
   async insertTask(task: string, device: string, status = 1): Promise<void> {
-    await this.mysql.pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, vendor, status) VALUES (?, ?, ?, ?, ?, ?, ?)', [task, `uid-${device}`, 'conv-1', Math.floor(Math.random() * 1e9), device, 'hms', status]);
+    await this.mysql.pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, vendor, status) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      task,
+      `uid-${device}`,
+      'conv-1',
+      Math.floor(Math.random() * 1e9),
+      device,
+      'hms',
+      status,
+    ]);
   }
 
   invalidations(): TokenReport[] {
-    return this.driver.readAllOutputs<string, TokenReport>(TOPICS.tokens).map((r) => r.value).filter((v) => v.state === 'INVALID');
+    return this.driver
+      .readAllOutputs<string, TokenReport>(TOPICS.tokens)
+      .map((r) => r.value)
+      .filter((v) => v.state === 'INVALID');
   }
 
   receipts(): PushReceipt[] {

@@ -35,7 +35,10 @@ describe('token lifecycle', () => {
     assert.deepEqual(await h.tokenRow('d-dead'), { token: 'tok-dead', status: 0, invalid_reason: 'dead_token', platform: 'android' });
     const fed = h.invalidations();
     assert.equal(fed.length, 1);
-    assert.deepEqual({ device: fed[0]!.device_id, vendor: fed[0]!.vendor, token: fed[0]!.token, source: fed[0]!.source, reason: fed[0]!.reason }, { device: 'd-dead', vendor: 'hms', token: 'tok-dead', source: 'RECEIPT', reason: 'dead_token' });
+    assert.deepEqual(
+      { device: fed[0]!.device_id, vendor: fed[0]!.vendor, token: fed[0]!.token, source: fed[0]!.source, reason: fed[0]!.reason },
+      { device: 'd-dead', vendor: 'hms', token: 'tok-dead', source: 'RECEIPT', reason: 'dead_token' },
+    );
   });
 
   test('a dead-token answer from the fan-out invalidates at once', async () => {
@@ -72,7 +75,10 @@ describe('token lifecycle', () => {
     assert.equal((await h.tokenRow('d-stale'))?.invalid_reason, 'stale');
     assert.equal((await h.tokenRow('d-fresh'))?.status, 1);
     const fed = h.invalidations();
-    assert.deepEqual(fed.map((r) => [r.device_id, r.source, r.reason]), [['d-stale', 'SWEEP', 'stale']]);
+    assert.deepEqual(
+      fed.map((r) => [r.device_id, r.source, r.reason]),
+      [['d-stale', 'SWEEP', 'stale']],
+    );
     await h.advance(21 * DAY);
     assert.equal((await h.tokenRow('d-fresh'))?.invalid_reason, 'stale', 'swept 30 days after its last refresh');
   });

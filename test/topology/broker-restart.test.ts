@@ -36,7 +36,12 @@ before(async () => {
   await kafkaService(broker).down();
   rmSync(stackPath(broker.name), { recursive: true, force: true });
   await kafkaService(broker).up();
-  client = new Kafka({ clientId: 'broker-restart-test', brokers: [`127.0.0.1:${broker.port}`], logLevel: logLevel.NOTHING, retry: { retries: 20, maxRetryTime: 5000 } });
+  client = new Kafka({
+    clientId: 'broker-restart-test',
+    brokers: [`127.0.0.1:${broker.port}`],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 20, maxRetryTime: 5000 },
+  });
 });
 
 after(async () => {
@@ -48,41 +53,58 @@ after(async () => {
 const lastAssignment = (w: Worker) => (w.events.filter((e) => e.event === 'assigned').at(-1)?.tasks as string[] | undefined) ?? [];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('two broker restarts (graceful, then a crash) while three instances count under exactly-once: every partition resumes, nothing lost or duplicated', { timeout: 300_000 }, async () => {
-  const input = uniqueName('restart-in');
-  const output = uniqueName('restart-out');
-  const admin = client.admin();
-  await admin.connect();
-  await createTopics(admin, [{ topic: input, partitions: PARTITIONS }, { topic: output, partitions: PARTITIONS }]);
-  await admin.disconnect();
-  const env = { WORKER_BROKERS: `127.0.0.1:${broker.port}`, WORKER_APP_ID: uniqueName('restart-app'), WORKER_INPUT: input, WORKER_OUTPUT: output, WORKER_DLQ: uniqueName('restart-dlq') };
-  const records = wordStream(RECORDS, 400, 5);
+test(
+  'two broker restarts (graceful, then a crash) while three instances count under exactly-once: every partition resumes, nothing lost or duplicated',
+  { timeout: 300_000 },
+  async () => {
+    const input = uniqueName('restart-in');
+    const output = uniqueName('restart-out');
+    const admin = client.admin();
+    await admin.connect();
+    await createTopics(admin, [
+      { topic: input, partitions: PARTITIONS },
+      { topic: output, partitions: PARTITIONS },
+    ]);
+    await admin.disconnect();
+    const env = {
+      WORKER_BROKERS: `127.0.0.1:${broker.port}`,
+      WORKER_APP_ID: uniqueName('restart-app'),
+      WORKER_INPUT: input,
+      WORKER_OUTPUT: output,
+      WORKER_DLQ: uniqueName('restart-dlq'),
+    };
+    const records = wordStream(RECORDS, 400, 5);
 
-  const workers = [spawnWorker(env), spawnWorker(env), spawnWorker(env)];
-  live.push(...workers);
-  // Input flows between the restarts, never while the broker is down (a producer retry then
-  // cannot duplicate input, so every output maps to exactly one input). The first restart is
-  // graceful, the second a crash with transactions open.
-  const produce = async (from: number, to: number) => {
-    for (let i = from; i < to; i += 2000) {
-      await produceWords(input, records.slice(i, i + 2000), client);
-      await pause(200);
+    const workers = [spawnWorker(env), spawnWorker(env), spawnWorker(env)];
+    live.push(...workers);
+    // Input flows between the restarts, never while the broker is down (a producer retry then
+    // cannot duplicate input, so every output maps to exactly one input). The first restart is
+    // graceful, the second a crash with transactions open.
+    const produce = async (from: number, to: number) => {
+      for (let i = from; i < to; i += 2000) {
+        await produceWords(input, records.slice(i, i + 2000), client);
+        await pause(200);
+      }
+    };
+    await produce(0, 12_000);
+    await Promise.all(workers.map((w) => w.waitFor((e) => e.event === 'committed', 90_000)));
+    const downMs = [(await restartKafka(broker, 'SIGTERM')).downMs];
+    await produce(12_000, 24_000);
+    downMs.push((await restartKafka(broker, 'SIGKILL')).downMs);
+    await produce(24_000, RECORDS);
+
+    const out = await readTopic(output, (r) => r.length >= RECORDS, 150_000, 2500, client);
+    assert.deepEqual(
+      analyseCounts(records, decodeCounts(out)),
+      { outputs: RECORDS, duplicated: 0, missing: 0, wrongFinal: [], repeatedCounts: 0 },
+      `broker back after ${downMs.join(' and ')} ms`,
+    );
+    const owned = workers.flatMap(lastAssignment).sort();
+    assert.deepEqual(owned, TASKS, 'the instances own every task between them, each once');
+    for (const w of workers) {
+      assert.equal(w.child.exitCode, null, 'no instance exited on its own');
+      w.child.kill('SIGTERM');
+      assert.equal(await w.exited, 0, 'each instance shuts down cleanly on SIGTERM');
     }
-  };
-  await produce(0, 12_000);
-  await Promise.all(workers.map((w) => w.waitFor((e) => e.event === 'committed', 90_000)));
-  const downMs = [(await restartKafka(broker, 'SIGTERM')).downMs];
-  await produce(12_000, 24_000);
-  downMs.push((await restartKafka(broker, 'SIGKILL')).downMs);
-  await produce(24_000, RECORDS);
-
-  const out = await readTopic(output, (r) => r.length >= RECORDS, 150_000, 2500, client);
-  assert.deepEqual(analyseCounts(records, decodeCounts(out)), { outputs: RECORDS, duplicated: 0, missing: 0, wrongFinal: [], repeatedCounts: 0 }, `broker back after ${downMs.join(' and ')} ms`);
-  const owned = workers.flatMap(lastAssignment).sort();
-  assert.deepEqual(owned, TASKS, 'the instances own every task between them, each once');
-  for (const w of workers) {
-    assert.equal(w.child.exitCode, null, 'no instance exited on its own');
-    w.child.kill('SIGTERM');
-    assert.equal(await w.exited, 0, 'each instance shuts down cleanly on SIGTERM');
-  }
-});
+  },
+);

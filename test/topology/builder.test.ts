@@ -71,7 +71,15 @@ describe('TopologyBuilder', () => {
     ['duplicate node', () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).addSource('s', { topics: ['u'], ...serdes }), /already exists/],
     ['topic read twice', () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).addSource('r', { topics: ['t'], ...serdes }), /already read/],
     ['missing parent', () => new TopologyBuilder().addProcessor('p', noop, 'nope'), /does not exist/],
-    ['non-kebab store', () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).addProcessor('p', noop, 's').addStateStore(keyValueStore('Counts'), 'p'), /kebab-case/],
+    [
+      'non-kebab store',
+      () =>
+        new TopologyBuilder()
+          .addSource('s', { topics: ['t'], ...serdes })
+          .addProcessor('p', noop, 's')
+          .addStateStore(keyValueStore('Counts'), 'p'),
+      /kebab-case/,
+    ],
     ['store on unknown processor', () => new TopologyBuilder().addStateStore(keyValueStore('counts'), 'ghost'), /no processor named ghost/],
     ['source without children', () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).build(), /no children/],
   ];

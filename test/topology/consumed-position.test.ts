@@ -37,7 +37,10 @@ test('a partition written transactionally is committed past its commit and abort
   const input = uniqueName('marker-in');
   const output = uniqueName('marker-out');
   const applicationId = uniqueName('marker-app');
-  await createTopics(admin, [{ topic: input, partitions: 1 }, { topic: output, partitions: 1 }]);
+  await createTopics(admin, [
+    { topic: input, partitions: 1 },
+    { topic: output, partitions: 1 },
+  ]);
   const producer = kafka.producer({ transactionalId: uniqueName('marker-writer'), idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const writeTransaction = async (words: string[], outcome: 'commit' | 'abort') => {
@@ -46,7 +49,14 @@ test('a partition written transactionally is committed past its commit and abort
     await (outcome === 'commit' ? txn.commit() : txn.abort());
   };
   try {
-    app = new StreamsApp({ applicationId, topology: countingTopology(input, output), brokers, dlqTopic: uniqueName('marker-dlq'), commitIntervalMs: 100, logger: createLogger({}, 'error') });
+    app = new StreamsApp({
+      applicationId,
+      topology: countingTopology(input, output),
+      brokers,
+      dlqTopic: uniqueName('marker-dlq'),
+      commitIntervalMs: 100,
+      logger: createLogger({}, 'error'),
+    });
     await app.start();
 
     // Offsets 0–2 hold the words, 3 the commit marker: fetched together with the records.
@@ -62,7 +72,11 @@ test('a partition written transactionally is committed past its commit and abort
     const counts = decodeCounts(await readTopic(output, (r) => r.length >= 3, 10_000, 1000));
     assert.deepEqual(
       counts.map((c) => [c.word, c.count]),
-      [['a', 1], ['b', 1], ['a', 2]],
+      [
+        ['a', 1],
+        ['b', 1],
+        ['a', 2],
+      ],
       'only the committed transaction was counted',
     );
   } finally {

@@ -36,7 +36,11 @@ export async function produceWords(topic: string, records: Array<{ key: string; 
   await producer.connect();
   try {
     for (let i = 0; i < records.length; i += batch) {
-      await producer.send({ topic, acks: -1, messages: records.slice(i, i + batch).map((r) => ({ key: r.key, value: wordSerde.serialize(topic, r.value) as Buffer })) });
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: records.slice(i, i + batch).map((r) => ({ key: r.key, value: wordSerde.serialize(topic, r.value) as Buffer })),
+      });
     }
   } finally {
     await producer.disconnect();
@@ -55,7 +59,13 @@ export interface ReadRecord {
  * Reads a topic with read_committed from the beginning until `until` says enough or `timeoutMs`
  * passes (then it returns what it has); keeps reading `settleMs` more to catch duplicates.
  */
-export async function readTopic(topic: string, until: (records: ReadRecord[]) => boolean, timeoutMs: number, settleMs = 1500, client = kafka): Promise<ReadRecord[]> {
+export async function readTopic(
+  topic: string,
+  until: (records: ReadRecord[]) => boolean,
+  timeoutMs: number,
+  settleMs = 1500,
+  client = kafka,
+): Promise<ReadRecord[]> {
   const consumer = client.consumer({ groupId: uniqueName('reader'), maxWaitTimeInMs: 100, readUncommitted: false });
   const records: ReadRecord[] = [];
   await consumer.connect();
@@ -64,7 +74,8 @@ export async function readTopic(topic: string, until: (records: ReadRecord[]) =>
   const reached = new Promise<void>((r) => (done = r));
   await consumer.run({
     eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) records.push({ key: m.key?.toString() ?? null, value: m.value, headers: m.headers ?? {}, partition: batch.partition, offset: m.offset });
+      for (const m of batch.messages)
+        records.push({ key: m.key?.toString() ?? null, value: m.value, headers: m.headers ?? {}, partition: batch.partition, offset: m.offset });
       if (until(records)) done();
     },
   });

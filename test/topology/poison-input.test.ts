@@ -24,7 +24,10 @@ test('garbage bytes and unknown schema ids go to the DLQ with reasons while vali
   const input = uniqueName('poison-in');
   const output = uniqueName('poison-out');
   const dlq = uniqueName('poison-dlq');
-  await createTopics(admin, [{ topic: input, partitions: 2 }, { topic: output, partitions: 2 }]);
+  await createTopics(admin, [
+    { topic: input, partitions: 2 },
+    { topic: output, partitions: 2 },
+  ]);
   const { id } = await registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(wordSchema) }, { subject: `${input}-value` });
 
   const unknownId = Buffer.alloc(5 + 8);
@@ -35,13 +38,17 @@ test('garbage bytes and unknown schema ids go to the DLQ with reasons while vali
     { kind: 'unknown-id', value: unknownId },
     { kind: 'garbage', value: Buffer.from('{"word":"json is not avro"}') },
   ];
-  const expectedCodes = new Map([['garbage', 'DLQ_BAD_FRAMING'], ['short', 'DLQ_BAD_FRAMING'], ['unknown-id', 'UNKNOWN_SCHEMA_ID']]);
+  const expectedCodes = new Map([
+    ['garbage', 'DLQ_BAD_FRAMING'],
+    ['short', 'DLQ_BAD_FRAMING'],
+    ['unknown-id', 'UNKNOWN_SCHEMA_ID'],
+  ]);
   poison[0]!.value[0] = 0x7b; // never the magic byte
   const messages: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
   let valid = 0;
   for (let i = 0; i < 400; i++) {
     if (i % 25 === 3) {
-      const p = poison[(i / 25) % poison.length | 0]!;
+      const p = poison[((i / 25) % poison.length) | 0]!;
       messages.push({ key: `w${i % 7}`, value: p.value, headers: { kind: p.kind } });
     } else {
       messages.push({ key: `w${i % 7}`, value: await registry.encode(id, { word: `w${i % 7}`, seq: i } satisfies WordEvent), headers: { kind: 'valid' } });
@@ -63,10 +70,7 @@ test('garbage bytes and unknown schema ids go to the DLQ with reasons while vali
   });
   await app.start();
   const poisoned = messages.length - valid;
-  const [out, letters] = await Promise.all([
-    readTopic(output, (r) => r.length >= valid, 60_000),
-    readTopic(dlq, (r) => r.length >= poisoned, 60_000),
-  ]);
+  const [out, letters] = await Promise.all([readTopic(output, (r) => r.length >= valid, 60_000), readTopic(dlq, (r) => r.length >= poisoned, 60_000)]);
 
   assert.equal(decodeCounts(out).length, valid);
   assert.deepEqual(new Set(decodeCounts(out).map((o) => o.seq)).size, valid);
@@ -81,7 +85,10 @@ test('garbage bytes and unknown schema ids go to the DLQ with reasons while vali
     assert.ok(h(DLQ_HEADERS.errorMessage)!.length > 0);
     if (kind === 'unknown-id' || kind === 'short') assert.equal(h(DLQ_HEADERS.errorCode), expectedCodes.get(kind), `code of a ${kind} record`);
     else assert.equal(h(DLQ_HEADERS.errorCode), 'DLQ_BAD_FRAMING', `code of a ${kind} record`);
-    assert.ok(poison.some((p) => p.value.equals(letter.value!)), 'the DLQ keeps the original bytes');
+    assert.ok(
+      poison.some((p) => p.value.equals(letter.value!)),
+      'the DLQ keeps the original bytes',
+    );
   }
   assert.deepEqual(new Set(letters.map((l) => l.headers.kind?.toString())), new Set(['garbage', 'short', 'unknown-id']));
 });

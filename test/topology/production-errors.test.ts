@@ -15,7 +15,9 @@ import { padTopology, releaseTopology, scalerTopology } from './poison-fixtures.
  * the task. With an input record, that record goes to the DLQ; from a punctuator, the output does.
  */
 
-const rules = (byTopic: Record<string, Partial<TopicRules>>) => (topic: string): TopicRules => ({ maxRecordBytes: DEFAULT_MAX_RECORD_BYTES, keyRequired: false, ...byTopic[topic] });
+const rules =
+  (byTopic: Record<string, Partial<TopicRules>>) =>
+  (topic: string): TopicRules => ({ maxRecordBytes: DEFAULT_MAX_RECORD_BYTES, keyRequired: false, ...byTopic[topic] });
 
 describe('production errors', () => {
   for (const { word, value } of [
@@ -28,12 +30,25 @@ describe('production errors', () => {
       await driver.pipeInput('words', 'k', { word, seq: 2 }, { headers: { 'trace-id': 't-2' } });
       await driver.pipeInput('words', 'k', { word: 'next', seq: 3 });
 
-      assert.deepEqual(driver.readAllOutputs<string, WordEvent>('scaled').map((r) => ({ ...r.value })), [{ word: 'ok', seq: 1 }, { word: 'next', seq: 3 }]);
-      assert.deepEqual(driver.readAllOutputs('audit').map((r) => r.value), [{ seen: 'ok' }, { seen: word }, { seen: 'next' }]);
+      assert.deepEqual(
+        driver.readAllOutputs<string, WordEvent>('scaled').map((r) => ({ ...r.value })),
+        [
+          { word: 'ok', seq: 1 },
+          { word: 'next', seq: 3 },
+        ],
+      );
+      assert.deepEqual(
+        driver.readAllOutputs('audit').map((r) => r.value),
+        [{ seen: 'ok' }, { seen: word }, { seen: 'next' }],
+      );
       const letters = driver.readAllOutputs<Buffer, Buffer>('dlq');
       assert.equal(letters.length, 1);
       const h = letters[0]!.headers;
-      assert.deepEqual({ ...(avroSerde<WordEvent>(wordSchema).deserialize('words', letters[0]!.value) as WordEvent) }, { word, seq: 2 }, 'the DLQ keeps the input bytes');
+      assert.deepEqual(
+        { ...(avroSerde<WordEvent>(wordSchema).deserialize('words', letters[0]!.value) as WordEvent) },
+        { word, seq: 2 },
+        'the DLQ keeps the input bytes',
+      );
       assert.equal(h[DLQ_HEADERS.phase], 'production');
       assert.equal(h[DLQ_HEADERS.errorCode], 'SERIALIZATION_FAILED');
       assert.match(h[DLQ_HEADERS.errorMessage]!, /seq \(long\)/, 'the reason names the field and its type');
@@ -48,10 +63,18 @@ describe('production errors', () => {
   }
 
   test('a store value over its changelog limit goes to the DLQ, not to the changelog; the task and the value in memory go on', async () => {
-    const driver = new TopologyTestDriver(releaseTopology(), { dlqTopic: 'dlq', startWallClockMs: 1_000_000, topicRules: rules({ 'test-app-held-words-changelog': { maxRecordBytes: 1_000 } }) });
+    const driver = new TopologyTestDriver(releaseTopology(), {
+      dlqTopic: 'dlq',
+      startWallClockMs: 1_000_000,
+      topicRules: rules({ 'test-app-held-words-changelog': { maxRecordBytes: 1_000 } }),
+    });
     await driver.pipeInput('held', 'big', { word: 'w'.repeat(2_000), seq: 1 });
     await driver.pipeInput('held', 'small', { word: 'ok', seq: 2 });
-    assert.deepEqual(driver.changelog('held-words').map((c) => c.key), ['small'], 'only the value within the limit is written');
+    assert.deepEqual(
+      driver.changelog('held-words').map((c) => c.key),
+      ['small'],
+      'only the value within the limit is written',
+    );
     const letters = driver.readAllOutputs<Buffer, Buffer>('dlq');
     assert.equal(letters.length, 1);
     const h = letters[0]!.headers;
@@ -60,15 +83,28 @@ describe('production errors', () => {
     assert.equal(h[DLQ_HEADERS.sinkTopic], 'test-app-held-words-changelog');
     assert.equal(letters[0]!.key?.toString(), 'big', 'the DLQ keeps the store key');
     await driver.advanceWallClockTime(1_000);
-    assert.deepEqual(driver.readAllOutputs<string, WordEvent>('released').map((r) => r.key).sort(), ['big', 'small'], 'the store still holds the value in memory');
+    assert.deepEqual(
+      driver
+        .readAllOutputs<string, WordEvent>('released')
+        .map((r) => r.key)
+        .sort(),
+      ['big', 'small'],
+      'the store still holds the value in memory',
+    );
   });
 
   test('the processing-error policy `fail` does not stop the task on a production error', async () => {
     const driver = new TopologyTestDriver(scalerTopology(), { dlqTopic: 'dlq', processingErrorPolicy: 'fail' });
     await driver.pipeInput('words', 'k', { word: 'huge', seq: 1 });
     await driver.pipeInput('words', 'k', { word: 'next', seq: 2 });
-    assert.deepEqual(driver.readAllOutputs('dlq').map((r) => r.headers[DLQ_HEADERS.errorCode]), ['SERIALIZATION_FAILED']);
-    assert.deepEqual(driver.readAllOutputs<string, WordEvent>('scaled').map((r) => r.value.seq), [2]);
+    assert.deepEqual(
+      driver.readAllOutputs('dlq').map((r) => r.headers[DLQ_HEADERS.errorCode]),
+      ['SERIALIZATION_FAILED'],
+    );
+    assert.deepEqual(
+      driver.readAllOutputs<string, WordEvent>('scaled').map((r) => r.value.seq),
+      [2],
+    );
   });
 
   test('a punctuator output that cannot be serialized goes to the DLQ itself, rendered, and the punctuation goes on', async () => {
@@ -80,7 +116,11 @@ describe('production errors', () => {
     await driver.pipeInput('held', 'd', { word: 'd', seq: 4 });
     await driver.advanceWallClockTime(1000);
 
-    assert.deepEqual(driver.readAllOutputs<string, WordEvent>('released').map((r) => r.key), ['a', 'c', 'd'], 'every other entry of the same punctuation, and later ones, are released');
+    assert.deepEqual(
+      driver.readAllOutputs<string, WordEvent>('released').map((r) => r.key),
+      ['a', 'c', 'd'],
+      'every other entry of the same punctuation, and later ones, are released',
+    );
     const letters = driver.readAllOutputs<Buffer, Buffer>('dlq');
     assert.equal(letters.length, 1);
     const letter = letters[0]!;
@@ -103,7 +143,10 @@ describe('production errors', () => {
     await driver.pipeInput('blobs', 'k', Buffer.alloc(1947, 1)); // key 1 + value 1947 + 100 = 2048: at the limit
     await driver.pipeInput('blobs', 'k', Buffer.alloc(1948, 2)); // one byte over
     await driver.pipeInput('blobs', 'k', Buffer.alloc(10, 3));
-    assert.deepEqual(driver.readAllOutputs<string, Buffer>('padded').map((r) => r.value.length), [2047, 110]);
+    assert.deepEqual(
+      driver.readAllOutputs<string, Buffer>('padded').map((r) => r.value.length),
+      [2047, 110],
+    );
     const [letter, ...more] = driver.readAllOutputs<Buffer, Buffer>('dlq');
     assert.equal(more.length, 0);
     assert.equal(letter?.headers[DLQ_HEADERS.errorCode], 'RECORD_TOO_LARGE');
@@ -119,19 +162,31 @@ describe('production errors', () => {
     await driver.pipeInput('blobs', 'k', Buffer.alloc(1000 - 1 - 111, 1));
     await driver.pipeInput('blobs', 'k', Buffer.alloc(1000 - 1 - 111 + 1, 1));
     assert.equal(driver.readAllOutputs('padded').length, 1);
-    assert.deepEqual(driver.readAllOutputs('dlq').map((r) => r.headers[DLQ_HEADERS.errorCode]), ['RECORD_TOO_LARGE']);
+    assert.deepEqual(
+      driver.readAllOutputs('dlq').map((r) => r.headers[DLQ_HEADERS.errorCode]),
+      ['RECORD_TOO_LARGE'],
+    );
   });
 
   test('a keyless output for a compacted topic is refused at the sink (the broker would refuse the whole transaction)', async () => {
     const driver = new TopologyTestDriver(padTopology(1), { dlqTopic: 'dlq', topicRules: rules({ padded: { keyRequired: true } }) });
     await driver.pipeInput('blobs', null, Buffer.from('no key'));
     await driver.pipeInput('blobs', 'k', Buffer.from('keyed'));
-    assert.deepEqual(driver.readAllOutputs<string, Buffer>('padded').map((r) => r.key), ['k']);
-    assert.deepEqual(driver.readAllOutputs('dlq').map((r) => r.headers[DLQ_HEADERS.errorCode]), ['INVALID_RECORD']);
+    assert.deepEqual(
+      driver.readAllOutputs<string, Buffer>('padded').map((r) => r.key),
+      ['k'],
+    );
+    assert.deepEqual(
+      driver.readAllOutputs('dlq').map((r) => r.headers[DLQ_HEADERS.errorCode]),
+      ['INVALID_RECORD'],
+    );
   });
 
-  test('a dead letter over the DLQ topic\'s own limit keeps its reason but leaves its value out', async () => {
-    const driver = new TopologyTestDriver(padTopology(10), { dlqTopic: 'dlq', topicRules: rules({ padded: { maxRecordBytes: 1024 }, dlq: { maxRecordBytes: 1500 } }) });
+  test("a dead letter over the DLQ topic's own limit keeps its reason but leaves its value out", async () => {
+    const driver = new TopologyTestDriver(padTopology(10), {
+      dlqTopic: 'dlq',
+      topicRules: rules({ padded: { maxRecordBytes: 1024 }, dlq: { maxRecordBytes: 1500 } }),
+    });
     await driver.pipeInput('blobs', 'k', Buffer.alloc(1400, 7));
     const [letter] = driver.readAllOutputs<Buffer, Buffer | null>('dlq');
     assert.equal(letter?.value, null);
@@ -145,7 +200,7 @@ describe('record sizes and DLQ renderings', () => {
   test('recordBytes counts key, value, UTF-8 header bytes and 10 bytes of framing per header; oversizeBytes is 0 within the limit', () => {
     const key = Buffer.from('key');
     const value = Buffer.alloc(100);
-    const headers = { a: 'b', 'ü': '日本' };
+    const headers = { a: 'b', ü: '日本' };
     assert.equal(recordBytes(key, value, headers), 3 + 100 + (1 + 1 + 10) + (2 + 6 + 10));
     assert.equal(oversizeBytes(key, value, headers, 133), 0);
     assert.equal(oversizeBytes(key, value, headers, 132), 133);
@@ -154,7 +209,9 @@ describe('record sizes and DLQ renderings', () => {
   });
 
   test('renderForDeadLetter tags what JSON cannot hold instead of losing it', () => {
-    const rendered = JSON.parse(renderForDeadLetter({ a: undefined, b: 10n, c: NaN, d: -Infinity, e: Buffer.from([1, 2]), f: [undefined, 1e20, 0.5] }).toString());
+    const rendered = JSON.parse(
+      renderForDeadLetter({ a: undefined, b: 10n, c: NaN, d: -Infinity, e: Buffer.from([1, 2]), f: [undefined, 1e20, 0.5] }).toString(),
+    );
     assert.deepEqual(rendered, {
       a: { $undefined: true },
       b: { $bigint: '10' },
@@ -173,6 +230,10 @@ describe('record sizes and DLQ renderings', () => {
     assert.equal(fitDeadLetter(letter, 1000), letter);
     const trimmed = fitDeadLetter({ ...letter, headers: { ...letter.headers, big: 'x'.repeat(2000) } }, 1000);
     assert.equal(trimmed.key, null);
-    assert.deepEqual(Object.keys(trimmed.headers).sort(), [DLQ_HEADERS.errorCode, DLQ_HEADERS.valueOmittedBytes].sort(), 'only the reason survives a huge original header');
+    assert.deepEqual(
+      Object.keys(trimmed.headers).sort(),
+      [DLQ_HEADERS.errorCode, DLQ_HEADERS.valueOmittedBytes].sort(),
+      'only the reason survives a huge original header',
+    );
   });
 });

@@ -24,7 +24,7 @@ describe('InMemoryTimerStore', () => {
     const model = new Map<string, number>();
     let now = 0;
     let seed = 7;
-    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let i = 0; i < 20_000; i++) {
       const op = rand(10);
       const key = `k${rand(500)}`;
@@ -39,7 +39,10 @@ describe('InMemoryTimerStore', () => {
         now += rand(200);
         const expected = [...model].filter(([, d]) => d <= now).sort((x, y) => x[1] - y[1] || (x[0] < y[0] ? -1 : 1));
         for (const [k] of expected) model.delete(k);
-        assert.deepEqual(timers.popDue(now).map((e) => [e.key, e.dueMs]), expected);
+        assert.deepEqual(
+          timers.popDue(now).map((e) => [e.key, e.dueMs]),
+          expected,
+        );
       }
       assert.equal(timers.size, model.size);
     }
@@ -54,11 +57,23 @@ describe('InMemoryTimerStore', () => {
     timers.cancel('c');
     const changes = timers.drainChanges();
     // c was set and cancelled between two drains: the changelog never had it, so no tombstone.
-    assert.deepEqual(changes.map((c) => [c.key, c.value?.toString() ?? null]), [['a', '10'], ['b', '30']]);
+    assert.deepEqual(
+      changes.map((c) => [c.key, c.value?.toString() ?? null]),
+      [
+        ['a', '10'],
+        ['b', '30'],
+      ],
+    );
     const restored = new InMemoryTimerStore('t');
     for (const c of changes) restored.restore(c.key, c.value);
-    assert.deepEqual(restored.popDue(100), [{ key: 'a', dueMs: 10 }, { key: 'b', dueMs: 30 }]);
-    assert.deepEqual(restored.drainChanges(), [{ key: 'a', value: null }, { key: 'b', value: null }]);
+    assert.deepEqual(restored.popDue(100), [
+      { key: 'a', dueMs: 10 },
+      { key: 'b', dueMs: 30 },
+    ]);
+    assert.deepEqual(restored.drainChanges(), [
+      { key: 'a', value: null },
+      { key: 'b', value: null },
+    ]);
   });
 
   test('a timer the changelog holds gets its tombstone; one set and fired between two drains gets none', () => {
@@ -66,7 +81,10 @@ describe('InMemoryTimerStore', () => {
     timers.set('held', 10);
     timers.drainChanges();
     timers.set('brief', 20);
-    assert.deepEqual(timers.popDue(50).map((e) => e.key), ['held', 'brief']);
+    assert.deepEqual(
+      timers.popDue(50).map((e) => e.key),
+      ['held', 'brief'],
+    );
     assert.deepEqual(timers.drainChanges(), [{ key: 'held', value: null }]);
   });
 });
@@ -80,8 +98,14 @@ describe('InMemoryScheduleStore', () => {
     schedule.add('a', 50);
     schedule.add('b', 100);
     assert.equal(schedule.size, 5);
-    assert.deepEqual(schedule.popDue(250, 2), [{ key: 'a', dueMs: 50 }, { key: 'b', dueMs: 100 }]);
-    assert.deepEqual(schedule.popDue(250), [{ key: 'b', dueMs: 100 }, { key: 'c', dueMs: 200 }]);
+    assert.deepEqual(schedule.popDue(250, 2), [
+      { key: 'a', dueMs: 50 },
+      { key: 'b', dueMs: 100 },
+    ]);
+    assert.deepEqual(schedule.popDue(250), [
+      { key: 'b', dueMs: 100 },
+      { key: 'c', dueMs: 200 },
+    ]);
     assert.deepEqual(schedule.popDue(299), []);
     assert.equal(schedule.size, 1);
   });
@@ -91,7 +115,7 @@ describe('InMemoryScheduleStore', () => {
     let model: Array<[string, number]> = [];
     let now = 0;
     let seed = 11;
-    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let i = 0; i < 20_000; i++) {
       if (rand(10) < 7) {
         const entry: [string, number] = [`k${rand(500)}`, now + rand(1000)];
@@ -101,7 +125,10 @@ describe('InMemoryScheduleStore', () => {
         now += rand(200);
         const expected = model.filter(([, d]) => d <= now).sort((x, y) => x[1] - y[1] || (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
         model = model.filter(([, d]) => d > now);
-        assert.deepEqual(schedule.popDue(now).map((e) => [e.key, e.dueMs]), expected);
+        assert.deepEqual(
+          schedule.popDue(now).map((e) => [e.key, e.dueMs]),
+          expected,
+        );
       }
       assert.equal(schedule.size, model.length);
     }
@@ -126,7 +153,10 @@ describe('InMemoryKeyValueStore', () => {
     store.put('y', 5);
     store.delete('y');
     // y was created and deleted between two drains: never in the changelog, so no tombstone.
-    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value?.toString() ?? null]), [['x', '2']]);
+    assert.deepEqual(
+      store.drainChanges().map((c) => [c.key, c.value?.toString() ?? null]),
+      [['x', '2']],
+    );
     assert.deepEqual(store.drainChanges(), []);
     assert.equal(store.get('x'), 2);
     assert.equal(store.size, 1);
@@ -141,9 +171,19 @@ describe('InMemoryKeyValueStore', () => {
     store.delete('x');
     store.delete('z');
     store.delete('never');
-    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value]), [['x', null], ['z', null]]);
+    assert.deepEqual(
+      store.drainChanges().map((c) => [c.key, c.value]),
+      [
+        ['x', null],
+        ['z', null],
+      ],
+    );
     store.restore('r', Buffer.from('3'));
     store.delete('r');
-    assert.deepEqual(store.drainChanges().map((c) => [c.key, c.value]), [['r', null]], 'a restored key is in the changelog');
+    assert.deepEqual(
+      store.drainChanges().map((c) => [c.key, c.value]),
+      [['r', null]],
+      'a restored key is in the changelog',
+    );
   });
 });

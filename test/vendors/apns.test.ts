@@ -11,15 +11,37 @@ import { message, useEmulators } from './support.ts';
 
 /** Apple's reasons and the outcome each must produce (research/vendor-protocols.md §1.5). */
 const EXPECTED: Record<string, OutcomeKind> = {
-  BadCollapseId: 'payload-rejected', BadDeviceToken: 'dead-token', BadExpirationDate: 'payload-rejected', BadMessageId: 'payload-rejected',
-  BadPriority: 'payload-rejected', BadTopic: 'permanent', DeviceTokenNotForTopic: 'dead-token', DuplicateHeaders: 'payload-rejected',
-  IdleTimeout: 'retryable', InvalidPushType: 'permanent', MissingDeviceToken: 'permanent', MissingTopic: 'permanent',
-  PayloadEmpty: 'payload-rejected', TopicDisallowed: 'dead-token', BadCertificate: 'permanent', BadCertificateEnvironment: 'permanent',
-  Forbidden: 'permanent', InvalidProviderToken: 'auth-failed', MissingProviderToken: 'auth-failed',
-  UnrelatedKeyIdInToken: 'auth-failed', BadEnvironmentKeyIdInToken: 'auth-failed', BadPath: 'permanent',
-  MethodNotAllowed: 'permanent', Unregistered: 'dead-token', ExpiredToken: 'dead-token', PayloadTooLarge: 'payload-too-large',
-  TooManyProviderTokenUpdates: 'rate-limited', TooManyRequests: 'rate-limited', InternalServerError: 'retryable',
-  ServiceUnavailable: 'retryable', Shutdown: 'retryable',
+  BadCollapseId: 'payload-rejected',
+  BadDeviceToken: 'dead-token',
+  BadExpirationDate: 'payload-rejected',
+  BadMessageId: 'payload-rejected',
+  BadPriority: 'payload-rejected',
+  BadTopic: 'permanent',
+  DeviceTokenNotForTopic: 'dead-token',
+  DuplicateHeaders: 'payload-rejected',
+  IdleTimeout: 'retryable',
+  InvalidPushType: 'permanent',
+  MissingDeviceToken: 'permanent',
+  MissingTopic: 'permanent',
+  PayloadEmpty: 'payload-rejected',
+  TopicDisallowed: 'dead-token',
+  BadCertificate: 'permanent',
+  BadCertificateEnvironment: 'permanent',
+  Forbidden: 'permanent',
+  InvalidProviderToken: 'auth-failed',
+  MissingProviderToken: 'auth-failed',
+  UnrelatedKeyIdInToken: 'auth-failed',
+  BadEnvironmentKeyIdInToken: 'auth-failed',
+  BadPath: 'permanent',
+  MethodNotAllowed: 'permanent',
+  Unregistered: 'dead-token',
+  ExpiredToken: 'dead-token',
+  PayloadTooLarge: 'payload-too-large',
+  TooManyProviderTokenUpdates: 'rate-limited',
+  TooManyRequests: 'rate-limited',
+  InternalServerError: 'retryable',
+  ServiceUnavailable: 'retryable',
+  Shutdown: 'retryable',
 };
 
 describe('APNs adapter against the APNs emulator', () => {
@@ -27,7 +49,10 @@ describe('APNs adapter against the APNs emulator', () => {
   let registry: VendorRegistry;
   const config = (): ApnsAppConfig => em.appsConfig.apps[0]!.vendors.apns!;
 
-  useEmulators((env) => ({ em, registry } = env), () => ({ apps: ['app-1', 'app-2'] }));
+  useEmulators(
+    (env) => ({ em, registry } = env),
+    () => ({ apps: ['app-1', 'app-2'] }),
+  );
 
   test('an accepted push reaches the emulator with token, topic, collapse id, expiry, badge and apns-id', async () => {
     const m = message(em, 'apns', 'alice');
@@ -48,7 +73,12 @@ describe('APNs adapter against the APNs emulator', () => {
   });
 
   test('every APNs reason maps onto its outcome', async () => {
-    assert.deepEqual(Object.keys(EXPECTED).sort(), Object.keys(APNS_REASON_STATUS).filter((r) => r !== 'ExpiredProviderToken').sort());
+    assert.deepEqual(
+      Object.keys(EXPECTED).sort(),
+      Object.keys(APNS_REASON_STATUS)
+        .filter((r) => r !== 'ExpiredProviderToken')
+        .sort(),
+    );
     const adapter = registry.adapter('apns', 'app-1')!;
     for (const [reason, kind] of Object.entries(EXPECTED)) {
       const m = message(em, 'apns', `code-${reason}`);
@@ -68,15 +98,21 @@ describe('APNs adapter against the APNs emulator', () => {
   test('Retry-After on a 429 is passed on, and TooManyRequests concerns that token only', async () => {
     const m = message(em, 'apns', 'busy');
     em.apns.script({ kind: 'rate-limit', retryAfterS: 7 }, { token: m.token, times: 1 });
-    assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [{ kind: 'rate-limited', code: 'TooManyRequests', retryAfterMs: 7000, perToken: true }]);
+    assert.deepEqual(await registry.adapter('apns', 'app-1')!.submit([m]), [
+      { kind: 'rate-limited', code: 'TooManyRequests', retryAfterMs: 7000, perToken: true },
+    ]);
   });
 
   test('the provider token is shared by apps of one key, reused for 50 minutes and never triggers TooManyProviderTokenUpdates', async () => {
     const a1 = registry.adapter('apns', 'app-1')!;
     const a2 = registry.adapter('apns', 'app-2')!;
     for (let minute = 0; minute <= 180; minute += 10) {
-      const outcomes = [...await a1.submit([message(em, 'apns', `t${minute}a`)]), ...await a2.submit([message(em, 'apns', `t${minute}b`)])];
-      assert.deepEqual(outcomes.map((o) => o.kind), ['accepted', 'accepted'], `minute ${minute}`);
+      const outcomes = [...(await a1.submit([message(em, 'apns', `t${minute}a`)])), ...(await a2.submit([message(em, 'apns', `t${minute}b`)]))];
+      assert.deepEqual(
+        outcomes.map((o) => o.kind),
+        ['accepted', 'accepted'],
+        `minute ${minute}`,
+      );
       em.clock.advance(10 * 60_000);
     }
     const jwts = new Set(em.apns.received.map((r) => (r.request as Record<string, string>).authorization));
@@ -93,7 +129,10 @@ describe('APNs adapter against the APNs emulator', () => {
     em.apns.script({ kind: 'expired-auth' }, { token: m.token, times: 1 });
     assert.equal((await adapter.submit([m]))[0]!.kind, 'accepted');
     const tries = em.apns.received.filter((r) => r.token === m.token);
-    assert.deepEqual(tries.map((r) => r.answer), ['ExpiredProviderToken', 'accepted']);
+    assert.deepEqual(
+      tries.map((r) => r.answer),
+      ['ExpiredProviderToken', 'accepted'],
+    );
     assert.notEqual((tries[0]!.request as Record<string, string>).authorization, (tries[1]!.request as Record<string, string>).authorization);
     em.apns.script({ kind: 'expired-auth' }, { token: m.token, times: 2 });
     em.clock.advance(21 * 60_000);
@@ -102,10 +141,21 @@ describe('APNs adapter against the APNs emulator', () => {
 
   test('the emulator refuses a token older than an hour and one rotated within 20 minutes on a connection', async () => {
     const c = config();
-    const stale = new ApnsAdapter(c, { providerToken: new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() - 61 * 60_000 }), ca: em.ca, now: () => em.clock.now() });
+    const stale = new ApnsAdapter(c, {
+      providerToken: new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() - 61 * 60_000 }),
+      ca: em.ca,
+      now: () => em.clock.now(),
+    });
     assert.deepEqual(await stale.submit([message(em, 'apns', 'stale')]), [{ kind: 'auth-failed', code: 'ExpiredProviderToken' }]);
     await stale.close();
-    const hasty = new ApnsAdapter({ ...c, connections: 1 }, { providerToken: new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, refreshAfterMs: 1000, now: () => em.clock.now() }), ca: em.ca, now: () => em.clock.now() });
+    const hasty = new ApnsAdapter(
+      { ...c, connections: 1 },
+      {
+        providerToken: new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, refreshAfterMs: 1000, now: () => em.clock.now() }),
+        ca: em.ca,
+        now: () => em.clock.now(),
+      },
+    );
     assert.equal((await hasty.submit([message(em, 'apns', 'h1')]))[0]!.kind, 'accepted');
     em.clock.advance(2000);
     assert.deepEqual(await hasty.submit([message(em, 'apns', 'h2')]), [{ kind: 'rate-limited', code: 'TooManyProviderTokenUpdates' }]);
@@ -114,7 +164,10 @@ describe('APNs adapter against the APNs emulator', () => {
 
   test('a key of another team is refused as InvalidProviderToken', async () => {
     const c = config();
-    const forged = new ApnsAdapter(c, { providerToken: new ProviderToken({ teamId: 'OTHERTEAM1', keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() }), ca: em.ca });
+    const forged = new ApnsAdapter(c, {
+      providerToken: new ProviderToken({ teamId: 'OTHERTEAM1', keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() }),
+      ca: em.ca,
+    });
     assert.deepEqual(await forged.submit([message(em, 'apns', 'forged')]), [{ kind: 'auth-failed', code: 'InvalidProviderToken' }]);
     await forged.close();
   });
@@ -124,9 +177,15 @@ describe('APNs adapter against the APNs emulator', () => {
     const batch = Array.from({ length: 30 }, (_, i) => message(em, 'apns', `burst${i}`));
     em.apns.script({ kind: 'goaway' }, { token: batch[7]!.token, times: 1 });
     const outcomes = await adapter.submit(batch);
-    assert.deepEqual(outcomes.map((o) => o.kind), batch.map(() => 'accepted'));
+    assert.deepEqual(
+      outcomes.map((o) => o.kind),
+      batch.map(() => 'accepted'),
+    );
     assert.equal(em.apns.goaways, 1);
-    const accepted = em.apns.accepted().map((r) => r.token).sort();
+    const accepted = em.apns
+      .accepted()
+      .map((r) => r.token)
+      .sort();
     assert.deepEqual(accepted, batch.map((m) => m.token).sort());
   });
 
@@ -141,7 +200,10 @@ describe('APNs adapter against the APNs emulator', () => {
     const cut = em.apns.accepted()[0]!;
     assert.ok(cut.body!.endsWith('…') && cut.body!.length < 4096, 'the body is cut with an ellipsis');
     assert.ok(adapter.payloadBytes(long) <= 4096);
-    const voip = new ApnsAdapter({ ...config(), pushType: 'voip' }, { providerToken: new ProviderToken({ ...config(), now: () => em.clock.now() }), ca: em.ca });
+    const voip = new ApnsAdapter(
+      { ...config(), pushType: 'voip' },
+      { providerToken: new ProviderToken({ ...config(), now: () => em.clock.now() }), ca: em.ca },
+    );
     assert.equal(voip.maxPayloadBytes, 5120);
     assert.equal((await voip.submit([long]))[0]!.kind, 'accepted');
     const whole = em.apns.accepted()[1]!;

@@ -30,13 +30,38 @@ describe('apps configuration', () => {
   });
 
   test('errors name the field', () => {
-    assert.equal(configError({ apps: [{ appId: 'a', vendors: { apns } }, { appId: 'b', vendors: { apns: { ...apns, keyId: '' } } }] }).key, 'apps[1].vendors.apns.keyId');
+    assert.equal(
+      configError({
+        apps: [
+          { appId: 'a', vendors: { apns } },
+          { appId: 'b', vendors: { apns: { ...apns, keyId: '' } } },
+        ],
+      }).key,
+      'apps[1].vendors.apns.keyId',
+    );
     assert.equal(configError({ apps: [{ appId: 'a', vendors: { apns: { ...apns, connections: 0 } } }] }).key, 'apps[0].vendors.apns.connections');
-    assert.equal(configError({ apps: [{ appId: 'a', vendors: { apns: { ...apns, tokenRefreshMinutes: 10 } } }] }).key, 'apps[0].vendors.apns.tokenRefreshMinutes');
+    assert.equal(
+      configError({ apps: [{ appId: 'a', vendors: { apns: { ...apns, tokenRefreshMinutes: 10 } } }] }).key,
+      'apps[0].vendors.apns.tokenRefreshMinutes',
+    );
     assert.equal(configError({ apps: [{ appId: 'a', vendors: { blackberry: {} } }] }).key, 'apps[0].vendors.blackberry');
-    assert.equal(configError({ apps: [{ appId: 'a', vendors: { apns }, }, { appId: 'a', vendors: { apns } }] }).key, 'apps[1].appId');
-    assert.equal(configError({ apps: [{ appId: 'a', vendors: { fcm: { serviceAccount: { project_id: 'p', private_key: 'k' } } } }] }).key, 'apps[0].vendors.fcm.serviceAccount.client_email');
-    assert.equal(configError({ apps: [{ appId: 'a', vendors: { xiaomi: { appSecret: 's', packageName: 'p', channelId: 'c', baseUrl: 'ftp://x' } } }] }).key, 'apps[0].vendors.xiaomi.baseUrl');
+    assert.equal(
+      configError({
+        apps: [
+          { appId: 'a', vendors: { apns } },
+          { appId: 'a', vendors: { apns } },
+        ],
+      }).key,
+      'apps[1].appId',
+    );
+    assert.equal(
+      configError({ apps: [{ appId: 'a', vendors: { fcm: { serviceAccount: { project_id: 'p', private_key: 'k' } } } }] }).key,
+      'apps[0].vendors.fcm.serviceAccount.client_email',
+    );
+    assert.equal(
+      configError({ apps: [{ appId: 'a', vendors: { xiaomi: { appSecret: 's', packageName: 'p', channelId: 'c', baseUrl: 'ftp://x' } } }] }).key,
+      'apps[0].vendors.xiaomi.baseUrl',
+    );
     assert.equal(configError({ apps: [] }).key, 'apps');
   });
 
@@ -44,24 +69,48 @@ describe('apps configuration', () => {
     const dir = mkdtempSync(join(tmpdir(), 'apps-config-'));
     writeFileSync(join(dir, 'key.p8'), 'PEM-FROM-FILE');
     writeFileSync(join(dir, 'sa.json'), JSON.stringify({ project_id: 'p', private_key: 'k', client_email: 'e@x' }));
-    writeFileSync(join(dir, 'apps.json'), JSON.stringify({ apps: [{ appId: 'a', vendors: { apns: { ...apns, privateKey: undefined, privateKeyFile: 'key.p8' }, fcm: { serviceAccountFile: 'sa.json' } } }] }));
+    writeFileSync(
+      join(dir, 'apps.json'),
+      JSON.stringify({
+        apps: [{ appId: 'a', vendors: { apns: { ...apns, privateKey: undefined, privateKeyFile: 'key.p8' }, fcm: { serviceAccountFile: 'sa.json' } } }],
+      }),
+    );
     const config = loadAppsConfig(join(dir, 'apps.json'));
     assert.equal(config.apps[0]!.vendors.apns!.privateKey, 'PEM-FROM-FILE');
     assert.equal(config.apps[0]!.vendors.fcm!.serviceAccount.token_uri, 'https://oauth2.googleapis.com/token');
-    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ apps: [{ appId: 'a', vendors: { apns: { ...apns, privateKey: undefined, privateKeyFile: 'missing.p8' } } }] }));
-    assert.throws(() => loadAppsConfig(join(dir, 'bad.json')), (e: ConfigError) => e.key === 'apps[0].vendors.apns.privateKeyFile');
+    writeFileSync(
+      join(dir, 'bad.json'),
+      JSON.stringify({ apps: [{ appId: 'a', vendors: { apns: { ...apns, privateKey: undefined, privateKeyFile: 'missing.p8' } } }] }),
+    );
+    assert.throws(
+      () => loadAppsConfig(join(dir, 'bad.json')),
+      (e: ConfigError) => e.key === 'apps[0].vendors.apns.privateKeyFile',
+    );
   });
 
   test('the example file validates once its secret files exist', () => {
     const dir = mkdtempSync(join(tmpdir(), 'apps-example-'));
     const example = readFileSync(new URL('../../config/apps.example.json', import.meta.url), 'utf8');
     writeFileSync(join(dir, 'apps.json'), example);
-    assert.throws(() => loadAppsConfig(join(dir, 'apps.json')), (e: ConfigError) => e.key === 'apps[0].vendors.apns.privateKeyFile');
+    assert.throws(
+      () => loadAppsConfig(join(dir, 'apps.json')),
+      (e: ConfigError) => e.key === 'apps[0].vendors.apns.privateKeyFile',
+    );
     mkdirSync(join(dir, 'secrets'));
-    for (const f of ['AuthKey_KEY1234567.p8', 'hms-im-main.secret', 'xiaomi-im-main.secret', 'oppo-im-main.secret', 'vivo-im-main.secret']) writeFileSync(join(dir, 'secrets', f), 'secret');
-    writeFileSync(join(dir, 'secrets', 'firebase-im-main.json'), JSON.stringify({ project_id: 'p', private_key: 'k', client_email: 'e@x', token_uri: 'https://oauth2.googleapis.com/token' }));
+    for (const f of ['AuthKey_KEY1234567.p8', 'hms-im-main.secret', 'xiaomi-im-main.secret', 'oppo-im-main.secret', 'vivo-im-main.secret'])
+      writeFileSync(join(dir, 'secrets', f), 'secret');
+    writeFileSync(
+      join(dir, 'secrets', 'firebase-im-main.json'),
+      JSON.stringify({ project_id: 'p', private_key: 'k', client_email: 'e@x', token_uri: 'https://oauth2.googleapis.com/token' }),
+    );
     const config = loadAppsConfig(join(dir, 'apps.json'));
-    assert.deepEqual(config.apps.map((a) => [a.appId, Object.keys(a.vendors)]), [['im-main', ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo']], ['im-lite', ['apns']]]);
+    assert.deepEqual(
+      config.apps.map((a) => [a.appId, Object.keys(a.vendors)]),
+      [
+        ['im-main', ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo']],
+        ['im-lite', ['apns']],
+      ],
+    );
     assert.equal(config.apps[1]!.vendors.apns!.environment, 'sandbox');
   });
 });

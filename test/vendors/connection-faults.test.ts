@@ -40,12 +40,14 @@ async function deliver(adapter: VendorAdapter, messages: readonly PushMessage[])
   const d: Delivery = { accepted: new Map(), maxSettleMs: 0, retryCodes: new Set(), unexpected: [] };
   let pending = [...messages];
   for (let round = 1; pending.length > 0 && round <= MAX_ROUNDS; round++) {
-    const results = await Promise.all(pending.map(async (m) => {
-      const started = performance.now();
-      const [outcome] = await adapter.submit([m]);
-      d.maxSettleMs = Math.max(d.maxSettleMs, performance.now() - started);
-      return [m, outcome!] as const;
-    }));
+    const results = await Promise.all(
+      pending.map(async (m) => {
+        const started = performance.now();
+        const [outcome] = await adapter.submit([m]);
+        d.maxSettleMs = Math.max(d.maxSettleMs, performance.now() - started);
+        return [m, outcome!] as const;
+      }),
+    );
     const next: PushMessage[] = [];
     let waitMs = 50;
     for (const [m, o] of results) {
@@ -95,7 +97,11 @@ describe('connection faults: every vendor call settles within its deadline (issu
     assert.deepEqual(d.unexpected, [], `${vendor}: only accepted or retryable outcomes`);
     assert.ok(d.maxSettleMs <= TIMEOUT_MS + SETTLE_MARGIN_MS, `${vendor}: a submit() took ${Math.round(d.maxSettleMs)} ms (timeout ${TIMEOUT_MS} ms)`);
     const notAccepted = messages.filter((m) => d.accepted.get(m.taskId) !== 1);
-    assert.equal(notAccepted.length, 0, `${vendor}: ${notAccepted.length} pushes not accepted exactly once (retryable codes seen: ${[...d.retryCodes].join(", ")})`);
+    assert.equal(
+      notAccepted.length,
+      0,
+      `${vendor}: ${notAccepted.length} pushes not accepted exactly once (retryable codes seen: ${[...d.retryCodes].join(', ')})`,
+    );
     const byToken = new Map<string, Array<ReturnType<StartedEmulators['apns']['accepted']>[number]>>();
     for (const r of em[vendor].accepted()) byToken.set(r.token, [...(byToken.get(r.token) ?? []), r]);
     for (const m of messages) {
@@ -111,7 +117,11 @@ describe('connection faults: every vendor call settles within its deadline (issu
     const messages = pushes(vendor, scenario);
     for (const [fault, times] of faults) em[vendor].scriptConnection(fault, { times });
     const d = await deliver(adapterOf(vendor), messages);
-    assert.equal(em[vendor].connectionFaults, faults.reduce((n, [, times]) => n + times, 0), `${vendor}: every scripted fault happened`);
+    assert.equal(
+      em[vendor].connectionFaults,
+      faults.reduce((n, [, times]) => n + times, 0),
+      `${vendor}: every scripted fault happened`,
+    );
     assertDeliveredOnce(vendor, messages, d);
     return d;
   }
@@ -119,11 +129,17 @@ describe('connection faults: every vendor call settles within its deadline (issu
   for (const vendor of VENDORS) {
     test(`${vendor}: TCP resets without GOAWAY, before and after the push was processed, under ${PUSHES} pushes in flight`, async () => {
       // A lost stream may be resent inside its deadline (APNs) or come back ANSWER_LOST: either way each push ends accepted once.
-      await storm(vendor, 'rst', [[{ kind: 'reset' }, 5], [{ kind: 'reset', after: true }, 5]]);
+      await storm(vendor, 'rst', [
+        [{ kind: 'reset' }, 5],
+        [{ kind: 'reset', after: true }, 5],
+      ]);
     });
 
     test(`${vendor}: stalled answers, before and after the push was processed, under ${PUSHES} pushes in flight`, async () => {
-      const d = await storm(vendor, 'stall', [[{ kind: 'stall' }, 3], [{ kind: 'stall', after: true }, 3]]);
+      const d = await storm(vendor, 'stall', [
+        [{ kind: 'stall' }, 3],
+        [{ kind: 'stall', after: true }, 3],
+      ]);
       assert.ok(d.retryCodes.has(NO_ANSWER.unknown), `${vendor}: a stalled answer is ANSWER_LOST (${[...d.retryCodes]})`);
     });
 

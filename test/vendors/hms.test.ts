@@ -9,10 +9,24 @@ import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** Huawei business codes (research/vendor-protocols.md §3.4) and their outcomes; auth codes are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
-  '80100001': 'payload-rejected', '80100003': 'payload-rejected', '80100004': 'payload-rejected', '80100013': 'payload-rejected', '80100016': 'payload-rejected',
-  '80100017': 'rate-limited', '80100018': 'permanent', '80200001': 'auth-failed', '80200003': 'auth-failed', '80200005': 'auth-failed',
-  '80300002': 'permanent', '80300007': 'dead-token', '80300008': 'payload-too-large', '80300010': 'permanent',
-  '80300011': 'permanent', '80300013': 'permanent', '80600003': 'permanent', '81000001': 'retryable',
+  '80100001': 'payload-rejected',
+  '80100003': 'payload-rejected',
+  '80100004': 'payload-rejected',
+  '80100013': 'payload-rejected',
+  '80100016': 'payload-rejected',
+  '80100017': 'rate-limited',
+  '80100018': 'permanent',
+  '80200001': 'auth-failed',
+  '80200003': 'auth-failed',
+  '80200005': 'auth-failed',
+  '80300002': 'permanent',
+  '80300007': 'dead-token',
+  '80300008': 'payload-too-large',
+  '80300010': 'permanent',
+  '80300011': 'permanent',
+  '80300013': 'permanent',
+  '80600003': 'permanent',
+  '81000001': 'retryable',
 };
 
 describe('HMS adapter against the Huawei OAuth + Push Kit emulator', () => {
@@ -57,10 +71,16 @@ describe('HMS adapter against the Huawei OAuth + Push Kit emulator', () => {
     const batch = ['d1', 'd2', 'd3'].map((s) => message(em, 'hms', s, shared));
     em.hms.deadTokens.add(batch[1]!.token);
     const outcomes = await registry.adapter('hms', 'app-1')!.submit(batch);
-    assert.deepEqual(outcomes.map((o) => o.kind), ['accepted', 'dead-token', 'accepted']);
+    assert.deepEqual(
+      outcomes.map((o) => o.kind),
+      ['accepted', 'dead-token', 'accepted'],
+    );
     assert.equal(new Set(em.hms.received.map((r) => r.request)).size, 1, 'one request for the three tokens');
     em.hms.deadTokens.add(batch[0]!.token).add(batch[2]!.token);
-    assert.deepEqual((await registry.adapter('hms', 'app-1')!.submit(batch)).map((o) => o), batch.map(() => ({ kind: 'dead-token', code: '80300007' })));
+    assert.deepEqual(
+      (await registry.adapter('hms', 'app-1')!.submit(batch)).map((o) => o),
+      batch.map(() => ({ kind: 'dead-token', code: '80300007' })),
+    );
   });
 
   test('an expired access token is refreshed once and the push resent', async () => {

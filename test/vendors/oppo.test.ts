@@ -8,12 +8,31 @@ import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** OPPO return codes (research/vendor-protocols.md §5.4) and their outcomes; 11 and 29 are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
-  '-2': 'rate-limited', '-1': 'retryable', '11': 'auth-failed', '12': 'permanent', '13': 'rate-limited',
+  '-2': 'rate-limited',
+  '-1': 'retryable',
+  '11': 'auth-failed',
+  '12': 'permanent',
+  '13': 'rate-limited',
   ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [String(14 + i), 'permanent' as const])),
-  '26': 'permanent', '27': 'permanent', '28': 'permanent', '29': 'auth-failed', '30': 'permanent', '31': 'permanent',
-  '32': 'permanent', '33': 'quota-exhausted', '34': 'quota-exhausted', '40': 'payload-rejected', '41': 'payload-rejected', '51': 'payload-rejected',
-  '55': 'rate-limited', '59': 'permanent', '67': 'payload-rejected', '10000': 'dead-token', '10001': 'dead-token',
-  '10002': 'dead-token', '10003': 'dead-token',
+  '26': 'permanent',
+  '27': 'permanent',
+  '28': 'permanent',
+  '29': 'auth-failed',
+  '30': 'permanent',
+  '31': 'permanent',
+  '32': 'permanent',
+  '33': 'quota-exhausted',
+  '34': 'quota-exhausted',
+  '40': 'payload-rejected',
+  '41': 'payload-rejected',
+  '51': 'payload-rejected',
+  '55': 'rate-limited',
+  '59': 'permanent',
+  '67': 'payload-rejected',
+  '10000': 'dead-token',
+  '10001': 'dead-token',
+  '10002': 'dead-token',
+  '10003': 'dead-token',
 };
 
 describe('OPPO adapter against the OPPO PUSH emulator', () => {
@@ -50,7 +69,10 @@ describe('OPPO adapter against the OPPO PUSH emulator', () => {
     const batch = ['o1', 'o2', 'o3'].map((s) => message(em, 'oppo', s));
     em.oppo.deadTokens.add(batch[2]!.token);
     const outcomes = await registry.adapter('oppo', 'app-1')!.submit(batch);
-    assert.deepEqual(outcomes.map((o) => o.kind), ['accepted', 'accepted', 'dead-token']);
+    assert.deepEqual(
+      outcomes.map((o) => o.kind),
+      ['accepted', 'accepted', 'dead-token'],
+    );
     assert.deepEqual(outcomes[2], { kind: 'dead-token', code: '10000' });
   });
 

@@ -70,14 +70,21 @@ describe('payload limits: every vendor takes long and hard texts, cut by graphem
   useEmulators((env) => ({ em, registry } = env));
 
   function cases(vendor: Vendor): Case[] {
-    return Object.entries(SCRIPTS).flatMap(([script, pool], s) => LENGTHS.map((length, l) => {
-      const seed = `${script}-${length}`;
-      const label = `${vendor} ${script} ${length}`;
-      return {
-        label, length,
-        m: message(em, vendor, seed, { title: textOf(pool, length, 2 * (s * 100 + l) + 1), body: textOf(pool, length, 2 * (s * 100 + l) + 2), collapseId: `conv-${vendor}-${seed}` }),
-      };
-    }));
+    return Object.entries(SCRIPTS).flatMap(([script, pool], s) =>
+      LENGTHS.map((length, l) => {
+        const seed = `${script}-${length}`;
+        const label = `${vendor} ${script} ${length}`;
+        return {
+          label,
+          length,
+          m: message(em, vendor, seed, {
+            title: textOf(pool, length, 2 * (s * 100 + l) + 1),
+            body: textOf(pool, length, 2 * (s * 100 + l) + 2),
+            collapseId: `conv-${vendor}-${seed}`,
+          }),
+        };
+      }),
+    );
   }
 
   for (const vendor of VENDORS) {
@@ -105,13 +112,16 @@ describe('payload limits: every vendor takes long and hard texts, cut by graphem
 
   test('vivo: a 100-character summary with an emoji is cut, not refused (issue 13)', async () => {
     const m = message(em, 'vivo', 'summary-emoji', { body: `${'a'.repeat(99)}😀` });
-    assert.deepEqual((await registry.adapter('vivo', 'app-1')!.submit([m])).map((o) => o.kind), ['accepted']);
+    assert.deepEqual(
+      (await registry.adapter('vivo', 'app-1')!.submit([m])).map((o) => o.kind),
+      ['accepted'],
+    );
     const got = em.vivo.accepted().find((r) => r.token === m.token)!;
     // The ellipsis is not ASCII, so it counts two: 98 letters and the ellipsis make 100.
     assert.equal(got.body, `${'a'.repeat(98)}…`);
   });
 
-  test('emulators refuse texts over the documented limits with the vendors\' codes', async () => {
+  test("emulators refuse texts over the documented limits with the vendors' codes", async () => {
     // Sent as the vendors receive them, bypassing the builders' cuts.
     const long = 'x'.repeat(5000);
     const xiaomi = await postXiaomi(em, { title: long });
@@ -126,17 +136,50 @@ describe('payload limits: every vendor takes long and hard texts, cut by graphem
 /** Posts one MiPush form as the adapter would, with `override` fields, and returns the answer. */
 async function postXiaomi(em: StartedEmulators, override: Record<string, string>): Promise<VendorJson> {
   const c = em.appsConfig.apps[0]!.vendors.xiaomi!;
-  const form = new URLSearchParams({ registration_id: 'xiaomi-raw', restricted_package_name: c.packageName, pass_through: '0', title: 't', description: 'd', payload: '{}', 'extra.channel_id': c.channelId, ...override });
-  return caFetch(em, `${em.baseUrls.xiaomi}/v3/message/regid`, { authorization: `key=${c.appSecret}`, 'content-type': 'application/x-www-form-urlencoded' }, form.toString());
+  const form = new URLSearchParams({
+    registration_id: 'xiaomi-raw',
+    restricted_package_name: c.packageName,
+    pass_through: '0',
+    title: 't',
+    description: 'd',
+    payload: '{}',
+    'extra.channel_id': c.channelId,
+    ...override,
+  });
+  return caFetch(
+    em,
+    `${em.baseUrls.xiaomi}/v3/message/regid`,
+    { authorization: `key=${c.appSecret}`, 'content-type': 'application/x-www-form-urlencoded' },
+    form.toString(),
+  );
 }
 
 async function postVivo(em: StartedEmulators, override: Record<string, unknown>): Promise<VendorJson> {
   const c = em.appsConfig.apps[0]!.vendors.vivo!;
   const { createHash } = await import('node:crypto');
   const timestamp = em.clock.now();
-  const sign = createHash('md5').update(c.appId + c.appKey + timestamp + c.appSecret).digest('hex');
-  const auth = await caFetch(em, `${em.baseUrls.vivo}/message/auth`, { 'content-type': 'application/json' }, JSON.stringify({ appId: c.appId, appKey: c.appKey, timestamp, sign }));
-  const body = { appId: Number(c.appId), regId: 'vivo-raw', notifyType: 4, title: 't', content: 'c', timeToLive: 3600, skipType: 1, classification: 1, category: 'IM', requestId: 'raw-1', ...override };
+  const sign = createHash('md5')
+    .update(c.appId + c.appKey + timestamp + c.appSecret)
+    .digest('hex');
+  const auth = await caFetch(
+    em,
+    `${em.baseUrls.vivo}/message/auth`,
+    { 'content-type': 'application/json' },
+    JSON.stringify({ appId: c.appId, appKey: c.appKey, timestamp, sign }),
+  );
+  const body = {
+    appId: Number(c.appId),
+    regId: 'vivo-raw',
+    notifyType: 4,
+    title: 't',
+    content: 'c',
+    timeToLive: 3600,
+    skipType: 1,
+    classification: 1,
+    category: 'IM',
+    requestId: 'raw-1',
+    ...override,
+  };
   return caFetch(em, `${em.baseUrls.vivo}/message/send`, { 'content-type': 'application/json', authToken: String(auth.authToken) }, JSON.stringify(body));
 }
 
@@ -144,12 +187,19 @@ async function postOppo(em: StartedEmulators, override: Record<string, unknown>)
   const c = em.appsConfig.apps[0]!.vendors.oppo!;
   const { createHash } = await import('node:crypto');
   const timestamp = String(em.clock.now());
-  const sign = createHash('sha256').update(c.appKey + timestamp + c.masterSecret).digest('hex');
+  const sign = createHash('sha256')
+    .update(c.appKey + timestamp + c.masterSecret)
+    .digest('hex');
   const form = (f: Record<string, string>) => new URLSearchParams(f).toString();
   const headers = { 'content-type': 'application/x-www-form-urlencoded' };
   const auth = await caFetch(em, `${em.baseUrls.oppo}/server/v1/auth`, headers, form({ app_key: c.appKey, timestamp, sign }));
   const notification = { title: 't', content: 'c', channel_id: c.channelId, category: 'IM', notify_level: 2, ...override };
-  return caFetch(em, `${em.baseUrls.oppo}/server/v1/message/notification/unicast`, headers, form({ auth_token: String(auth.data.auth_token), message: JSON.stringify({ target_type: 2, target_value: 'oppo-raw', notification }) }));
+  return caFetch(
+    em,
+    `${em.baseUrls.oppo}/server/v1/message/notification/unicast`,
+    headers,
+    form({ auth_token: String(auth.data.auth_token), message: JSON.stringify({ target_type: 2, target_value: 'oppo-raw', notification }) }),
+  );
 }
 
 /** A POST trusting only the emulators' test CA. */

@@ -29,7 +29,13 @@ export interface CapturedCallback {
 }
 
 /** A plain HTTP receiver that records the receipt callbacks the emulators post. */
-export async function startReceiver(): Promise<{ url: string; calls: CapturedCallback[]; waitFor(n: number, timeoutMs?: number): Promise<void>; until(done: () => boolean, timeoutMs?: number): Promise<void>; close(): Promise<void> }> {
+export async function startReceiver(): Promise<{
+  url: string;
+  calls: CapturedCallback[];
+  waitFor(n: number, timeoutMs?: number): Promise<void>;
+  until(done: () => boolean, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}> {
   const calls: CapturedCallback[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -58,10 +64,11 @@ export async function startReceiver(): Promise<{ url: string; calls: CapturedCal
         await new Promise((r) => setTimeout(r, 20));
       }
     },
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -97,11 +104,18 @@ export function useEmulators(use: (env: EmulatorEnv) => void, options: () => Par
  * and the emulators of `useEmulators` with the vendor's receipts posted to it (`receiptQuery`
  * appended).
  */
-export function useVendorEmulators(vendor: 'hms' | 'xiaomi' | 'oppo' | 'vivo', use: (env: EmulatorEnv & { receiver: Receiver }) => void, receiptQuery = ''): void {
+export function useVendorEmulators(
+  vendor: 'hms' | 'xiaomi' | 'oppo' | 'vivo',
+  use: (env: EmulatorEnv & { receiver: Receiver }) => void,
+  receiptQuery = '',
+): void {
   let receiver: Receiver;
   before(async () => {
     receiver = await startReceiver();
   });
-  useEmulators((env) => use({ ...env, receiver }), () => ({ receiptUrls: { [vendor]: `${receiver.url}/receipts/${vendor}${receiptQuery}` } }));
+  useEmulators(
+    (env) => use({ ...env, receiver }),
+    () => ({ receiptUrls: { [vendor]: `${receiver.url}/receipts/${vendor}${receiptQuery}` } }),
+  );
   after(() => receiver.close());
 }

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cutSummary } from '../../processors/policy/policy.ts';
 import {
-  asciiOneOtherTwo, cutText, ELLIPSIS, firstGraphemes, fitJsonPayload, graphemes, jsonStringBytes, unitsOrThirdBytes, utf16Units, utf8Bytes,
+  asciiOneOtherTwo,
+  cutText,
+  ELLIPSIS,
+  firstGraphemes,
+  fitJsonPayload,
+  graphemes,
+  jsonStringBytes,
+  unitsOrThirdBytes,
+  utf16Units,
+  utf8Bytes,
   type TextMeasure,
 } from '../../sinks/vendors/text.ts';
 import { assertWholeGraphemes, HARD_GRAPHEMES, textOf } from './texts.ts';
@@ -53,7 +62,10 @@ describe('text cutting by grapheme clusters', () => {
           if (cut !== text && cut !== '') {
             // One more grapheme would not have fitted (the pool has no whitespace, so nothing was trimmed).
             const kept = graphemes(cut.slice(0, -ELLIPSIS.length)).length;
-            const longer = graphemes(text).slice(0, kept + 1).join('') + ELLIPSIS;
+            const longer =
+              graphemes(text)
+                .slice(0, kept + 1)
+                .join('') + ELLIPSIS;
             assert.ok(measure(longer) > max, `${name} max ${max}: ${kept} graphemes kept, ${kept + 1} would fit`);
           }
         }
@@ -99,14 +111,20 @@ describe('fitting title and body into a JSON payload', () => {
 
   test('long titles and bodies in every script are cut to the byte limit, the body keeping most of the room', () => {
     for (const [i, pool] of [['a'], ['中'], HARD_GRAPHEMES, ['"', '\n', 'x']].entries()) {
-      for (const [titleLen, bodyLen] of [[5000, 5000], [5000, 10], [10, 5000], [1, 1]] as const) {
+      for (const [titleLen, bodyLen] of [
+        [5000, 5000],
+        [5000, 10],
+        [10, 5000],
+        [1, 1],
+      ] as const) {
         const text = { title: textOf(pool, titleLen, i + 1), body: textOf(pool, bodyLen, i + 2) };
         const fitted = fitJsonPayload(text, 4096, build)!;
         assert.ok(utf8Bytes(fitted.json) <= 4096, `pool ${i}: ${utf8Bytes(fitted.json)} bytes`);
         assert.equal(fitted.json, build(fitted.text));
         assertWholeGraphemes(text.title, fitted.text.title);
         assertWholeGraphemes(text.body, fitted.text.body);
-        if (titleLen === 5000 && bodyLen === 5000) assert.ok(jsonStringBytes(fitted.text.body) >= 3 * jsonStringBytes(fitted.text.title) - 64, 'the body keeps most of the room');
+        if (titleLen === 5000 && bodyLen === 5000)
+          assert.ok(jsonStringBytes(fitted.text.body) >= 3 * jsonStringBytes(fitted.text.title) - 64, 'the body keeps most of the room');
         if (bodyLen === 10) assert.equal(fitted.text.body, text.body, 'a short body is kept whole');
         // Nothing is cut that would have fitted: the payload is within a few graphemes of the limit.
         if (fitted.text.body !== text.body) assert.ok(utf8Bytes(fitted.json) > 4096 - 2 * 32, `pool ${i}: ${utf8Bytes(fitted.json)} bytes only`);
@@ -115,6 +133,9 @@ describe('fitting title and body into a JSON payload', () => {
   });
 
   test('when the other fields alone are too large there is no fit', () => {
-    assert.equal(fitJsonPayload({ title: 't', body: 'b' }, 4096, (t) => JSON.stringify({ ...t, blob: 'x'.repeat(4100) })), undefined);
+    assert.equal(
+      fitJsonPayload({ title: 't', body: 'b' }, 4096, (t) => JSON.stringify({ ...t, blob: 'x'.repeat(4100) })),
+      undefined,
+    );
   });
 });

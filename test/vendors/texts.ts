@@ -7,12 +7,17 @@ import { ELLIPSIS, graphemes } from '../../sinks/vendors/text.ts';
 export const HARD_GRAPHEMES = [
   '👨‍👩‍👧‍👦', // family: 7 code points joined by ZWJ, 11 UTF-16 units, 25 bytes
   '🏳️‍🌈', // rainbow flag: ZWJ sequence with a variation selector
-  '🇨🇳', '🇺🇸', // flags: regional-indicator pairs
-  'e\u0301', 'n\u0303', 'a\u0308\u0323', // combining marks
+  '🇨🇳',
+  '🇺🇸', // flags: regional-indicator pairs
+  'e\u0301',
+  'n\u0303',
+  'a\u0308\u0323', // combining marks
   '👍🏽', // skin-tone modifier
   '1️⃣', // keycap
   'क्षि', // Devanagari conjunct
-  '😀', '中', 'A',
+  '😀',
+  '中',
+  'A',
 ];
 
 /** A deterministic pseudo-random text of `n` graphemes from `pool`. */
@@ -33,4 +38,3 @@ export function assertWholeGraphemes(text: string, cut: string): void {
   const kept = graphemes(cut.slice(0, -ELLIPSIS.length));
   assert.deepEqual(kept, graphemes(text).slice(0, kept.length), 'the kept part is whole leading graphemes');
 }
-

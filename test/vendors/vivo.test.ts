@@ -9,8 +9,15 @@ import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** vivo results (research/vendor-protocols.md §6.3; several UNCONFIRMED) and their outcomes; 10000 is refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
-  '10000': 'auth-failed', '10070': 'quota-exhausted', '10071': 'quota-exhausted', '10073': 'rate-limited',
-  '10096': 'payload-rejected', '10097': 'payload-rejected', '10302': 'dead-token', '10055': 'unknown-code', '10999': 'unknown-code',
+  '10000': 'auth-failed',
+  '10070': 'quota-exhausted',
+  '10071': 'quota-exhausted',
+  '10073': 'rate-limited',
+  '10096': 'payload-rejected',
+  '10097': 'payload-rejected',
+  '10302': 'dead-token',
+  '10055': 'unknown-code',
+  '10999': 'unknown-code',
 };
 
 describe('vivo adapter against the vivo push emulator', () => {

@@ -8,12 +8,35 @@ import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** MiPush codes (research/vendor-protocols.md §4.3) and their outcomes. */
 const EXPECTED: Record<string, OutcomeKind> = {
-  '-1': 'retryable', '1': 'retryable', '10001': 'retryable', '10002': 'retryable', '10003': 'retryable', '26003': 'retryable',
-  '65029': 'retryable', '20301': 'retryable', '10008': 'payload-rejected', '10016': 'payload-rejected', '10017': 'payload-rejected', '21305': 'payload-rejected',
-  '65011': 'payload-rejected', '10027': 'rate-limited', '21303': 'rate-limited', '26004': 'rate-limited', '10034': 'quota-exhausted',
-  '10031': 'permanent', '21301': 'auth-failed', '21302': 'auth-failed', '22000': 'auth-failed', '22006': 'auth-failed',
-  '22007': 'auth-failed', '22022': 'permanent', '27001': 'permanent', '65009': 'payload-too-large', '65036': 'payload-rejected',
-  '65037': 'payload-rejected', '65038': 'payload-rejected',
+  '-1': 'retryable',
+  '1': 'retryable',
+  '10001': 'retryable',
+  '10002': 'retryable',
+  '10003': 'retryable',
+  '26003': 'retryable',
+  '65029': 'retryable',
+  '20301': 'retryable',
+  '10008': 'payload-rejected',
+  '10016': 'payload-rejected',
+  '10017': 'payload-rejected',
+  '21305': 'payload-rejected',
+  '65011': 'payload-rejected',
+  '10027': 'rate-limited',
+  '21303': 'rate-limited',
+  '26004': 'rate-limited',
+  '10034': 'quota-exhausted',
+  '10031': 'permanent',
+  '21301': 'auth-failed',
+  '21302': 'auth-failed',
+  '22000': 'auth-failed',
+  '22006': 'auth-failed',
+  '22007': 'auth-failed',
+  '22022': 'permanent',
+  '27001': 'permanent',
+  '65009': 'payload-too-large',
+  '65036': 'payload-rejected',
+  '65037': 'payload-rejected',
+  '65038': 'payload-rejected',
 };
 
 describe('Xiaomi adapter against the MiPush emulator', () => {
@@ -57,9 +80,13 @@ describe('Xiaomi adapter against the MiPush emulator', () => {
     const batch = ['x1', 'x2'].map((s) => message(em, 'xiaomi', s, shared));
     em.xiaomi.deadTokens.add(batch[1]!.token);
     const outcomes = await registry.adapter('xiaomi', 'app-1')!.submit(batch);
-    assert.deepEqual(outcomes.map((o) => o.kind), ['accepted', 'accepted']);
+    assert.deepEqual(
+      outcomes.map((o) => o.kind),
+      ['accepted', 'accepted'],
+    );
     assert.equal((em.xiaomi.received[0]!.request as Record<string, string>).registration_id, batch.map((m) => m.token).join(','));
-    const mine = () => receiver.calls.filter((c) => c.body.includes(encodeURIComponent(batch[0]!.token)) || c.body.includes(encodeURIComponent(batch[1]!.token)));
+    const mine = () =>
+      receiver.calls.filter((c) => c.body.includes(encodeURIComponent(batch[0]!.token)) || c.body.includes(encodeURIComponent(batch[1]!.token)));
     await receiver.until(() => mine().length >= 2);
     assert.ok(mine().every((c) => c.path === '/receipts/xiaomi?secret=s3cret'));
     const parsed = mine().flatMap((c) => registry.receiptParser('xiaomi')!.parseReceipt(c.body, String(c.headers['content-type'])));

@@ -37,7 +37,10 @@ export class ApnsAdapter implements VendorAdapter {
   private readonly now: () => number;
   private readonly timeoutMs: number;
 
-  constructor(private readonly config: ApnsAppConfig, private readonly deps: ApnsAdapterDeps) {
+  constructor(
+    private readonly config: ApnsAppConfig,
+    private readonly deps: ApnsAdapterDeps,
+  ) {
     this.maxPayloadBytes = apnsMaxPayloadBytes(config.pushType);
     this.now = deps.now ?? Date.now;
     this.timeoutMs = config.timeoutMs ?? 10_000;
@@ -94,7 +97,8 @@ export class ApnsAdapter implements VendorAdapter {
       }
       if (answer.status === 200) return { kind: 'accepted', vendorMessageId: String(answer.headers['apns-id'] ?? headers['apns-id']) };
       const reason = reasonOf(answer.body);
-      const rule = reason !== undefined && Object.hasOwn(APNS_REASONS, reason) ? ruleFor(APNS_REASONS, reason) : ruleFor(APNS_STATUS_FALLBACK, String(answer.status));
+      const rule =
+        reason !== undefined && Object.hasOwn(APNS_REASONS, reason) ? ruleFor(APNS_REASONS, reason) : ruleFor(APNS_STATUS_FALLBACK, String(answer.status));
       const code = reason ?? String(answer.status);
       if (rule === 'auth-refresh' && !authRetried) {
         authRetried = true;

@@ -40,7 +40,11 @@ export interface ApnsAnswer {
 export class LostStreamError extends Error {
   readonly code = 'CONNECTION_LOST';
   readonly retryAfterMs: number | undefined;
-  constructor(message: string, readonly written: boolean, options?: ErrorOptions & { retryAfterMs?: number }) {
+  constructor(
+    message: string,
+    readonly written: boolean,
+    options?: ErrorOptions & { retryAfterMs?: number },
+  ) {
     super(message, options);
     this.retryAfterMs = options?.retryAfterMs;
   }
@@ -205,14 +209,19 @@ export class ApnsConnectionPool {
   async close(): Promise<void> {
     this.closed = true;
     this.slots.fill(undefined);
-    await Promise.all([...this.open].map((s) => new Promise<void>((resolve) => {
-      if (s.destroyed) return resolve();
-      const force = setTimeout(() => s.destroy(), 1000);
-      s.once('close', () => {
-        clearTimeout(force);
-        resolve();
-      });
-      s.close();
-    })));
+    await Promise.all(
+      [...this.open].map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            if (s.destroyed) return resolve();
+            const force = setTimeout(() => s.destroy(), 1000);
+            s.once('close', () => {
+              clearTimeout(force);
+              resolve();
+            });
+            s.close();
+          }),
+      ),
+    );
   }
 }

@@ -36,7 +36,10 @@ export class FcmAdapter implements VendorAdapter {
   private readonly now: () => number;
   private readonly tokenUrl: string;
 
-  constructor(private readonly config: FcmAppConfig, deps: FcmAdapterDeps = {}) {
+  constructor(
+    private readonly config: FcmAppConfig,
+    deps: FcmAdapterDeps = {},
+  ) {
     this.now = deps.now ?? Date.now;
     this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
     this.tokenUrl = config.tokenUrl ?? config.serviceAccount.token_uri;
@@ -138,7 +141,8 @@ function classify(status: number, body: { error?: GoogleError } | undefined): { 
   const code = fcmCode ?? error?.status ?? String(status);
   if (status === 429) return { code, rule: 'rate-limited' };
   if (code === 'INVALID_ARGUMENT') {
-    const aboutToken = /registration token/i.test(error?.message ?? '') || (error?.details ?? []).some((d) => d.fieldViolations?.some((f) => f.field === 'message.token'));
+    const aboutToken =
+      /registration token/i.test(error?.message ?? '') || (error?.details ?? []).some((d) => d.fieldViolations?.some((f) => f.field === 'message.token'));
     if (aboutToken) return { code, rule: 'dead-token' };
     if (/too big|too large|exceeds/i.test(error?.message ?? '')) return { code, rule: 'payload-too-large' };
   }

@@ -29,7 +29,10 @@ export class HmsAdapter implements VendorAdapter {
   private readonly bearer: CachedCredential;
   private readonly now: () => number;
 
-  constructor(private readonly config: HmsAppConfig, deps: HmsAdapterDeps = {}) {
+  constructor(
+    private readonly config: HmsAppConfig,
+    deps: HmsAdapterDeps = {},
+  ) {
     this.now = deps.now ?? Date.now;
     this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
     this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
@@ -37,11 +40,15 @@ export class HmsAdapter implements VendorAdapter {
 
   private async mintAccessToken(): Promise<MintedCredential> {
     const started = this.now();
-    const answer = await this.http.postForm(this.config.authUrl ?? HMS_AUTH_URL, {}, {
-      grant_type: 'client_credentials',
-      client_id: this.config.clientId,
-      client_secret: this.config.clientSecret,
-    });
+    const answer = await this.http.postForm(
+      this.config.authUrl ?? HMS_AUTH_URL,
+      {},
+      {
+        grant_type: 'client_credentials',
+        client_id: this.config.clientId,
+        client_secret: this.config.clientSecret,
+      },
+    );
     const body = jsonOf(answer.text) as { access_token?: string; expires_in?: number; error?: number | string } | undefined;
     if (answer.status !== 200 || !body?.access_token) throw new HmsAuthError(String(body?.error ?? `HTTP_${answer.status}`));
     return { value: body.access_token, expiresAtMs: started + (body.expires_in ?? 3600) * 1000 };
@@ -65,11 +72,13 @@ export class HmsAdapter implements VendorAdapter {
     const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const groups = groupByPayload(messages, (m) => JSON.stringify(this.message(m)), this.maxBatchSize);
-    await Promise.all(groups.map(async (indices) => {
-      const group = indices.map((i) => messages[i]!);
-      const results = await this.send(group, deadline);
-      indices.forEach((i, k) => (outcomes[i] = results[k]!));
-    }));
+    await Promise.all(
+      groups.map(async (indices) => {
+        const group = indices.map((i) => messages[i]!);
+        const results = await this.send(group, deadline);
+        indices.forEach((i, k) => (outcomes[i] = results[k]!));
+      }),
+    );
     return outcomes;
   }
 
@@ -83,7 +92,11 @@ export class HmsAdapter implements VendorAdapter {
       try {
         bearer = await beforeDeadline(this.bearer.get(), deadline);
       } catch (error) {
-        return all(error instanceof HmsAuthError ? { kind: 'auth-failed', code: error.code } : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined));
+        return all(
+          error instanceof HmsAuthError
+            ? { kind: 'auth-failed', code: error.code }
+            : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined),
+        );
       }
       let answer;
       try {

@@ -36,7 +36,10 @@ export class OppoAdapter implements VendorAdapter {
   private readonly now: () => number;
   private readonly base: string;
 
-  constructor(private readonly config: OppoAppConfig, deps: OppoAdapterDeps = {}) {
+  constructor(
+    private readonly config: OppoAppConfig,
+    deps: OppoAdapterDeps = {},
+  ) {
     this.now = deps.now ?? Date.now;
     this.base = config.baseUrl ?? OPPO_BASE_URL;
     this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
@@ -45,7 +48,9 @@ export class OppoAdapter implements VendorAdapter {
 
   private async mintAuthToken(): Promise<MintedCredential> {
     const timestamp = String(this.now());
-    const sign = createHash('sha256').update(this.config.appKey + timestamp + this.config.masterSecret).digest('hex');
+    const sign = createHash('sha256')
+      .update(this.config.appKey + timestamp + this.config.masterSecret)
+      .digest('hex');
     const answer = await this.http.postForm(joinUrl(this.base, '/server/v1/auth'), {}, { app_key: this.config.appKey, timestamp, sign });
     const body = jsonOf(answer.text) as OppoBody | undefined;
     const token = !Array.isArray(body?.data) ? body?.data?.auth_token : undefined;
@@ -102,13 +107,19 @@ export class OppoAdapter implements VendorAdapter {
   }
 
   /** Posts with the auth token (form field and header); refreshes it once on 11 / 29. */
-  private async call(path: string, form: Record<string, string>, deadline: number): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
+  private async call(
+    path: string,
+    form: Record<string, string>,
+    deadline: number,
+  ): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
     for (let authRetried = false; ; authRetried = true) {
       let token: string;
       try {
         token = await beforeDeadline(this.authToken.get(), deadline);
       } catch (error) {
-        return error instanceof OppoAuthError ? { kind: 'auth-failed', code: error.code } : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
+        return error instanceof OppoAuthError
+          ? { kind: 'auth-failed', code: error.code }
+          : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
       }
       let answer;
       try {
@@ -163,14 +174,19 @@ export class OppoAdapter implements VendorAdapter {
   parseReceipt(body: Buffer): ParsedReceipt[] {
     const parsed = jsonOf(body.toString('utf8'));
     const events = (Array.isArray(parsed) ? parsed : []) as Array<Record<string, unknown>>;
-    return events.flatMap((e) => String(e.registrationIds ?? '').split(',').filter(Boolean).map((token) => ({
-      vendor: 'oppo' as const,
-      vendorMessageId: String(e.messageId ?? ''),
-      token,
-      status: OPPO_RECEIPT_EVENTS[String(e.eventType)] ?? 'failed',
-      code: String(e.eventType ?? ''),
-      at: Number(e.eventTime) || this.now(),
-    })));
+    return events.flatMap((e) =>
+      String(e.registrationIds ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((token) => ({
+          vendor: 'oppo' as const,
+          vendorMessageId: String(e.messageId ?? ''),
+          token,
+          status: OPPO_RECEIPT_EVENTS[String(e.eventType)] ?? 'failed',
+          code: String(e.eventType ?? ''),
+          at: Number(e.eventTime) || this.now(),
+        })),
+    );
   }
 
   close(): Promise<void> {

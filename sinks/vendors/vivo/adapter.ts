@@ -43,7 +43,10 @@ export class VivoAdapter implements VendorAdapter {
   private readonly now: () => number;
   private readonly base: string;
 
-  constructor(private readonly config: VivoAppConfig, deps: VivoAdapterDeps = {}) {
+  constructor(
+    private readonly config: VivoAppConfig,
+    deps: VivoAdapterDeps = {},
+  ) {
     this.now = deps.now ?? Date.now;
     this.base = config.baseUrl ?? VIVO_BASE_URL;
     this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
@@ -53,7 +56,9 @@ export class VivoAdapter implements VendorAdapter {
   private async mintAuthToken(): Promise<MintedCredential> {
     const { appId, appKey, appSecret } = this.config;
     const timestamp = this.now();
-    const sign = createHash('md5').update(appId + appKey + timestamp + appSecret).digest('hex');
+    const sign = createHash('md5')
+      .update(appId + appKey + timestamp + appSecret)
+      .digest('hex');
     const answer = await this.http.postJson(joinUrl(this.base, '/message/auth'), {}, { appId, appKey, timestamp, sign });
     const body = jsonOf(answer.text) as VivoBody | undefined;
     if (answer.status !== 200 || body?.result !== 0 || !body.authToken) throw new VivoAuthError(String(body?.result ?? `HTTP_${answer.status}`));
@@ -75,7 +80,9 @@ export class VivoAdapter implements VendorAdapter {
       clientCustomMap: m.data,
       notifyId: notifyId(m.collapseId),
       pushMode: 0,
-      ...(this.config.receiptId ? { extra: { callback: this.config.receiptId, 'callback.param': m.collapseId.slice(0, 64) /* per conversation, so identical messages still batch */ } } : {}),
+      ...(this.config.receiptId
+        ? { extra: { callback: this.config.receiptId, 'callback.param': m.collapseId.slice(0, 64) /* per conversation, so identical messages still batch */ } }
+        : {}),
     };
   }
 
@@ -93,11 +100,13 @@ export class VivoAdapter implements VendorAdapter {
     const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const groups = groupByPayload(messages, (m) => JSON.stringify(this.content(m)), this.maxBatchSize);
-    await Promise.all(groups.map(async (indices) => {
-      const group = indices.map((i) => messages[i]!);
-      const results = await this.send(group, deadline);
-      indices.forEach((i, k) => (outcomes[i] = results[k]!));
-    }));
+    await Promise.all(
+      groups.map(async (indices) => {
+        const group = indices.map((i) => messages[i]!);
+        const results = await this.send(group, deadline);
+        indices.forEach((i, k) => (outcomes[i] = results[k]!));
+      }),
+    );
     return outcomes;
   }
 
@@ -107,7 +116,9 @@ export class VivoAdapter implements VendorAdapter {
       try {
         token = await beforeDeadline(this.authToken.get(), deadline);
       } catch (error) {
-        return error instanceof VivoAuthError ? { kind: 'auth-failed', code: error.code } : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
+        return error instanceof VivoAuthError
+          ? { kind: 'auth-failed', code: error.code }
+          : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
       }
       let answer;
       try {
@@ -163,14 +174,19 @@ export class VivoAdapter implements VendorAdapter {
   parseReceipt(body: Buffer): ParsedReceipt[] {
     const parsed = jsonOf(body.toString('utf8')) as Record<string, { targets?: string; ackTime?: number; ackType?: number }> | undefined;
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return [];
-    return Object.entries(parsed).flatMap(([taskId, r]) => String(r?.targets ?? '').split(',').filter(Boolean).map((token) => ({
-      vendor: 'vivo' as const,
-      vendorMessageId: taskId,
-      token,
-      status: VIVO_RECEIPT_ACK[String(r.ackType)] ?? 'failed',
-      code: String(r.ackType ?? ''),
-      at: Number(r.ackTime) || this.now(),
-    })));
+    return Object.entries(parsed).flatMap(([taskId, r]) =>
+      String(r?.targets ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((token) => ({
+          vendor: 'vivo' as const,
+          vendorMessageId: taskId,
+          token,
+          status: VIVO_RECEIPT_ACK[String(r.ackType)] ?? 'failed',
+          code: String(r.ackType ?? ''),
+          at: Number(r.ackTime) || this.now(),
+        })),
+    );
   }
 
   close(): Promise<void> {

@@ -28,7 +28,10 @@ export class XiaomiAdapter implements VendorAdapter {
   private readonly http: VendorHttp;
   private readonly now: () => number;
 
-  constructor(private readonly config: XiaomiAppConfig, deps: XiaomiAdapterDeps = {}) {
+  constructor(
+    private readonly config: XiaomiAppConfig,
+    deps: XiaomiAdapterDeps = {},
+  ) {
     this.now = deps.now ?? Date.now;
     this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
   }
@@ -68,10 +71,15 @@ export class XiaomiAdapter implements VendorAdapter {
     const deadline = deadlineAfter(this.config.timeoutMs);
     const outcomes: SubmitOutcome[] = new Array(messages.length);
     const groups = groupByPayload(messages, (m) => JSON.stringify(this.form(m)), this.maxBatchSize);
-    await Promise.all(groups.map(async (indices) => {
-      const outcome = await this.send(indices.map((i) => messages[i]!), deadline);
-      for (const i of indices) outcomes[i] = outcome;
-    }));
+    await Promise.all(
+      groups.map(async (indices) => {
+        const outcome = await this.send(
+          indices.map((i) => messages[i]!),
+          deadline,
+        );
+        for (const i of indices) outcomes[i] = outcome;
+      }),
+    );
     return outcomes;
   }
 
@@ -81,7 +89,12 @@ export class XiaomiAdapter implements VendorAdapter {
     const form = { ...this.form(group[0]!), registration_id: group.map((m) => m.token).join(',') };
     let answer;
     try {
-      answer = await this.http.postForm(joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'), { authorization: `key=${this.config.appSecret}` }, form, deadline);
+      answer = await this.http.postForm(
+        joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'),
+        { authorization: `key=${this.config.appSecret}` },
+        form,
+        deadline,
+      );
     } catch (error) {
       if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
       throw error;
@@ -104,15 +117,24 @@ export class XiaomiAdapter implements VendorAdapter {
    */
   parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[] {
     const text = body.toString('utf8');
-    const json = /json/i.test(contentType ?? '') ? text : new URLSearchParams(text).get('data') ?? '';
+    const json = /json/i.test(contentType ?? '') ? text : (new URLSearchParams(text).get('data') ?? '');
     const parsed = jsonOf(json) as Record<string, { type?: number; targets?: string; timestamp?: number }> | undefined;
     if (!parsed || typeof parsed !== 'object') return [];
     const out: ParsedReceipt[] = [];
     for (const [msgId, r] of Object.entries(parsed)) {
       const type = Number(r?.type ?? 0);
-      const status = type & XIAOMI_RECEIPT_BITS.invalidDevice ? 'dead-token' : type & XIAOMI_RECEIPT_BITS.failed ? 'failed' : type & XIAOMI_RECEIPT_BITS.delivered ? 'delivered' : undefined;
+      const status =
+        type & XIAOMI_RECEIPT_BITS.invalidDevice
+          ? 'dead-token'
+          : type & XIAOMI_RECEIPT_BITS.failed
+            ? 'failed'
+            : type & XIAOMI_RECEIPT_BITS.delivered
+              ? 'delivered'
+              : undefined;
       if (status === undefined) continue;
-      for (const token of String(r.targets ?? '').split(',').filter(Boolean)) {
+      for (const token of String(r.targets ?? '')
+        .split(',')
+        .filter(Boolean)) {
         out.push({ vendor: 'xiaomi', vendorMessageId: msgId, token, status, code: String(type), at: Number(r.timestamp) || this.now() });
       }
     }
