@@ -3,7 +3,7 @@
  * receive latency of offline devices' leading pushes, and, for the group-storm workload, vendor
  * submissions per trigger and whether every (device, conversation) ended on its latest seq.
  */
-import type { ReceivedPush } from '../test/emulators/index.ts';
+import type { ReceivedPush } from '../emulators/index.ts';
 import type { Device, MessagePersisted, Population, TimedRecord } from '../demo/workload.ts';
 import { quantile } from './probes.ts';
 

@@ -4,7 +4,7 @@
  * each on its own population (its own uid prefix) so their pushes can be told apart at the emulators.
  */
 import type { Environment } from '../demo/environment.ts';
-import type { ReceivedPush } from '../test/emulators/index.ts';
+import type { ReceivedPush } from '../emulators/index.ts';
 import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from '../demo/workload.ts';
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
 import { processCpuMs } from './probes.ts';

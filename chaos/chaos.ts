@@ -7,7 +7,7 @@
  * arrival rate stayed exact, whether any hot retry loop happened, whether any worker crashed.
  */
 import { random } from '../demo/workload.ts';
-import type { Fault } from '../test/emulators/index.ts';
+import type { Fault } from '../emulators/index.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { startRun, type PipelineRun, type RunVerdict } from './harness.ts';
 import { sleep } from './drain.ts';

@@ -3,7 +3,7 @@
  * during a storm, the next request for the same push (device token, conv_id, seq) must not come
  * sooner than the Retry-After the vendor gave (or, without one, sooner than a backoff would allow).
  */
-import type { ReceivedPush } from '../test/emulators/index.ts';
+import type { ReceivedPush } from '../emulators/index.ts';
 import { messageOf } from './verify.ts';
 
 /** A scripted vendor storm: which vendor, what fault, when it was on. */

@@ -4,8 +4,8 @@
  * expectation. Nothing here reads the pipeline's internal state.
  */
 import { ELLIPSIS } from '../sinks/vendors/text.ts';
-import type { ReceivedPush } from '../test/emulators/index.ts';
-import type { StartedEmulators } from '../test/emulators/index.ts';
+import type { ReceivedPush } from '../emulators/index.ts';
+import type { StartedEmulators } from '../emulators/index.ts';
 import { VENDORS, type Vendor } from '../processors/fan-out/vendor-port.ts';
 import { collapseId } from '../processors/shared/ids.ts';
 import type { PushOutcome } from '../processors/shared/records.ts';

@@ -13,7 +13,7 @@ import { stackUp } from '../stack/index.ts';
 import { ensureDir, LOG_DIR, stackPath } from '../stack/paths.ts';
 import { migrateAll } from '../migrations/migrate.ts';
 import { createPipelineTopics } from '../pipeline/topics-admin.ts';
-import { startEmulators, type StartedEmulators } from '../test/emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
 import { delay } from '../stack/process.ts';
 
 export interface EnvironmentOptions {

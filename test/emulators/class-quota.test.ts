@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { message, useEmulators } from '../vendors/support.ts';
-import type { StartedEmulators } from './index.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 
 /**
  * The emulators cap the vendors' limited classes per device and day (HMS marketing 2, OPPO content

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { message, startReceiver } from '../vendors/support.ts';
-import { startEmulators, type StartedEmulators } from './index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 
 /** The emulators' receipt simulation: loss, duplication, and an uninstall reported asynchronously. */
 describe('emulator receipt callbacks', () => {

@@ -19,7 +19,7 @@ import type { PushDispatch, PushOutcome } from '../../processors/shared/records.
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../clickhouse/support.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { followOutcomes, kafka, produceDispatches, registry, spawnFanOutWorker, type FanOutWorker } from './stack-helpers.ts';
 import { dispatch, taskTable } from './support.ts';

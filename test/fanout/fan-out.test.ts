@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { VENDORS } from '../../processors/fan-out/vendor-port.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
 
 describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { PushDispatch } from '../../processors/shared/records.ts';
 import { VENDORS, type Vendor } from '../../processors/fan-out/vendor-port.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { uniqueName } from '../support/stack.ts';
 import { followOutcomes, kafka, produceDispatches, spawnFanOutWorker, type FanOutWorker } from './stack-helpers.ts';
 import { dispatch, taskTable } from './support.ts';

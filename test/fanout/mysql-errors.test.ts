@@ -16,7 +16,7 @@ import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { classifyMysqlError } from '../../sinks/mysql/errors.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { stackEndpoints } from '../support/stack.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

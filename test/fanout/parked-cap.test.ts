@@ -14,7 +14,7 @@ import { PipelineMetrics } from '../../sinks/metrics/pipeline-metrics.ts';
 import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { InMemoryKeyValueStore, InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

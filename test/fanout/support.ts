@@ -1,4 +1,4 @@
-import type { VendorJson } from '../emulators/common.ts';
+import type { VendorJson } from '../../emulators/common.ts';
 import { readFileSync } from 'node:fs';
 import mysql from 'mysql2/promise';
 import { parseMysqlUrl } from '../../migrations/migrate.ts';

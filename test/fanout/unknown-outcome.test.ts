@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
 
 const TIMEOUT_MS = 400;

@@ -10,7 +10,7 @@ import { ConfigError } from '../../common/errors.ts';
 import { fanOutOptionsFromEnv } from '../../processors/fan-out/options.ts';
 import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
 
 const MAX_AGE_MS = 6_000;

@@ -27,7 +27,7 @@ import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { VENDORS, type Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
-import type { ReceivedPush } from '../emulators/index.ts';
+import type { ReceivedPush } from '../../emulators/index.ts';
 
 type ReceiptOutcome = 'delivered' | 'failed' | 'dead-token';
 interface Figures {

@@ -20,7 +20,7 @@ import { topicName, type TopicKey } from '../../pipeline/topics.ts';
 import type { MessagePersisted, TokenReport } from '../../processors/shared/records.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { stackPath } from '../../stack/paths.ts';
-import type { ReceivedPush } from '../emulators/index.ts';
+import type { ReceivedPush } from '../../emulators/index.ts';
 import { stackEndpoints } from '../support/stack.ts';
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
 

@@ -5,8 +5,8 @@ import { ProviderToken } from '../../sinks/vendors/apns/provider-token.ts';
 import type { ApnsAppConfig } from '../../sinks/vendors/apps-config.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
-import { APNS_REASON_STATUS } from '../emulators/apns.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import { APNS_REASON_STATUS } from '../../emulators/apns.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useEmulators } from './support.ts';
 
 /** Apple's reasons and the outcome each must produce (research/vendor-protocols.md §1.5). */

@@ -3,8 +3,8 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { NO_ANSWER, VENDORS, type PushMessage, type SubmitOutcome, type Vendor, type VendorAdapter } from '../../processors/fan-out/vendor-port.ts';
-import type { ConnectionFault } from '../emulators/index.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import type { ConnectionFault } from '../../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { message } from './support.ts';
 
 /**

@@ -1,11 +1,11 @@
-import type { VendorJson } from '../emulators/common.ts';
+import type { VendorJson } from '../../emulators/common.ts';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { FcmAdapter } from '../../sinks/vendors/fcm/adapter.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
-import type { Fault, StartedEmulators } from '../emulators/index.ts';
+import type { Fault, StartedEmulators } from '../../emulators/index.ts';
 import { message, useEmulators } from './support.ts';
 
 /** Each FCM error shape (research/vendor-protocols.md §2.5) and the outcome it must produce. */

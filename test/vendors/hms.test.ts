@@ -1,10 +1,10 @@
-import type { VendorJson } from '../emulators/common.ts';
+import type { VendorJson } from '../../emulators/common.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
-import { hmsCallbackId } from '../emulators/hms.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import { hmsCallbackId } from '../../emulators/hms.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** Huawei business codes (research/vendor-protocols.md §3.4) and their outcomes; auth codes are refreshed first. */

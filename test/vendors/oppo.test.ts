@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { OppoAdapter } from '../../sinks/vendors/oppo/adapter.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** OPPO return codes (research/vendor-protocols.md §5.4) and their outcomes; 11 and 29 are refreshed first. */

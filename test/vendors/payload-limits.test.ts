@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { PushMessage, Vendor } from '../../processors/fan-out/vendor-port.ts';
-import { vendorCharCount, type ReceivedPush, type VendorJson } from '../emulators/common.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import { vendorCharCount, type ReceivedPush, type VendorJson } from '../../emulators/common.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useEmulators } from './support.ts';
 import { assertWholeGraphemes, HARD_GRAPHEMES, textOf } from './texts.ts';
 

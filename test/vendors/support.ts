@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { PushMessage, Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { after, before, beforeEach } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 
 /** A notification as the fan-out would build it, to a token in the vendor's format. */
 export function message(em: StartedEmulators, vendor: Vendor, seed: string, overrides: Partial<PushMessage> = {}): PushMessage {

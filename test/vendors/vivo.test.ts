@@ -1,10 +1,10 @@
-import type { VendorJson } from '../emulators/common.ts';
+import type { VendorJson } from '../../emulators/common.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import { VivoAdapter } from '../../sinks/vendors/vivo/adapter.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** vivo results (research/vendor-protocols.md §6.3; several UNCONFIRMED) and their outcomes; 10000 is refreshed first. */

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { XiaomiAdapter } from '../../sinks/vendors/xiaomi/adapter.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
-import type { StartedEmulators } from '../emulators/index.ts';
+import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
 /** MiPush codes (research/vendor-protocols.md §4.3) and their outcomes. */

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { parseAppsConfig, type AppsConfig } from '../../sinks/vendors/apps-config.ts';
-import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
+import { parseAppsConfig, type AppsConfig } from '../sinks/vendors/apps-config.ts';
+import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { ApnsEmulator } from './apns.ts';
 import { EmulatorClock, restartEmulator, type EmulatorCore, type RestartHooks } from './common.ts';
 import { FcmEmulator } from './fcm.ts';

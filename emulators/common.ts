@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
+import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import type { TestTls } from './tls.ts';
 
 /**

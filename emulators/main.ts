@@ -1,6 +1,6 @@
 /**
  * Runs the six vendor emulators as standalone servers (for the demo and the benchmark):
- *   tsx test/emulators/main.ts [--apps app-1,app-2] [--config out/apps.json] [--port-base 18400]
+ *   tsx emulators/main.ts [--apps app-1,app-2] [--config out/apps.json] [--port-base 18400]
  *     [--receipts http://127.0.0.1:8088/receipts]   (receiver root; /<vendor> is appended)
  * Writes the generated apps config (credentials, base URLs, CA) to --config and prints the
  * base URLs. Stops on SIGINT / SIGTERM.
@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { VENDORS } from '../../processors/fan-out/vendor-port.ts';
+import { VENDORS } from '../processors/fan-out/vendor-port.ts';
 import { startEmulators } from './index.ts';
 
 const { values } = parseArgs({
