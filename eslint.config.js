@@ -53,5 +53,25 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // Type-aware rules (issue 14): every .ts file is linted with the types of the project in tsconfig.json,
+    // so a folder of .ts files must be listed in its "include" (a file outside it fails to parse here).
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // A promise nobody awaits loses its rejection (an unhandled rejection ends the process): await it,
+      // .catch it, or mark a deliberate fire-and-forget with `void` (its errors handled inside).
+      // node:test's test()/describe() return promises the runner itself awaits (top-level calls need not be
+      // awaited); a subtest's t.test() is not on this list, since a parent that does not await it cancels it.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { ignoreVoid: true, allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite'] }] },
+      ],
+      // An async function where a void callback is expected (an EventEmitter listener, setTimeout,
+      // forEach) loses its rejection the same way. Async callbacks passed as JSX-style attributes do
+      // not occur here, so checksVoidReturn stays on for arguments and off only for attributes.
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { attributes: false } }],
+    },
+  },
   ...layerConfigs,
 );
