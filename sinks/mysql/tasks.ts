@@ -105,6 +105,8 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   constructor(private readonly options: MysqlPushTaskLedgerOptions) {
     this.table = `\`${(options.table ?? 'im_push_task').replace(/`/g, '')}\``;
     this.timer = setInterval(() => {
+      // Dropping the error is safe: withMysqlRetry retries transient errors (telling the listener), a
+      // failed write puts its rows back for the next tick, and the commit path's own flush() rejects with it.
       if (this.results.size > 0) this.flush().catch(() => undefined);
     }, options.flushIntervalMs ?? 50);
     this.timer.unref();
@@ -118,7 +120,8 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       this.claims.push({ task, resolve, reject });
       if (!this.claimScheduled) {
         this.claimScheduled = true;
-        setImmediate(() => this.writeClaims());
+        // writeClaimChunk settles every claim of its chunk (resolve or reject) and never throws.
+        setImmediate(() => void this.writeClaims());
       }
     });
   }
@@ -183,6 +186,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
 
   flush(): Promise<void> {
     // Serialise writers: a flush waits for the one in progress, then writes what is left.
+    // The previous write's error was already returned to its caller; this one only waits for it to end.
     this.writing = this.writing.catch(() => undefined).then(() => this.writeResults());
     return this.writing;
   }
