@@ -10,6 +10,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { readEndpoints } from '../common/endpoints.ts';
+import { errorMessage } from '../common/errors.ts';
 import { createLogger } from '../common/log.ts';
 import { StreamsApp } from '../topology/runtime.ts';
 import { createTopics, fillInput, identityTopology, measureOutput, rawHop, suffix } from './runtime-bench.ts';
@@ -103,8 +104,11 @@ export async function measureCeilings(options: CeilingOptions = {}): Promise<Cei
     say(`[ceiling] ${hops} exactly-once identity hops: ${eos.recordsPerSecond} records/s`);
     return { partitions, valueBytes, commitIntervalMs, rawConsumeProduce: raw, exactlyOnceChain: eos };
   } finally {
+    // Best-effort cleanup: the figures are taken (or the error that ended the run is on its way up).
     for (const app of apps) await app.close().catch(() => undefined);
-    await admin.deleteTopics({ topics: [...topics, `bench-eos-dlq-${run}`] }).catch(() => undefined);
+    await admin
+      .deleteTopics({ topics: [...topics, `bench-eos-dlq-${run}`] })
+      .catch((error: unknown) => say(`[ceiling] could not delete the run's topics (${errorMessage(error)}); they stay behind`));
     await admin.disconnect();
   }
 }

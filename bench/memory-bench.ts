@@ -285,6 +285,7 @@ async function deleteBenchTopics(brokers: string[], appId: string): Promise<void
   try {
     const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${appId}-`));
     if (topics.length > 0) await admin.deleteTopics({ topics });
+    // Best-effort: a group that is already gone (or never committed) has nothing to delete.
     await admin.deleteGroups([appId]).catch(() => undefined);
   } finally {
     await admin.disconnect();

@@ -185,6 +185,7 @@ export async function main(args: string[]): Promise<number> {
       rssAtEnd.set(pid, memory?.rssMb ?? null);
       peakRssMb.set(pid, Math.max(peakRssMb.get(pid) ?? 0, memory?.peakRssMb ?? 0));
     }
+    // Best-effort: the figures are taken; a failed disconnect must not keep the workers from being stopped.
     await admin.disconnect().catch(() => undefined);
     say('[bench] stopping workers and emulators ...');
     await env.close();

@@ -6,6 +6,7 @@
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
+import { errorMessage } from '../common/errors.ts';
 import { registryValueSerdes } from '../pipeline/serdes.ts';
 import { topicName } from '../pipeline/topics.ts';
 import { DLQ_HEADERS } from '../topology/dlq.ts';
@@ -40,12 +41,16 @@ async function collect<T>(
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
   await consumer.run({
-    eachMessage: async ({ message }) => {
+    eachMessage: async ({ partition, message }) => {
       last = Date.now();
       if (!message.value) return;
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? String(v[0]) : String(v);
-      const value = await decode(message.value, headers).catch(() => undefined);
+      // A record left out shows in the verdict as a missing outcome: say why it was left out.
+      const value = await decode(message.value, headers).catch((error: unknown) => {
+        console.error(`[chaos] ${topic}/${partition}/${message.offset} left out of the verdict: not decodable (${errorMessage(error)})`);
+        return undefined;
+      });
       if (value !== undefined) records.push(value);
     },
   });

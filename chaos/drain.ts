@@ -5,6 +5,7 @@
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { readEndpoints } from '../common/endpoints.ts';
+import { errorMessage } from '../common/errors.ts';
 import { groupStatus, type GroupStatus } from '../pipeline/group-status.ts';
 import { STAGES } from '../pipeline/apps/index.ts';
 
@@ -62,6 +63,7 @@ export async function waitDrained(
   try {
     let previous = '';
     let stableSince: number | undefined;
+    let statusError: string | undefined;
     for (;;) {
       await sleep(options.intervalMs ?? 2000);
       let current = '';
@@ -74,8 +76,11 @@ export async function waitDrained(
             t.partitions.filter((p) => p.lag > MARKER_LAG).map((p) => ({ group: s.groupId, topic: t.topic, partition: p.partition, lag: p.lag })),
           ),
         );
-      } catch {
+        statusError = undefined;
+      } catch (error) {
+        // The groups cannot be read now (a broker restarting): not stable yet, asked again; a timeout names the error.
         current = '';
+        statusError = errorMessage(error);
       }
       if (current !== '' && current === previous && quiet()) {
         stableSince ??= Date.now();
@@ -83,10 +88,14 @@ export async function waitDrained(
       } else {
         stableSince = undefined;
       }
-      if (Date.now() > deadline) throw new Error(`pipeline ${applicationId} did not drain within ${options.timeoutMs ?? 300_000} ms`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `pipeline ${applicationId} did not drain within ${options.timeoutMs ?? 300_000} ms${statusError === undefined ? '' : ` (last status read failed: ${statusError})`}`,
+        );
       previous = current;
     }
   } finally {
+    // Best-effort: the drain's verdict (or its error) is already decided; a failed disconnect changes nothing.
     await admin.disconnect().catch(() => undefined);
   }
 }

@@ -7,6 +7,7 @@
 import { startEnvironment, freePort, type Environment } from '../demo/environment.ts';
 import { trafficProducer, type TrafficProducer } from '../demo/traffic.ts';
 import { readEndpoints } from '../common/endpoints.ts';
+import { errorMessage } from '../common/errors.ts';
 import { queryArrival } from '../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../sinks/clickhouse/client.ts';
 import type { PushOutcome } from '../processors/shared/records.ts';
@@ -167,6 +168,8 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   let outcomes: Collector<PushOutcome> | undefined;
   let deadLetters: Collector<DeadLetterSeen> | undefined;
   const closeAll = async () => {
+    // Best-effort teardown of the readers and the traffic producer: their records are already counted,
+    // and a failed disconnect must not keep the workers and emulators below from being stopped.
     await outcomes?.close().catch(() => undefined);
     await deadLetters?.close().catch(() => undefined);
     await traffic?.close().catch(() => undefined);
@@ -247,7 +250,11 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
       try {
         const deadline = Date.now() + arrivalWaitMs;
         for (;;) {
-          const rows = await queryArrival(clickhouse, 'vendor', Math.floor(startedAtMs / 1000) - 60, env.appId).catch(() => []);
+          const rows = await queryArrival(clickhouse, 'vendor', Math.floor(startedAtMs / 1000) - 60, env.appId).catch((error: unknown) => {
+            // Counted as no rows yet (the comparison then shows ClickHouse behind); asked again until the deadline.
+            console.error(`[chaos] arrival query to ClickHouse failed: ${errorMessage(error)}`);
+            return [];
+          });
           const vendors = [...new Set([...Object.keys(truth), ...rows.map((r) => r.key)])].sort();
           const byVendor = Object.fromEntries(
             vendors.map((v) => {

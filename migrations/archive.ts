@@ -44,6 +44,7 @@ export async function archiveTasks(pool: Pool, options: ArchiveOptions = {}): Pr
       moved += ids.length;
       if (ids.length < batch) return moved;
     } catch (error) {
+      // The statement's error is the one to report; a rollback that fails (the connection is gone) has nothing left to undo.
       await conn.rollback().catch(() => undefined);
       throw error;
     } finally {

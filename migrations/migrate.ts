@@ -107,6 +107,7 @@ async function migrateMysql(options: MigrateOptions): Promise<AppliedSide> {
         options.log?.info('mysql migration applied', { version: file.version, name: file.name });
       });
     } finally {
+      // Best-effort: ending the connection just below releases the lock anyway.
       await conn.query('SELECT RELEASE_LOCK(?)', [lockName]).catch(() => undefined);
     }
   } finally {

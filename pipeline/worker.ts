@@ -169,7 +169,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
     if (config.receiver) receiver = await startReceiptReceiver(env, undefined, logger.child({ service: 'push-receipts' }));
   } catch (error) {
     // Leave nothing half-started behind: the caller may try again (e.g. while the broker restarts).
-    await close().catch(() => undefined);
+    await close().catch((closeError: unknown) => logger.warn('closing the half-started worker failed', { error: closeError }));
     throw error;
   }
   const ready = () => fatal === undefined && apps.every((a) => a.assignedTasks().length > 0);

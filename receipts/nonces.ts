@@ -88,6 +88,7 @@ export class MysqlNonceStore implements NonceStore {
   constructor(private readonly options: MysqlNonceStoreOptions) {
     this.table = `\`${options.table ?? 'push_receipt_nonce'}\``;
     this.timeout = options.queryTimeoutMs ?? 2_000;
+    // Best-effort: a failed sweep leaves expired rows for the next one, and check() never counts an expired row.
     this.sweeper = setInterval(() => void this.sweep(Date.now()).catch(() => undefined), options.sweepIntervalMs ?? 60_000);
     this.sweeper.unref();
   }

@@ -162,7 +162,7 @@ export class ReceiptReceiver {
     try {
       receipts = this.deps.parse(vendor, body, contentType);
     } catch {
-      receipts = [];
+      receipts = []; // a body the parser refuses is answered 400 malformed just below
     }
     if (receipts.length === 0 || receipts.some((r) => r.vendor !== vendor)) return this.reject(req, res, vendor, new Rejection(400, 'malformed'));
     // The ingest rules the receipts stage applies again (it dead-letters what breaks them): an

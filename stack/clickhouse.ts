@@ -56,7 +56,7 @@ export function clickhouseService(): StackService {
     },
     down: () => stopByPidFile(NAME),
     async status(): Promise<ServiceStatus> {
-      const version = await clickhouseVersion(port).catch(() => undefined);
+      const version = await clickhouseVersion(port).catch(() => undefined); // not answering: reported as not healthy
       return { name: NAME, port, healthy: version !== undefined, version, pid: readPid(NAME), detail: `http://127.0.0.1:${port}` };
     },
   };

@@ -112,7 +112,7 @@ export async function kafkaVersionAt(port: number): Promise<string | undefined> 
     const cluster = await admin.describeCluster();
     return cluster.brokers.length > 0 ? KAFKA_VERSION : undefined;
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await admin.disconnect().catch(() => undefined); // best-effort: the probe's answer is already decided
   }
 }
 
@@ -155,7 +155,7 @@ export function kafkaService(instance: KafkaInstance = stackKafka()): StackServi
     },
     down: () => stopByPidFile(name, 30_000),
     async status(): Promise<ServiceStatus> {
-      const version = await kafkaVersionAt(port).catch(() => undefined);
+      const version = await kafkaVersionAt(port).catch(() => undefined); // not answering: reported as not healthy
       return { name, port, healthy: version !== undefined, version, pid: readPid(name), detail: `data ${dataDir(name)}` };
     },
   };

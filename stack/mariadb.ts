@@ -64,7 +64,7 @@ export function mariadbService(): StackService {
     },
     down: () => stopByPidFile(NAME),
     async status(): Promise<ServiceStatus> {
-      const version = await serverVersion(port).catch(() => undefined);
+      const version = await serverVersion(port).catch(() => undefined); // not answering: reported as not healthy
       return {
         name: NAME,
         port,

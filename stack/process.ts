@@ -79,7 +79,7 @@ export async function waitFor(service: string, check: () => Promise<boolean>, op
   const started = Date.now();
   let lastReport = started;
   for (;;) {
-    if (await check().catch(() => false)) return;
+    if (await check().catch(() => false)) return; // a check that throws means "not ready yet"; the log tail explains a timeout
     if (options.pid !== undefined && !isAlive(options.pid)) throw new Error(`${service} exited while starting; log tail:\n${logTail(service)}`);
     if (Date.now() - started > options.timeoutMs) throw new Error(`${service} not ready after ${options.timeoutMs} ms; log tail:\n${logTail(service)}`);
     if (Date.now() - lastReport >= 5000) {

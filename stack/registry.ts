@@ -103,6 +103,7 @@ export function registryService(): StackService {
     },
     down: () => stopByPidFile(NAME),
     async status(): Promise<ServiceStatus> {
+      // Not answering: reported as not healthy.
       const healthy = await registryHealthy(port).catch(() => false);
       const version = healthy ? await registryVersion(port).catch(() => undefined) : undefined;
       return { name: NAME, port, healthy, version, pid: readPid(NAME), detail: `http://127.0.0.1:${port}/apis/ccompat/v7` };

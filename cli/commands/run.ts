@@ -40,7 +40,7 @@ export async function runCommand(args: string[]): Promise<number> {
     closeOnSignals([worker]);
     // A stage that stopped on an unrecoverable error takes the worker down, so a supervisor restarts it.
     await worker.failed;
-    await worker.close().catch(() => undefined);
+    await worker.close().catch((error: unknown) => console.error(`closing the failed worker: ${errorMessage(error)}`));
     return 1;
   }
   // Several instances: one child process each, so a crash of one is a crash of one.

@@ -105,7 +105,7 @@ export class PushEventWriter {
     const rows = this.buffer;
     this.buffer = [];
     const run = this.tail.then(() => this.store(rows));
-    // A failed flush must not poison later ones; its rows go back to the buffer's front.
+    // A failed flush must not poison later ones: its caller gets the error (run), its rows go back to the buffer's front.
     this.tail = run.catch(() => undefined);
     return run;
   }

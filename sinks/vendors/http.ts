@@ -166,6 +166,7 @@ export class VendorHttp {
 
   /** Closes the client; calls still waiting after a second are aborted. */
   async close(): Promise<void> {
+    // Best-effort: destroy() only aborts what close() still waits for; close() reports the outcome.
     const force = setTimeout(() => void this.agent.destroy().catch(() => undefined), 1000);
     try {
       await this.agent.close();

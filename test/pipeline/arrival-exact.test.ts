@@ -137,6 +137,7 @@ test(
         const deadline = Date.now() + 60_000;
         let actual: ByVendor = {};
         for (;;) {
+          // A failed query counts as no figures yet: the loop asks again, and the assertion below shows what was missing.
           actual = sorted(await clickhouseFigures(clickhouse, since, appId).catch(() => ({})));
           if (JSON.stringify(actual) === JSON.stringify(expected) || Date.now() > deadline) break;
           await sleep(1500);
@@ -214,7 +215,7 @@ test(
       const deadline = Date.now() + 90_000;
       for (;;) {
         await sleep(2000);
-        const status = await groupStatus(admin, replayId).catch(() => undefined);
+        const status = await groupStatus(admin, replayId).catch(() => undefined); // no status this round: the loop asks again
         const parts = status?.topics.flatMap((x) => x.partitions.map((p) => ({ ...p, topic: x.topic }))) ?? [];
         const snapshot = JSON.stringify(parts);
         const complete = status?.state === 'Stable' && new Set(parts.map((p) => p.topic)).size === 2 && parts.every((p) => p.lag === 0);
@@ -230,6 +231,7 @@ test(
       assert.deepEqual(afterReplay, afterOutage, 'the replay changed no figure');
       assert.deepEqual(truth(), afterOutage, 'the emulators saw nothing new during the replay');
     } finally {
+      // Best-effort teardown: the test's own error (if any) is the one to report.
       await replay?.close().catch(() => undefined);
       await writer?.close().catch(() => undefined);
       await admin.disconnect().catch(() => undefined);

@@ -27,7 +27,7 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const status = await groupStatus(admin, group).catch(() => undefined);
+        const status = await groupStatus(admin, group).catch(() => undefined); // a failed sample is skipped; the next comes in a second
         if (status) samples.push(status);
         await sleep(1000);
       }

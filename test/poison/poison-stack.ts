@@ -140,6 +140,7 @@ export class PoisonStack {
       await stack.producer.connect();
       return stack;
     } catch (error) {
+      // Best-effort cleanup of a half-started stack: the start-up error is the one to report.
       await env?.close().catch(() => undefined);
       await db.pool.query(`DROP USER IF EXISTS '${user}'@'%'`).catch(() => undefined);
       await db.drop().catch(() => undefined);
@@ -394,6 +395,7 @@ export class PoisonStack {
   }
 
   async close(): Promise<void> {
+    // Best-effort: a reader or producer that fails to disconnect must not keep the workers and the database from being cleaned up.
     for (const c of this.consumers) await c.disconnect().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
     await this.env.close();

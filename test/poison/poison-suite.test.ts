@@ -43,6 +43,7 @@ async function poisonCase(t: TestContext, body: () => Promise<void>): Promise<vo
   try {
     await body();
   } finally {
+    // Diagnostics only: a worker that does not answer is asserted on just below.
     const restarts = (await stack.metric('push_app_restarts_total').catch(() => [])).filter((s) => s.value > 0);
     if (restarts.length > 0) t.diagnostic(`restarts so far: ${JSON.stringify(restarts)}`);
   }

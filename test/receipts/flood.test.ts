@@ -81,6 +81,7 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     for (let i = 0; i < 120; i++) {
+      // Not listening yet: asked again; a receiver that exited or never answers fails the test with its output.
       const health = await rawRequest({ port, head: 'GET /health HTTP/1.1\r\nhost: x\r\nconnection: close', waitMs: 1_000 }).catch(() => undefined);
       if (health?.status === 200) return;
       assert.equal(child.exitCode, null, `the receiver exited: ${output}`);
@@ -140,6 +141,7 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
     const wrongKeys = Array.from({ length: WRONG_KEY_CONNECTIONS }, (_, i) =>
       openRaw({ port, from: i % 2 === 0 ? '127.0.0.2' : '127.0.0.3', head: postHead(`/receipts/oppo/${TEST_APP}?key=not-the-key-${i}`, 1_048_576), body: junk })
         .then((s) => readRaw(s, 30_000))
+        // A connection the receiver resets while the junk body is still being written is the refusal this case expects.
         .catch(() => ({ status: 0, headers: [], body: '', closedByServer: true }) as RawAnswer),
     );
     const stalled = Array.from({ length: STALLED_BODIES }, (_, i) =>

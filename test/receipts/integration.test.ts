@@ -135,6 +135,7 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
 
   after(async () => {
     await forwarder?.close();
+    // Best-effort: the ClickHouse path back so the writers can flush as they close; without it they close all the same.
     forwarder = await startForwarder(chPort, new URL(ch.connection.url)).catch(() => undefined);
     for (const app of apps) await app.close();
     for (const w of writers) await w.close();

@@ -30,7 +30,7 @@ export function openRaw(r: RawRequest): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port: r.port, localAddress: r.from ?? '127.0.0.1' }, () => {
       socket.off('error', reject);
-      socket.on('error', () => undefined);
+      socket.on('error', () => undefined); // a reset by the server shows to the caller as a closed socket (readRaw)
       socket.write(r.head + ((r.endHeaders ?? true) ? '\r\n\r\n' : '\r\n'));
       if (r.body !== undefined && r.body.length > 0) socket.write(r.body);
       resolve(socket);
