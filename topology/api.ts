@@ -5,6 +5,7 @@
  * Modelled on Kafka Streams' `processor/api`: a processor is `init(ctx) / process(record) /
  * close()`; it forwards records to its children, schedules punctuators and reads its stores.
  */
+import type { StoreDefinition } from './stores.ts';
 
 /** Header values as the runtime hands them to processors: decoded to UTF-8 strings. */
 export type RecordHeaders = Readonly<Record<string, string>>;
@@ -94,4 +95,25 @@ export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = 
   close?(): void | Promise<void>;
 }
 
-export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> = () => Processor<KIn, VIn, KOut, VOut>;
+/**
+ * Makes one processor instance per task. Like Kafka Streams' `ConnectedStoreProvider`, a supplier
+ * may declare the stores its processors use (`stores`): `TopologyBuilder.addProcessor` registers
+ * and connects them, so the wiring names no store. Build one with `withStores`.
+ */
+export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> = (() => Processor<KIn, VIn, KOut, VOut>) & {
+  /** The stores every processor of this supplier reads through `getStateStore` (none when absent). */
+  readonly stores?: readonly StoreDefinition[];
+};
+
+/**
+ * A supplier that declares its stores (see `ProcessorSupplier`).
+ *
+ * @example
+ * withStores(() => new MergeProcessor(config), [keyValueStore('merge-windows'), scheduleStore('merge-window-timers')])
+ */
+export function withStores<KIn, VIn, KOut, VOut>(
+  supplier: () => Processor<KIn, VIn, KOut, VOut>,
+  stores: readonly StoreDefinition[],
+): ProcessorSupplier<KIn, VIn, KOut, VOut> {
+  return Object.assign(() => supplier(), { stores: Object.freeze([...stores]) });
+}

@@ -111,8 +111,7 @@ export class Topology {
  * @example
  * new TopologyBuilder()
  *   .addSource('persisted-source', { topics: ['im.message.persisted'], keySerde, valueSerde })
- *   .addProcessor('merge', () => new MergeProcessor(config), 'persisted-source')
- *   .addStateStore(keyValueStore('merge-windows'), 'merge')
+ *   .addProcessor('merge', withStores(() => new MergeProcessor(config), [keyValueStore('merge-windows')]), 'persisted-source')
  *   .addSink('merged-sink', { topic: 'push.merged', keySerde, valueSerde }, 'merge')
  *   .build();
  */
@@ -139,30 +138,46 @@ export class TopologyBuilder {
     return this;
   }
 
+  /**
+   * Adds a processor below its parents, and registers and connects the stores its supplier
+   * declares (`supplier.stores`, in their order). A store already registered under the same name
+   * (declared by another supplier, or added with `addStateStore`) is shared if its definition is
+   * the same, and is a ConfigError if it differs.
+   */
   addProcessor<KIn, VIn, KOut, VOut>(name: string, supplier: ProcessorSupplier<KIn, VIn, KOut, VOut>, ...parentNames: string[]): this {
     this.checkNewName(name);
     this.checkParents(name, parentNames);
+    const declared = supplier.stores ?? [];
+    for (const definition of declared) this.registerStore(definition, `processor ${name}`);
     this.nodes.set(name, { kind: 'processor', name, supplier: supplier as ProcessorSupplier, parents: [...parentNames], children: [], stores: [] });
     this.link(name, parentNames);
+    this.connectProcessorAndStateStores(
+      declared.map((d) => d.name),
+      name,
+    );
     return this;
   }
 
-  /** Registers a store and attaches it to the named processors (which may share it). */
+  /**
+   * Registers a store and attaches it to the named processors (which may share it). For stores no
+   * supplier declares (see `ProcessorSupplier.stores`); registering a store again with the same
+   * definition only connects it, with a different one is a ConfigError.
+   */
   addStateStore(definition: StoreDefinition, ...processorNames: string[]): this {
-    if (!NAME.test(definition.name)) throw new ConfigError(`store ${definition.name}`, 'store names must be kebab-case (they name changelog topics)');
-    if (this.stores.has(definition.name)) throw new ConfigError(`store ${definition.name}`, 'a store with this name already exists');
-    this.stores.set(definition.name, definition);
+    this.registerStore(definition, 'addStateStore');
     this.connectProcessorAndStateStores(definition.name, ...processorNames);
     return this;
   }
 
-  /** Gives more processors access to an already registered store. */
-  connectProcessorAndStateStores(storeName: string, ...processorNames: string[]): this {
-    if (!this.stores.has(storeName)) throw new ConfigError(`store ${storeName}`, 'no such store');
-    for (const p of processorNames) {
-      const node = this.nodes.get(p);
-      if (node?.kind !== 'processor') throw new ConfigError(`store ${storeName}`, `no processor named ${p}`);
-      if (!node.stores.includes(storeName)) node.stores.push(storeName);
+  /** Gives more processors access to already registered stores (one store name, or a list). */
+  connectProcessorAndStateStores(storeNames: string | readonly string[], ...processorNames: string[]): this {
+    for (const storeName of typeof storeNames === 'string' ? [storeNames] : storeNames) {
+      if (!this.stores.has(storeName)) throw new ConfigError(`store ${storeName}`, 'no such store');
+      for (const p of processorNames) {
+        const node = this.nodes.get(p);
+        if (node?.kind !== 'processor') throw new ConfigError(`store ${storeName}`, `no processor named ${p}`);
+        if (!node.stores.includes(storeName)) node.stores.push(storeName);
+      }
     }
     return this;
   }
@@ -194,6 +209,24 @@ export class TopologyBuilder {
     return new Topology(new Map(this.nodes), new Map(this.stores));
   }
 
+  /** Registers `definition`, or checks it against the store already registered under its name. */
+  private registerStore(definition: StoreDefinition, declaredBy: string): void {
+    const name = definition.name;
+    if (!NAME.test(name)) throw new ConfigError(`store ${name}`, 'store names must be kebab-case (they name changelog topics)');
+    const existing = this.stores.get(name);
+    if (!existing) {
+      this.stores.set(name, definition);
+      return;
+    }
+    const difference = storeDifference(existing, definition);
+    if (difference) {
+      throw new ConfigError(
+        `store ${name}`,
+        `${declaredBy} declares it with another ${difference} than the store already registered under this name (processors that share a store must declare one definition: pass the same StoreDefinition, or the same serde)`,
+      );
+    }
+  }
+
   private checkNewName(name: string): void {
     if (!NAME.test(name)) throw new ConfigError(`node ${name}`, 'node names must be kebab-case');
     if (this.nodes.has(name)) throw new ConfigError(`node ${name}`, 'a node with this name already exists');
@@ -211,6 +244,19 @@ export class TopologyBuilder {
   private link(child: string, parents: string[]): void {
     for (const p of parents) (this.nodes.get(p) as SourceNode | ProcessorNode).children.push(child);
   }
+}
+
+/**
+ * What tells two definitions of one store name apart (kind, changelog backing, serde instance), or
+ * undefined when they are the same store. Serdes compare by identity: a serde is code.
+ */
+function storeDifference(a: StoreDefinition, b: StoreDefinition): string | undefined {
+  if (a === b) return undefined;
+  if (a.kind !== b.kind) return `kind (${b.kind}, registered: ${a.kind})`;
+  const changelogged = (d: StoreDefinition) => d.kind !== 'schedule' && d.changelog !== false;
+  if (changelogged(a) !== changelogged(b)) return `changelog backing (${changelogged(b)}, registered: ${changelogged(a)})`;
+  if (a.serde !== b.serde) return 'serde';
+  return undefined;
 }
 
 /** Connected components over parent edges and shared stores, numbered by first appearance. */

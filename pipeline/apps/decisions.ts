@@ -13,18 +13,19 @@
  * run fused in one task per partition and forward in-process: one exactly-once transaction between
  * the persisted message and its dispatch instead of three topic hops. push.candidates and push.merged
  * stay Avro topics as optional taps (`taps`, PUSH_DECISION_TAPS) for audit and debugging; nothing
- * reads them. Node and store names are stable: store names name the changelog topics. push.tokens and
+ * reads them. Node and store names are stable: store names name the changelog topics (each stage's
+ * supplier declares its stores, named by its options: the defaults here). push.tokens and
  * push.settings are compacted and read as tables: the stages get their names, so a tombstone on
  * them deletes the user's tokens or settings.
  */
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
-import { onlineFilterOptionsFromEnv, onlineFilterStores, ONLINE_FILTER_STORE_NAMES, type OnlineFilterOptions } from '../../processors/online-filter/options.ts';
+import { onlineFilterOptionsFromEnv, type OnlineFilterOptions } from '../../processors/online-filter/options.ts';
 import { merge } from '../../processors/merge/merge.ts';
-import { mergeOptionsFromEnv, mergeStores, MERGE_STORE_NAMES, type MergeOptions } from '../../processors/merge/options.ts';
+import { mergeOptionsFromEnv, type MergeOptions } from '../../processors/merge/options.ts';
 import { policy } from '../../processors/policy/policy.ts';
 import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
-import { policyOptionsFromEnv, policyStores, POLICY_STORE_NAMES, type PolicyOptions } from '../../processors/policy/options.ts';
+import { policyOptionsFromEnv, type PolicyOptions } from '../../processors/policy/options.ts';
 import { readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import type { TopicKey } from '../topics.ts';
@@ -84,9 +85,6 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
     .addSink('dispatch-sink', sink('dispatch'), 'policy')
     .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
   if (options.taps) b.addSink('candidates-tap', sink('candidates'), 'online-filter').addSink('merged-tap', sink('merged'), 'merge');
-  for (const store of onlineFilterStores(ONLINE_FILTER_STORE_NAMES)) b.addStateStore(store, 'online-filter');
-  for (const store of mergeStores(MERGE_STORE_NAMES)) b.addStateStore(store, 'merge');
-  for (const store of policyStores(POLICY_STORE_NAMES)) b.addStateStore(store, 'policy');
   return b.build();
 }
 

@@ -1,7 +1,5 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
-import { keyValueStore, timerStore } from '../../topology/stores.ts';
-import { FAN_OUT_STORES, fanOut } from '../../processors/fan-out/fan-out.ts';
-import { parkedStoreSerde, type ParkedValue } from '../../processors/fan-out/parked.ts';
+import { fanOut } from '../../processors/fan-out/fan-out.ts';
 import type { FanOutOptions } from '../../processors/fan-out/options.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
@@ -23,7 +21,7 @@ export const FAN_OUT_NODES = {
  * The fan-out application: push.dispatch → `fan-out` → push.outcomes, and dead-token invalidations
  * → push.tokens (source FAN_OUT). im.presence (co-partitioned by uid) is read too, for its READs:
  * a READ cancels the conversation's dispatches waiting out retryable vendor failures. Idempotency lives in im_push_task (the injected ledger); the two
- * stores hold dispatches waiting out a long backoff (changelogged, so a restart resumes them). The
+ * stores, declared by the processor's supplier, hold dispatches waiting out a long backoff (changelogged, so a restart resumes them). The
  * processor itself (processors/fan-out/fan-out.ts) sees neither topics nor serdes; this wiring does.
  */
 export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
@@ -35,7 +33,5 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
     .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source, n.reads)
     .addSink(n.outcomes, sink('outcomes'), n.processor)
     .addSink(n.tokens, sink('tokens'), n.processor)
-    .addStateStore(keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), n.processor)
-    .addStateStore(timerStore(FAN_OUT_STORES.retryTimers), n.processor)
     .build();
 }

@@ -1,7 +1,7 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
-import { tokenLifecycleProcessor, tokenLifecycleStores, type TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
-import { receiptJoinProcessor, receiptJoinStores, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
+import { tokenLifecycleProcessor, type TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
+import { receiptJoinProcessor, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import { RECEIPT_VENDORS, type ByMessageRecord, type ReceiptJoinListener, type ReceiptParsers } from '../../processors/receipt-join/records.ts';
 import { receiptParseProcessor, submissionIndexProcessor } from '../../processors/receipt-join/rekey.ts';
 import type { IngestOptions } from '../../processors/shared/ingest.ts';
@@ -37,15 +37,14 @@ export interface ReceiptTopologyOptions extends WiringOptions {
  * join changelog record and, when it expires, one tombstone; an acceptance by APNs or FCM costs
  * none. A receipt costs one by-message record, one push.receipts record and one join changelog
  * record (none but the by-message record when it is a duplicate), plus a token-lifecycle changelog
- * record only when it changes the token's failure count or state.
+ * record only when it changes the token's failure count or state. The stores are declared by the
+ * processors' suppliers (token-lifecycle's and receipt-join's), not here.
  */
 export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
   const { topic, source, sink } = topicIo(o);
   const receiptVendors = o.receiptVendors ?? RECEIPT_VENDORS;
   const byMessage = { topic: receiptsByMessageTopic(o.topicPrefix), keySerde: stringSerde, valueSerde: jsonSerde<ByMessageRecord>() };
   const uidKeyed = (['outcomes', 'tokens', 'receipts'] as const).map((key) => [topic(key), key] as const);
-  const [joinMessages, joinDue] = receiptJoinStores();
-  const [tokenHealth, tokenStaleDue] = tokenLifecycleStores();
   return new TopologyBuilder()
     .addSource('receipts-raw', source('receiptsRaw'))
     .addProcessor('receipt-parse', receiptParseProcessor(o.parsers, o.listener, o.ingest), 'receipts-raw')
@@ -58,9 +57,5 @@ export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
     .addSource('by-message', { topics: [byMessage.topic], keySerde: stringSerde, valueSerde: byMessage.valueSerde })
     .addProcessor('receipt-join', receiptJoinProcessor({ ...o.join, listener: o.join.listener ?? o.listener }), 'by-message')
     .addSink('push-receipts', sink('receipts'), 'receipt-join')
-    .addStateStore(joinMessages!, 'receipt-join')
-    .addStateStore(joinDue!, 'receipt-join')
-    .addStateStore(tokenHealth!, 'token-lifecycle')
-    .addStateStore(tokenStaleDue!, 'token-lifecycle')
     .build();
 }

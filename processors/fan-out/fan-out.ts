@@ -1,12 +1,12 @@
 import { backoffDelay } from '../../common/retry.ts';
-import type { ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
-import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
+import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { VENDORS, isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
 import { SubmitBatcher } from './batcher.ts';
 import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
 import { fanOutConfig, type FanOutOptions } from './options.ts';
-import { ParkedDispatches, type DispatchProgress, type ParkedValue } from './parked.ts';
+import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
 import {
   ACCEPTED_DISCRIMINATOR,
   deadTokenReport,
@@ -93,7 +93,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
     return entry;
   };
 
-  return () => {
+  const processor = (): Processor<string, PushDispatch | PresenceEvent, string, PushOutcome | TokenReport> => {
     let ctx: ProcessorContext<string, PushOutcome | TokenReport>;
     let parked: ParkedDispatches;
     // Dispatches in the order they started; each releases its outputs (and, for a record, its
@@ -479,4 +479,5 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDi
       },
     };
   };
+  return withStores(processor, [keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), timerStore(FAN_OUT_STORES.retryTimers)]);
 }

@@ -20,23 +20,26 @@
  * The store is capped per task (`maxEntries`): a trigger that opens an entry over the cap evicts
  * the entry due soonest, as if its timer fired now (see `evict`).
  */
-import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
+import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
 import { collapseId } from '../shared/ids.ts';
 import { classifyInput } from '../shared/inputs.ts';
 import { compositeKey, keyParts } from '../shared/keys.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
 import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../shared/records.ts';
-import { compileMergeOptions, type MergeConfig, type MergeOptions } from './options.ts';
+import { compileMergeOptions, mergeStores, type MergeConfig, type MergeOptions } from './options.ts';
 import { carry, coveredSeq, earliestUntil, isRepeat, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
 import { decodeConvWindows, dueOfEncoded, encodeConvWindows, type EncodedConvWindows } from './window-codec.ts';
 
 type Out = PushMerged | PushOutcome;
 
-/** Creates the merge processor supplier; options are validated here, once (ConfigError naming the key). */
-export function merge(options: MergeOptions = {}): () => Processor<string, unknown, string, Out> {
+/**
+ * Creates the merge processor supplier, which declares the stage's stores (`mergeStores`); options
+ * are validated here, once (ConfigError naming the key).
+ */
+export function merge(options: MergeOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
   const config = compileMergeOptions(options);
-  return () => new MergeProcessor(config);
+  return withStores(() => new MergeProcessor(config), mergeStores(config.stores));
 }
 
 class MergeProcessor implements Processor<string, unknown, string, Out> {

@@ -98,6 +98,7 @@ export function mergeOptionsFromEnv(env: Env = process.env): MergeOptions {
   };
 }
 
+/** The stores the merge stage declares on its supplier (`merge`): the windows and their schedule. */
 export function mergeStores(names: MergeStoreNames = MERGE_STORE_NAMES): StoreDefinition[] {
   return [keyValueStore(names.windows, convWindowsStoreSerde), scheduleStore(names.windowTimers)];
 }

@@ -14,8 +14,8 @@
  * half-open suspicion, a push to a background device starting its cooldown), never because a
  * message passed; a hold is one record per (uid, device, conv) and commit (holds.ts).
  */
-import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
-import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
+import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../shared/keys.ts';
 import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
 import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
@@ -23,19 +23,29 @@ import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, 
 import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
 import { Holds, type HoldEntry } from './holds.ts';
 import { compileOnlineFilterOptions, type OnlineFilterConfig, type OnlineFilterOptions } from './options.ts';
-import { ackedSeq, applyPresence, decide, emptyPresence, inBackground, NEVER_SEEN, type DevicePresence } from './presence.ts';
+import { ackedSeq, applyPresence, decide, emptyPresence, inBackground, NEVER_SEEN, presenceStoreSerde, type DevicePresence } from './presence.ts';
 
 export type { HoldEntry } from './holds.ts';
 
 type Out = PushCandidate | PushOutcome;
 
 /**
- * Creates the online-filter processor supplier. Options are validated here, once; an invalid value
- * throws a ConfigError naming its PUSH_* key.
+ * Creates the online-filter processor supplier, which declares the stage's stores (devices,
+ * presence, holds and their timers, named by `options.stores`). Options are validated here, once;
+ * an invalid value throws a ConfigError naming its PUSH_* key.
  */
-export function onlineFilter(options: OnlineFilterOptions = {}): () => Processor<string, unknown, string, Out> {
+export function onlineFilter(options: OnlineFilterOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
   const config = compileOnlineFilterOptions(options);
-  return () => new OnlineFilterProcessor(config);
+  const names = config.stores;
+  return withStores(
+    () => new OnlineFilterProcessor(config),
+    [
+      keyValueStore(names.devices),
+      keyValueStore(names.presence, presenceStoreSerde),
+      keyValueStore(names.holds),
+      timerStore(names.holdTimers, { changelog: false }),
+    ],
+  );
 }
 
 class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {

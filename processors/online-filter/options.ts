@@ -1,10 +1,8 @@
 import type { ChildNames } from '../../topology/api.ts';
 import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
-import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
 import type { TableTopics } from '../shared/inputs.ts';
-import { presenceStoreSerde } from './presence.ts';
 
 /** Options of the online-filter stage (docs/design.md §2.1). All durations in milliseconds. */
 export interface OnlineFilterOptions {
@@ -87,14 +85,4 @@ export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilter
     backgroundCooldownMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COOLDOWN_MS),
     ingest: ingestOptionsFromEnv(env),
   };
-}
-
-/** The stores the stage needs, for the wiring to attach. */
-export function onlineFilterStores(names: OnlineFilterStoreNames = ONLINE_FILTER_STORE_NAMES): StoreDefinition[] {
-  return [
-    keyValueStore(names.devices),
-    keyValueStore(names.presence, presenceStoreSerde),
-    keyValueStore(names.holds),
-    timerStore(names.holdTimers, { changelog: false }),
-  ];
 }

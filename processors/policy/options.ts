@@ -2,7 +2,6 @@ import type { ChildNames } from '../../topology/api.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS, type MENTION_RULES } from '../../common/config-keys.ts';
-import { keyValueStore, timerStore, type StoreDefinition } from '../../topology/stores.ts';
 import { isValidTimeZone } from './quiet-hours.ts';
 import type { DailyQuotas } from './quota.ts';
 import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
@@ -150,14 +149,4 @@ export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
     summaryMaxChars: readKey(env, KEYS.PUSH_SUMMARY_MAX_CHARS),
     ingest: ingestOptionsFromEnv(env),
   };
-}
-
-export function policyStores(names: PolicyStoreNames = POLICY_STORE_NAMES): StoreDefinition[] {
-  return [
-    keyValueStore(names.tokens),
-    keyValueStore(names.settings),
-    keyValueStore(names.quotaLedger),
-    keyValueStore(names.deferred),
-    timerStore(names.deferredTimers),
-  ];
 }

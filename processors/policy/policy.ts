@@ -6,8 +6,8 @@
  * Inputs, keyed by uid: merged notifications, token reports, user settings. Outputs: dispatch
  * records, and an outcome for every suppression or drop.
  */
-import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
-import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
+import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
+import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { firstGraphemes } from '../../common/graphemes.ts';
 import { taskId } from '../shared/ids.ts';
 import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
@@ -24,12 +24,24 @@ import { applyTokenReport, validTokens, type UserTokens } from './tokens.ts';
 type Out = PushDispatch | PushOutcome;
 
 /**
- * Creates the policy processor supplier; options are validated here, once (ConfigError naming the
- * key). `vendors` supplies the vendor facts of the channel choice (sinks/vendors/channels.ts).
+ * Creates the policy processor supplier, which declares the stage's stores (tokens, settings, quota
+ * ledger, deferred pushes and their timers, named by `options.stores`); options are validated here,
+ * once (ConfigError naming the key). `vendors` supplies the vendor facts of the channel choice
+ * (sinks/vendors/channels.ts).
  */
-export function policy(vendors: VendorChannels, options: PolicyOptions = {}): () => Processor<string, unknown, string, Out> {
+export function policy(vendors: VendorChannels, options: PolicyOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
   const config = compilePolicyOptions(options);
-  return () => new PolicyProcessor(config, vendors);
+  const names = config.stores;
+  return withStores(
+    () => new PolicyProcessor(config, vendors),
+    [
+      keyValueStore(names.tokens),
+      keyValueStore(names.settings),
+      keyValueStore(names.quotaLedger),
+      keyValueStore(names.deferred),
+      timerStore(names.deferredTimers),
+    ],
+  );
 }
 
 /** Cuts a summary to `max` characters, counted as grapheme clusters, so no emoji, flag or accented letter is split. */

@@ -1,5 +1,5 @@
-import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
-import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, type TimerStore } from '../../topology/stores.ts';
+import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
+import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
 import { writableReceipt } from './validate.ts';
 import { receiptEventId } from '../shared/ids.ts';
@@ -19,10 +19,6 @@ export const RECEIPT_JOIN_STORES = {
   messages: 'receipt-join-messages',
   due: 'receipt-join-due',
 } as const;
-
-export function receiptJoinStores(): StoreDefinition[] {
-  return [keyValueStore<MessageEntry>(RECEIPT_JOIN_STORES.messages), { ...timerStore(RECEIPT_JOIN_STORES.due), changelog: false }];
-}
 
 export interface ReceiptJoinOptions {
   /** Writes im_push_task.status 2 / 3. */
@@ -46,10 +42,14 @@ export interface ReceiptJoinOptions {
  *
  * An entry is written only when it changes (a duplicate receipt or a replayed submission writes
  * nothing), and it carries its own expiry, so a key costs one changelog record per commit at most.
- * Retention is bounded: an entry is deleted at its due time.
+ * Retention is bounded: an entry is deleted at its due time. The supplier declares both stores
+ * (RECEIPT_JOIN_STORES).
  */
 export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupplier<string, ByMessageRecord, string, PushReceipt> {
-  return () => new ReceiptJoinProcessor(options);
+  return withStores(
+    () => new ReceiptJoinProcessor(options),
+    [keyValueStore<MessageEntry>(RECEIPT_JOIN_STORES.messages), timerStore(RECEIPT_JOIN_STORES.due, { changelog: false })],
+  );
 }
 
 class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string, PushReceipt> {

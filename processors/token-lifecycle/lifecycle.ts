@@ -1,5 +1,5 @@
-import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
-import { keyValueStore, timerStore, type KeyValueStore, type StoreDefinition, type TimerStore } from '../../topology/stores.ts';
+import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
+import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../shared/keys.ts';
 import type { PushOutcome, TokenReport, TokenSource } from '../shared/records.ts';
 import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
@@ -77,10 +77,6 @@ export interface TokenLifecycleOptions {
  */
 export const TOKEN_LIFECYCLE_STORES = { tokens: 'token-lifecycle-tokens', stale: 'token-lifecycle-stale-due' } as const;
 
-export function tokenLifecycleStores(): StoreDefinition[] {
-  return [keyValueStore<TokenHealth>(TOKEN_LIFECYCLE_STORES.tokens), { ...timerStore(TOKEN_LIFECYCLE_STORES.stale), changelog: false }];
-}
-
 /** What the processor keeps per (device_id, vendor). */
 export interface TokenHealth extends TokenRow {
   /** Consecutive failures since the last success or report. */
@@ -94,8 +90,12 @@ type Signal = 'success' | 'failure' | 'dead';
 const isReport = (v: TokenLifecycleInput): v is TokenReport => 'token' in v && 'reported_at' in v;
 const isReceipt = (v: TokenLifecycleInput): v is PushReceipt => 'matched' in v && !('stage' in v);
 
+/** The token-lifecycle processor supplier; it declares both stores (TOKEN_LIFECYCLE_STORES). */
 export function tokenLifecycleProcessor(options: TokenLifecycleOptions): ProcessorSupplier<string, TokenLifecycleInput | null, string, TokenReport> {
-  return () => new TokenLifecycleProcessor(options);
+  return withStores(
+    () => new TokenLifecycleProcessor(options),
+    [keyValueStore<TokenHealth>(TOKEN_LIFECYCLE_STORES.tokens), timerStore(TOKEN_LIFECYCLE_STORES.stale, { changelog: false })],
+  );
 }
 
 class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput | null, string, TokenReport> {

@@ -10,7 +10,6 @@ import { TopologyBuilder } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { StreamTask, type OutputRecord } from '../../topology/task.ts';
 import { merge } from '../../processors/merge/merge.ts';
-import { mergeStores } from '../../processors/merge/options.ts';
 import type { KeyValueStore } from '../../topology/stores.ts';
 import type { PresenceDecision, PushCandidate, PushMerged, PushOutcome } from '../../processors/shared/records.ts';
 import { carry, type ConvWindows } from '../../processors/merge/window.ts';
@@ -20,13 +19,12 @@ const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
 const IN = 'merge-restore.candidates';
 
 function mergeTask(clock: { now: number }): StreamTask {
-  const b = new TopologyBuilder()
+  const topology = new TopologyBuilder()
     .addSource('candidates-source', { topics: [IN], keySerde: stringSerde, valueSerde: jsonSerde<PushCandidate>() })
     .addProcessor('merge', merge({ mode: 'leading', windowMs: 5_000, outputs: { merged: 'merged-sink', outcomes: 'outcomes-sink' } }), 'candidates-source')
     .addSink('merged-sink', { topic: 'merged', keySerde: stringSerde, valueSerde: jsonSerde<PushMerged>() }, 'merge')
-    .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<PushOutcome>() }, 'merge');
-  for (const store of mergeStores()) b.addStateStore(store, 'merge');
-  const topology = b.build();
+    .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<PushOutcome>() }, 'merge')
+    .build();
   return new StreamTask({
     applicationId: 'merge-restore',
     topology,

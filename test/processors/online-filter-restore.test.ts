@@ -11,7 +11,7 @@ import { TopologyBuilder } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { StreamTask, type OutputRecord } from '../../topology/task.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
-import { ONLINE_FILTER_STORE_NAMES as OF, onlineFilterStores } from '../../processors/online-filter/options.ts';
+import { ONLINE_FILTER_STORE_NAMES as OF } from '../../processors/online-filter/options.ts';
 import type { MessagePersisted, PresenceEvent, PushCandidate, TokenReport } from '../../processors/shared/records.ts';
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
@@ -30,7 +30,6 @@ function filterTask(clock: { now: number }): StreamTask {
   )
     .addSink('candidates-sink', { topic: 'candidates', keySerde: stringSerde, valueSerde: jsonSerde<PushCandidate>() }, 'online-filter')
     .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<unknown>() }, 'online-filter');
-  for (const store of onlineFilterStores()) b.addStateStore(store, 'online-filter');
   const topology = b.build();
   return new StreamTask({
     applicationId: 'of-restore',

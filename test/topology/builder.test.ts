@@ -1,7 +1,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../topology/builder.ts';
-import { keyValueStore } from '../../topology/stores.ts';
+import { keyValueStore, timerStore } from '../../topology/stores.ts';
+import { withStores } from '../../topology/api.ts';
 import { stringSerde } from '../../topology/serdes.ts';
 import { ConfigError } from '../../common/errors.ts';
 
@@ -66,6 +67,36 @@ describe('TopologyBuilder', () => {
     assert.deepEqual(topology.subtopologies[0]!.sourceTopics, ['a', 'b']);
   });
 
+  test('addProcessor registers and connects the stores its supplier declares; a store declared by two is shared', () => {
+    const shared = keyValueStore('shared');
+    const topology = new TopologyBuilder()
+      .addSource('a-source', { topics: ['a'], ...serdes })
+      .addSource('b-source', { topics: ['b'], ...serdes })
+      .addProcessor('a-proc', withStores(noop, [shared, timerStore('a-timers', { changelog: false })]), 'a-source')
+      .addProcessor('b-proc', withStores(noop, [shared]), 'b-source')
+      .build();
+    assert.deepEqual([...topology.stores.keys()], ['shared', 'a-timers']);
+    assert.equal(topology.subtopologies.length, 1);
+    assert.deepEqual(
+      topology.subtopologies[0]!.stores.map((s) => s.name),
+      ['shared', 'a-timers'],
+    );
+    assert.match(topology.describe(), /Processor: a-proc \(stores: \[shared, a-timers\]\)/);
+    assert.match(topology.describe(), /Processor: b-proc \(stores: \[shared\]\)/);
+  });
+
+  test('a declared store may also be added with addStateStore under the same definition', () => {
+    const timers = timerStore('timers');
+    const topology = new TopologyBuilder()
+      .addSource('s', { topics: ['t'], ...serdes })
+      .addProcessor('p', withStores(noop, [timers]), 's')
+      .addProcessor('q', noop, 's')
+      .addStateStore(timerStore('timers'), 'q')
+      .build();
+    assert.deepEqual([...topology.stores.values()], [timers]);
+    assert.match(topology.describe(), /Processor: q \(stores: \[timers\]\)/);
+  });
+
   const invalid: Array<[string, () => unknown, RegExp]> = [
     ['non-kebab node name', () => new TopologyBuilder().addSource('Bad_Name', { topics: ['t'], ...serdes }), /kebab-case/],
     ['duplicate node', () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).addSource('s', { topics: ['u'], ...serdes }), /already exists/],
@@ -81,6 +112,38 @@ describe('TopologyBuilder', () => {
       /kebab-case/,
     ],
     ['store on unknown processor', () => new TopologyBuilder().addStateStore(keyValueStore('counts'), 'ghost'), /no processor named ghost/],
+    [
+      'a store declared twice with different kinds',
+      () =>
+        new TopologyBuilder()
+          .addSource('s', { topics: ['t'], ...serdes })
+          .addProcessor('p', withStores(noop, [keyValueStore('counts')]), 's')
+          .addProcessor('q', withStores(noop, [timerStore('counts')]), 's'),
+      /store counts: processor q declares it with another kind \(timer, registered: kv\)/,
+    ],
+    [
+      'a store declared twice with different changelog backing',
+      () =>
+        new TopologyBuilder()
+          .addSource('s', { topics: ['t'], ...serdes })
+          .addProcessor('p', withStores(noop, [timerStore('due')]), 's')
+          .addStateStore(timerStore('due', { changelog: false }), 'p'),
+      /addStateStore declares it with another changelog backing/,
+    ],
+    [
+      'a store declared twice with different serdes',
+      () =>
+        new TopologyBuilder()
+          .addSource('s', { topics: ['t'], ...serdes })
+          .addProcessor('p', withStores(noop, [keyValueStore('counts')]), 's')
+          .addProcessor('q', withStores(noop, [keyValueStore('counts')]), 's'),
+      /another serde/,
+    ],
+    [
+      'a declared store with a non-kebab name',
+      () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).addProcessor('p', withStores(noop, [keyValueStore('Counts')]), 's'),
+      /kebab-case/,
+    ],
     ['source without children', () => new TopologyBuilder().addSource('s', { topics: ['t'], ...serdes }).build(), /no children/],
   ];
   for (const [name, build, message] of invalid) {
