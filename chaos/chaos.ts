@@ -11,6 +11,7 @@ import type { Fault } from '../emulators/index.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { startRun, type PipelineRun, type RunVerdict } from './harness.ts';
 import { sleep } from './drain.ts';
+import { errorMessage } from '../common/errors.ts';
 import { malformedProducer, stopWorker, type MalformedKind } from './faults.ts';
 import { restartKafka } from '../stack/kafka.ts';
 import { checkStorms, type StormCheck, type StormWindow } from './retries.ts';
@@ -131,7 +132,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (closing || stopping.has(index)) return;
       crashes.push({ worker: index, code, signal, atMs: Date.now() - t0 });
       note('crash', `worker ${index} exited (code ${code}, signal ${signal}); restarting it`);
-      void env.startWorker(index).then(() => watch(index));
+      // Not awaited (an exit listener); a restart that fails is noted, and the crash is counted already.
+      void env.startWorker(index).then(
+        () => watch(index),
+        (error: unknown) => note('restart-failed', `worker ${index} did not start again: ${errorMessage(error)}`),
+      );
     });
   };
   for (const w of env.workers) watch(w.index);

@@ -35,7 +35,9 @@ const report = await runChaos({
     // Ctrl-C or a SIGTERM stops the run's workers and emulators before leaving.
     const leave = (signal: string) => {
       console.log(`\n[chaos] ${signal}: stopping the run's workers ...`);
-      void stop().finally(() => process.exit(130));
+      void stop()
+        .catch((error: unknown) => console.error(`[chaos] stopping the run failed: ${error instanceof Error ? error.message : String(error)}`))
+        .finally(() => process.exit(130));
     };
     process.once('SIGINT', () => leave('SIGINT'));
     process.once('SIGTERM', () => leave('SIGTERM'));

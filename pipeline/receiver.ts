@@ -44,6 +44,7 @@ export async function startReceiptReceiver(
   try {
     port = await receiver.listen();
   } catch (error) {
+    // Best-effort cleanup of what was opened: the listen error is the one to report.
     await Promise.allSettled([publisher.close(), registry.close(), nonces.close(), pool.end()]);
     throw error;
   }

@@ -79,7 +79,7 @@ export class ReceiptReceiver {
         headersTimeout: config.headersTimeoutMs,
         requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs,
       },
-      (req, res) => void this.handle(req, res),
+      (req, res) => void this.handle(req, res).catch((error: unknown) => this.failed(res, error)),
     );
     this.server.keepAliveTimeout = Math.min(5_000, config.headersTimeoutMs);
     this.guard = new ConnectionGuard(config, (reason) => deps.metrics?.connectionRefused?.(reason));
@@ -194,6 +194,17 @@ export class ReceiptReceiver {
     this.deps.metrics?.accepted?.(vendor, appId, receipts.length, duplicate);
     const ack = ACK_BODY[vendor];
     reply(res, 200, ack.contentType, ack.body);
+  }
+
+  /**
+   * A request whose handling threw (a bug, not the caller's doing) gets a 500 instead of ending the
+   * process with an unhandled rejection. Only the error's code is logged: its message can quote the
+   * request URL, whose query may carry a receipt key.
+   */
+  private failed(res: ServerResponse, error: unknown): void {
+    this.deps.logger?.error('receipt callback failed; answering 500', { code: errorCode(error) });
+    if (res.headersSent) res.destroy();
+    else reply(res, 500, 'text/plain', 'error');
   }
 
   /**

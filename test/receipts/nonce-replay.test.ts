@@ -128,13 +128,15 @@ describe('HMS nonce memory across receivers', () => {
     const seen: string[] = [];
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve) => {
-      void consumer.run({
-        eachMessage: async ({ message }) => {
-          seen.push(Buffer.from(((await schemaRegistry.decode(message.value!)) as ReceiptRawRecord).body).toString('utf8'));
-          if (seen.length === genuine.length) resolve();
-        },
-      });
+    await new Promise<void>((resolve, reject) => {
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            seen.push(Buffer.from(((await schemaRegistry.decode(message.value!)) as ReceiptRawRecord).body).toString('utf8'));
+            if (seen.length === genuine.length) resolve();
+          },
+        })
+        .catch(reject);
     });
     await consumer.disconnect();
     assert.deepEqual(seen.sort(), [...genuine].sort());

@@ -215,13 +215,15 @@ describe('receipt receiver', () => {
     const seen: ReceiptRawRecord[] = [];
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve) => {
-      void consumer.run({
-        eachMessage: async ({ message }) => {
-          seen.push((await schemaRegistry.decode(message.value!)) as ReceiptRawRecord);
-          if (seen.length === genuine.length) resolve();
-        },
-      });
+    await new Promise<void>((resolve, reject) => {
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            seen.push((await schemaRegistry.decode(message.value!)) as ReceiptRawRecord);
+            if (seen.length === genuine.length) resolve();
+          },
+        })
+        .catch(reject);
     });
     await consumer.disconnect();
     const bodies = seen.map((r) => Buffer.from(r.body).toString('utf8'));
