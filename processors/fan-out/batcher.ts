@@ -52,6 +52,10 @@ export class SubmitBatcher {
       }
     } catch (error) {
       // Adapters answer network trouble with `retryable`; anything thrown is a bug, kept retryable.
+      // Not swallowed: each push of the batch gets the retryable code ADAPTER_<error name>, so it
+      // is retried like a 5xx, and one that ends on it carries that code in push.outcomes. The
+      // message is not logged on purpose: an adapter's error text may carry the device token or
+      // the app's credentials.
       outcomes = batch.map(() => ({ kind: 'retryable', code: `ADAPTER_${(error as Error | undefined)?.name ?? 'ERROR'}` }));
     }
     batch.forEach((b, i) => b.resolve(outcomes[i] ?? { kind: 'retryable', code: 'MISSING_OUTCOME' }));

@@ -26,6 +26,8 @@ export function isValidTimeZone(timeZone: string): boolean {
     formatter(timeZone);
     return true;
   } catch {
+    // Intl throws a RangeError for a zone it does not know: that is the answer asked for (false),
+    // and the caller falls back to UTC (see above), so nothing is lost by not rethrowing it.
     if (invalidZones.size < 10_000) invalidZones.add(timeZone);
     return false;
   }

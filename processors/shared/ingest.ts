@@ -148,6 +148,8 @@ export function canonicalZone(zone: string): string | undefined {
     try {
       canonical = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
     } catch {
+      // Intl throws a RangeError for a zone it does not know: that is the answer asked for (null:
+      // unknown), which the caller turns into a refused record naming the field, not an error.
       canonical = null;
     }
     // Past the bound (only reachable with made-up names), answers are computed, not kept.
