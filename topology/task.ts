@@ -1,11 +1,12 @@
-import { ContractError, PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
+import { PushError, errorMessage, isRetriable } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { Cancellable, Processor, ProcessorContext, PunctuationType, RecordMetadata, StreamRecord } from './api.ts';
 import type { ProcessorNode, SinkNode, SourceNode, SubTopology, Topology, TopologyNode } from './builder.ts';
-import { deadLetter, fitDeadLetter, outputDeadLetter, type DlqOrigin, type DlqPhase, type DlqSource } from './dlq.ts';
+import { deadLetter, fitDeadLetter, type DlqOrigin, type DlqPhase, type DlqSource } from './dlq.ts';
 import { DEFAULT_MAX_RECORD_BYTES, oversizeBytes } from './record-size.ts';
 import type { TopicRules } from './topic-rules.ts';
 import { createStore, type ChangeloggedStore } from './in-memory-stores.ts';
+import { TaskProduction } from './task-production.ts';
 
 /** A record as read from a source topic, bytes still encoded. */
 export type InputRecord = DlqSource;
@@ -109,24 +110,43 @@ export class StreamTask {
   private readonly recordsOut = new Map<string, number>();
   private inputSinceCommit = 0;
   private uncommitted = false;
-  /** The first output of the current input record that a sink could not write (production error). */
-  private productionFailure: { readonly error: unknown; readonly sink: SinkNode } | undefined;
   /** What writes outputs while no input record is processed: `punctuator:<node>`, `flush:<node>`, `init:<node>`. */
   private origin = 'task';
-  /** What the broker refuses, per sink node name; and the DLQ topic's record limit. */
-  private readonly sinkRules = new Map<string, TopicRules>();
+  /** The DLQ topic's record limit. */
   private readonly dlqLimit: number;
+  /** Sink outputs and their production errors (task-production.ts). */
+  private readonly production: TaskProduction;
 
   constructor(options: TaskOptions) {
     this.options = options;
     this.partition = options.partition;
     this.id = `${options.subtopology.id}_${options.partition}`;
+    const sinks: SinkNode[] = [];
     for (const node of options.subtopology.nodes) {
       this.nodes.set(node.name, node);
       if (node.kind === 'source') for (const t of node.topics) this.sourceByTopic.set(t, node);
-      if (node.kind === 'sink') this.sinkRules.set(node.name, options.topicRules?.(node.topic) ?? DEFAULT_RULES);
+      if (node.kind === 'sink') sinks.push(node);
     }
-    this.dlqLimit = (options.topicRules?.(options.dlqTopic) ?? DEFAULT_RULES).maxRecordBytes;
+    const rules = (topic: string) => options.topicRules?.(topic) ?? DEFAULT_RULES;
+    this.dlqLimit = rules(options.dlqTopic).maxRecordBytes;
+    this.production = new TaskProduction(
+      {
+        taskId: this.id,
+        partition: this.partition,
+        applicationId: options.applicationId,
+        dlqTopic: options.dlqTopic,
+        dlqLimit: this.dlqLimit,
+        clock: options.clock,
+        logger: options.logger,
+        onOutputDeadLetter: options.onOutputDeadLetter,
+        output: (record) => this.outputs.push(record),
+        counted: (sink) => this.count(this.recordsOut, sink),
+        processingInput: () => this.input !== undefined,
+        origin: () => this.origin,
+      },
+      sinks,
+      rules,
+    );
     for (const def of options.subtopology.stores) this.stores.set(def.name, createStore(def));
   }
 
@@ -228,8 +248,7 @@ export class StreamTask {
   private processed(input: InputRecord, advanced: boolean): ProcessOutcome | Promise<ProcessOutcome> {
     this.metadata = undefined;
     this.input = undefined;
-    const failure = this.productionFailure;
-    this.productionFailure = undefined;
+    const failure = this.production.takeFailure();
     const outcome = failure
       ? this.toDeadLetter(input, failure.error, 'production', { node: failure.sink.name, sinkTopic: failure.sink.topic, origin: 'process', taskId: this.id })
       : PROCESSED;
@@ -248,7 +267,7 @@ export class StreamTask {
     this.pending = undefined;
     this.metadata = undefined;
     this.input = undefined;
-    this.productionFailure = undefined;
+    this.production.takeFailure(); // the record goes to the DLQ as a whole
     if (this.options.processingErrorPolicy === 'fail' || isRetriable(error)) throw new TaskFailedError(this.id, error);
     // Outputs of a failed record are dropped: the record goes to the DLQ as a whole.
     this.outputs.length = outputsBefore;
@@ -300,7 +319,7 @@ export class StreamTask {
       const limit = (this.options.topicRules?.(topic) ?? DEFAULT_RULES).maxRecordBytes;
       for (const change of store.drainChanges()) {
         const record: OutputRecord = { topic, partition: this.partition, key: Buffer.from(change.key), value: change.value, timestamp: now, headers: {} };
-        if (oversizeBytes(record.key, record.value, record.headers, limit) > 0) this.oversizeChange(store.name, record, limit);
+        if (oversizeBytes(record.key, record.value, record.headers, limit) > 0) this.production.oversizeChange(store.name, record, limit);
         else changelog.push(record);
       }
     }
@@ -424,6 +443,7 @@ export class StreamTask {
   }
 
   private chain(p: Promise<unknown>): void {
+    // Only marks it handled until drain() awaits `pending`, which then gets the error (or a later link does).
     p.catch(() => undefined);
     this.pending = p;
   }
@@ -431,107 +451,8 @@ export class StreamTask {
   private runNode(nodeName: string, record: StreamRecord<unknown, unknown>): void | Promise<unknown> {
     const node = this.nodes.get(nodeName)!;
     this.count(this.recordsIn, nodeName);
-    if (node.kind === 'sink') return this.writeSink(node, record);
+    if (node.kind === 'sink') return this.production.write(node, record);
     return this.processors.get(nodeName)!.process(record);
-  }
-
-  /**
-   * Serializes and queues one output. A deterministic failure here (the serde refuses the value, or
-   * the record is over the topic's record limit) never throws into the processor: it is a
-   * production error (see productionFailed). A retriable one (the registry unreachable) does, and
-   * fails the task.
-   */
-  private writeSink(sink: SinkNode, record: StreamRecord<unknown, unknown>): void | Promise<unknown> {
-    let key: Buffer | null | Promise<Buffer> = null;
-    let value: Buffer | null | Promise<Buffer> = null;
-    try {
-      if (record.key !== null && record.key !== undefined) key = sink.keySerde.serialize(sink.topic, record.key);
-      if (record.value !== null && record.value !== undefined) value = sink.valueSerde.serialize(sink.topic, record.value);
-    } catch (error) {
-      if (isPromise(key)) key.catch(() => undefined);
-      this.productionFailed(sink, record, Buffer.isBuffer(key) ? key : record.key, record.value, serializationError(sink, error));
-      return;
-    }
-    if (isPromise(key) || isPromise(value)) {
-      return Promise.all([key, value]).then(
-        ([k, v]) => this.emit(sink, record, k, v),
-        (error: unknown) => this.productionFailed(sink, record, record.key, record.value, serializationError(sink, error)),
-      );
-    }
-    this.emit(sink, record, key, value);
-  }
-
-  private emit(sink: SinkNode, record: StreamRecord<unknown, unknown>, key: Buffer | null, value: Buffer | null): void {
-    const headers = { ...record.headers };
-    const rules = this.sinkRules.get(sink.name)!;
-    const size = oversizeBytes(key, value, headers, rules.maxRecordBytes);
-    if (size > 0 || (key === null && rules.keyRequired)) {
-      const error =
-        size > 0
-          ? new ContractError(
-              'RECORD_TOO_LARGE',
-              `a record of ${size} bytes for ${sink.topic} is over the limit of ${rules.maxRecordBytes} bytes (maxRecordBytes or the topic's max.message.bytes)`,
-            )
-          : new ContractError('INVALID_RECORD', `${sink.topic} is compacted and refuses a record without a key`);
-      this.productionFailed(sink, { ...record, headers }, key, value, error);
-      return;
-    }
-    this.outputs.push({ topic: sink.topic, key, value, timestamp: record.timestamp, headers });
-    this.count(this.recordsOut, sink.name);
-  }
-
-  /**
-   * An output the sink cannot write. While an input record is processed, that record goes to the
-   * DLQ once it is through the graph (see processed). Without one (a punctuator, a flush, init), the
-   * output itself goes to the DLQ, with its reason and origin, and the punctuator goes on: throwing
-   * would stop the task, and the same stored entry would stop it again after every restart.
-   */
-  private productionFailed(sink: SinkNode, record: StreamRecord<unknown, unknown>, key: unknown, value: unknown, error: unknown): void {
-    if (this.input) {
-      this.productionFailure ??= { error, sink };
-      return;
-    }
-    const where = { node: sink.name, sinkTopic: sink.topic, origin: this.origin, taskId: this.id };
-    const letter = outputDeadLetter(
-      this.options.dlqTopic,
-      { key, value, timestamp: record.timestamp, headers: { ...record.headers }, partition: this.partition },
-      error,
-      this.options.applicationId,
-      this.options.clock(),
-      where,
-    );
-    this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
-    const code = errorCode(error);
-    this.options.logger?.warn('output dead-lettered', { task: this.id, node: sink.name, topic: sink.topic, origin: this.origin, code });
-    this.options.onOutputDeadLetter?.({ topic: sink.topic, code, origin: this.origin });
-  }
-
-  /**
-   * A store value over its changelog topic's limit: the broker would refuse the whole commit, after
-   * every restart again (a partition stalled for good). It goes to the DLQ instead, with its store
-   * and size, and is not written to the changelog (as Kafka Streams' production exception handler
-   * answering CONTINUE): the store keeps the value in memory, but a restore would bring back the
-   * key's previous value. Ingest bounds (docs/design.md, "Ingest validation") keep stored values far
-   * below the limit, so this is the last line, not the rule.
-   */
-  private oversizeChange(store: string, record: OutputRecord, limit: number): void {
-    const size = oversizeBytes(record.key, record.value, record.headers, limit);
-    const error = new ContractError(
-      'CHANGELOG_RECORD_TOO_LARGE',
-      `a value of store ${store} of ${size} bytes is over its changelog's limit of ${limit} bytes; kept in memory only`,
-    );
-    const where = { node: store, sinkTopic: record.topic, origin: `changelog:${store}`, taskId: this.id };
-    const letter = outputDeadLetter(
-      this.options.dlqTopic,
-      { ...record, partition: this.partition },
-      error,
-      this.options.applicationId,
-      this.options.clock(),
-      where,
-    );
-    this.outputs.push(fitDeadLetter(letter, this.dlqLimit));
-    this.options.logger?.error('store value over the changelog limit: dead-lettered, not durable', { task: this.id, store, bytes: size });
-    this.options.onOutputDeadLetter?.({ topic: record.topic, code: 'CHANGELOG_RECORD_TOO_LARGE', origin: where.origin });
   }
 
   private count(map: Map<string, number>, node: string, n = 1): void {
@@ -568,11 +489,4 @@ export class StreamTask {
       deferCompletion: () => task.defer(node.name),
     };
   }
-}
-
-/** A serde's refusal as a production error; a retriable failure (registry unreachable) is thrown on. */
-function serializationError(sink: SinkNode, error: unknown): PushError {
-  if (isRetriable(error)) throw error;
-  if (error instanceof PushError) return error;
-  return new ContractError('SERIALIZATION_FAILED', `sink ${sink.name} cannot serialize a record for ${sink.topic}: ${errorMessage(error)}`, error);
 }
