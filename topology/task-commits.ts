@@ -69,7 +69,8 @@ export class TaskCommits {
    * flight): its offsets stay out until it is finished. `complete` (revocation, shutdown) waits.
    */
   private async prepare(handle: TaskHandle, complete = false): Promise<PreparedCommit | undefined> {
-    if (handle.closed || !handle.isReady) return undefined;
+    // Only a task that ran may commit: a running one, or a suspended one's final commit.
+    if (!handle.lifecycle.is('running', 'suspended')) return undefined;
     const startedMs = Date.now();
     await handle.task.flush({ complete });
     const { records, changelog, offsets, inputRecords } = handle.task.drainOutputs();

@@ -4,6 +4,7 @@ import type { TaskCommitter } from './eos.ts';
 import type { TaskInputQueue } from './task-input.ts';
 import type { SerialExecutor } from './serial-executor.ts';
 import type { InputRecord, StreamTask } from './task.ts';
+import type { TaskLifecycle } from './task-state.ts';
 
 /** The runtime's bookkeeping around one task it owns. */
 export interface TaskHandle {
@@ -14,16 +15,21 @@ export interface TaskHandle {
   readonly exec: SerialExecutor;
   /** Next offset to process per source topic; records below it were already processed. */
   readonly nextOffsets: Map<string, bigint>;
+  /** created → restoring → running → suspended → closed (task-state.ts). */
+  readonly lifecycle: TaskLifecycle;
+  /** Settles when initialisation (fence, offsets, restore, processors' init) ends; rejects when it failed. */
   ready: Promise<void>;
-  isReady: boolean;
-  /** Generation of the consumer whose assignment created the task (see StreamsApp.requestRestart). */
+  /** Generation of the consumer whose assignment created the task (see ConsumerSupervisor.requestRestart). */
   readonly generation: number;
-  closed: boolean;
   lastCommitMs: number;
+  /** A turn of punctuation and commit is queued in `exec`. */
   tickQueued: boolean;
   /** The commit being written to the broker while the task goes on processing (at most one). */
   commitInFlight?: Promise<void> | undefined;
-  /** A commit of this task failed: no later one may be sent (it would cover the lost one's offsets). */
+  /**
+   * A commit of this task failed: no later one may be sent (it would cover the lost one's offsets).
+   * Not a state: the task runs on until the restart that the failure asked for closes it.
+   */
   commitFailed: boolean;
   /** Fetched records waiting to be processed. */
   readonly input: TaskInputQueue;
