@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka, PartitionAssigner } from 'kafkajs';
 import { AssignerProtocol } from 'kafkajs';
+import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 
 /** `<applicationId>-<store>-changelog`, as Kafka Streams names it. */
@@ -128,7 +129,7 @@ export async function restoreChangelogs(kafka: Kafka, admin: Admin, applicationI
     });
     await finished;
   } finally {
-    await consumer.disconnect().catch(() => undefined);
+    await consumer.disconnect().catch((error) => logger?.debug('restore consumer disconnect failed', { groupId, code: errorCode(error), error }));
     await admin.deleteGroups([groupId]).catch((error) => logger?.debug('restore group not deleted', { groupId, error }));
   }
 }

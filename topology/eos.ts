@@ -158,6 +158,8 @@ export class TransactionalCommitter implements TaskCommitter {
       }
       forgetCoordinators(); // the failure may be a coordinator that moved (coordinator-cache.ts)
       this.machine.to('aborting');
+      // The failure is reported below (COMMIT_FAILED, then a restart); an abort that fails too leaves the
+      // transaction to the next owner, whose fencing (init) aborts it.
       await tx.abort().catch(() => undefined);
       this.machine.to('ready');
       throw new PushError('COMMIT_FAILED', `transaction of ${this.transactionalId} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
@@ -168,6 +170,7 @@ export class TransactionalCommitter implements TaskCommitter {
     if (this.machine.state === 'closed') return;
     if (this.machine.state !== 'fenced' && this.machine.state !== 'uninitialized' && this.machine.state !== 'ready') this.machine.to('aborting');
     this.machine.to('closed');
+    // Closing for good: an open transaction is aborted by the next owner's fencing or times out.
     await this.producer.disconnect().catch(() => undefined);
   }
 }

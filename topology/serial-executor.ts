@@ -4,6 +4,7 @@ export class SerialExecutor {
 
   run<T>(fn: () => Promise<T> | T): Promise<T> {
     const result = this.tail.then(fn);
+    // The caller gets the error through `result`; the chain only has to go on to the next function.
     this.tail = result.catch(() => undefined);
     return result;
   }

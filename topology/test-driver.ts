@@ -84,6 +84,7 @@ export class TopologyTestDriver {
     this.ready = (async () => {
       for (const task of this.tasks) await task.init();
     })();
+    // Marks it handled until the first call awaits it, which then throws the init failure.
     this.ready.catch(() => undefined);
   }
 
@@ -161,6 +162,7 @@ export class TopologyTestDriver {
 
   /** Closes every processor. */
   async close(): Promise<void> {
+    // A failed init was thrown by the call that awaited it; the processors that did init close anyway.
     await this.ready.catch(() => undefined);
     this.closed = true;
     for (const task of this.tasks) await task.close();
