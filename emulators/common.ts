@@ -370,3 +370,27 @@ export const vendorCharCount = {
 /** Parsed vendor JSON, read field by field the way each vendor documents it. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type VendorJson = Record<string, any>;
+
+/**
+ * An emulator served over HTTPS/1.1 (every vendor but APNs, which speaks HTTP/2): the base owns the
+ * server's start and close; a vendor maps request paths to its handlers in `route`.
+ */
+export abstract class HttpsEmulator extends EmulatorCore {
+  private server: Server | undefined;
+  baseUrl = '';
+
+  /** The handler of a request path, or undefined (answered 404). */
+  protected abstract route(path: string): Route | undefined;
+
+  async start(tls: TestTls, port = 0): Promise<string> {
+    const { server, baseUrl } = await startHttpsServer(tls, port, (path) => this.route(path));
+    this.server = server;
+    this.baseUrl = baseUrl;
+    return baseUrl;
+  }
+
+  async close(): Promise<void> {
+    this.stopTimers();
+    if (this.server) await closeServer(this.server);
+  }
+}

@@ -1,9 +1,7 @@
 import { createPublicKey, randomBytes, verify, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server } from 'node:https';
-import { applyConnectionFault, closeServer, EmulatorCore, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, randomId, type Route, sendJson, sleep } from './common.ts';
 import type { VendorJson } from './common.ts';
-import type { TestTls } from './tls.ts';
 
 /** FCM error codes → (HTTP status, google.rpc status) as FCM documents them (vendor-protocols.md §2.5). */
 export const FCM_ERROR_SHAPES: Readonly<Record<string, readonly [number, string]>> = {
@@ -33,11 +31,9 @@ export interface FcmServiceAccountRegistration {
  * messages:send (bearer checked, project matched, message validated, 4096-byte limit), with
  * Google's error envelopes (FcmError detail + status; a 429 without detail as a variant).
  */
-export class FcmEmulator extends EmulatorCore {
-  private server: Server | undefined;
+export class FcmEmulator extends HttpsEmulator {
   private readonly accounts = new Map<string, { projectId: string; appId: string; publicKey: KeyObject }>();
   private readonly accessTokens = new Map<string, { email: string; expiresAtMs: number }>();
-  baseUrl = '';
   /** Access tokens minted (tests check caching). */
   tokensMinted = 0;
 
@@ -54,20 +50,10 @@ export class FcmEmulator extends EmulatorCore {
     this.accounts.set(reg.clientEmail, { projectId: reg.projectId, appId: reg.appId, publicKey });
   }
 
-  async start(tls: TestTls, port = 0): Promise<string> {
-    const { server, baseUrl } = await startHttpsServer(tls, port, (path) => {
-      if (path === '/token' || path === '/o/oauth2/token') return (req, res, body) => this.token(req, res, body);
-      if (/^\/v1\/projects\/[^/]+\/messages:send$/.test(path)) return (req, res, body, url) => this.send(req, res, body, url);
-      return undefined;
-    });
-    this.server = server;
-    this.baseUrl = baseUrl;
-    return baseUrl;
-  }
-
-  async close(): Promise<void> {
-    this.stopTimers();
-    if (this.server) await closeServer(this.server);
+  protected route(path: string): Route | undefined {
+    if (path === '/token' || path === '/o/oauth2/token') return (req, res, body) => this.token(req, res, body);
+    if (/^\/v1\/projects\/[^/]+\/messages:send$/.test(path)) return (req, res, body, url) => this.send(req, res, body, url);
+    return undefined;
   }
 
   private token(_req: IncomingMessage, res: ServerResponse, body: string): void {

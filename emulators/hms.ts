@@ -1,9 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server } from 'node:https';
-import { applyConnectionFault, closeServer, EmulatorCore, postCallback, randomId, sendJson, sleep, startHttpsServer, type Fault } from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep } from './common.ts';
 import type { VendorJson } from './common.ts';
-import type { TestTls } from './tls.ts';
 
 /** HTTP status Huawei pairs with a business code (UNCONFIRMED per code; 401 auth, 500/503 server). */
 export function hmsHttpStatus(code: string): number {
@@ -54,11 +52,9 @@ export function hmsCallbackId(signing: HmsReceiptSigning, timestampMs: number, n
  * tokens), per-token dead tokens as 80100000 `illegal_tokens` / 80300007, 503 flow control, and
  * signed receipts `{"statuses":[…]}` with X-HUAWEI-CALLBACK-ID.
  */
-export class HmsEmulator extends EmulatorCore {
-  private server: Server | undefined;
+export class HmsEmulator extends HttpsEmulator {
   private readonly apps = new Map<string, HmsAppRegistration>();
   private readonly accessTokens = new Map<string, { clientId: string; expiresAtMs: number }>();
-  baseUrl = '';
   tokensMinted = 0;
   receiptSigning: HmsReceiptSigning = { callbackKey: randomBytes(16).toString('hex'), callbackUsername: 'push-receipts' };
 
@@ -75,20 +71,10 @@ export class HmsEmulator extends EmulatorCore {
     this.apps.set(reg.clientId, reg);
   }
 
-  async start(tls: TestTls, port = 0): Promise<string> {
-    const { server, baseUrl } = await startHttpsServer(tls, port, (path) => {
-      if (path === '/oauth2/v3/token') return (_req, res, body) => this.token(res, body);
-      if (/^\/v1\/[^/]+\/messages:send$/.test(path)) return (req, res, body, url) => this.send(req, res, body, url);
-      return undefined;
-    });
-    this.server = server;
-    this.baseUrl = baseUrl;
-    return baseUrl;
-  }
-
-  async close(): Promise<void> {
-    this.stopTimers();
-    if (this.server) await closeServer(this.server);
+  protected route(path: string): Route | undefined {
+    if (path === '/oauth2/v3/token') return (_req, res, body) => this.token(res, body);
+    if (/^\/v1\/[^/]+\/messages:send$/.test(path)) return (req, res, body, url) => this.send(req, res, body, url);
+    return undefined;
   }
 
   private token(res: ServerResponse, body: string): void {

@@ -1,20 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server } from 'node:https';
-import {
-  applyConnectionFault,
-  closeServer,
-  EmulatorCore,
-  postCallback,
-  randomId,
-  sendJson,
-  sleep,
-  startHttpsServer,
-  vendorCharCount,
-  type Fault,
-} from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, vendorCharCount } from './common.ts';
 import type { VendorJson } from './common.ts';
-import type { TestTls } from './tls.ts';
 
 /** Longest `content` per notification style (1 standard, 2 long text, 3 big picture). */
 const CONTENT_MAX_BY_STYLE: Readonly<Record<number, number>> = { 1: 50, 2: 128, 3: 50 };
@@ -45,11 +32,9 @@ export interface OppoAppRegistration {
  * auth_token valid 24 h, accepted as form field or header), unicast and unicast_batch (per-item
  * errorCode), int return codes, receipts posted as a JSON array to the message's call_back_url.
  */
-export class OppoEmulator extends EmulatorCore {
-  private server: Server | undefined;
+export class OppoEmulator extends HttpsEmulator {
   private readonly apps = new Map<string, OppoAppRegistration>();
   private readonly authTokens = new Map<string, { appKey: string; expiresAtMs: number }>();
-  baseUrl = '';
   tokensMinted = 0;
 
   constructor() {
@@ -61,21 +46,11 @@ export class OppoEmulator extends EmulatorCore {
     this.apps.set(reg.appKey, reg);
   }
 
-  async start(tls: TestTls, port = 0): Promise<string> {
-    const { server, baseUrl } = await startHttpsServer(tls, port, (path) => {
-      if (path === '/server/v1/auth') return (_req, res, body) => this.auth(res, body);
-      if (path === '/server/v1/message/notification/unicast') return (req, res, body) => this.send(req, res, body, false);
-      if (path === '/server/v1/message/notification/unicast_batch') return (req, res, body) => this.send(req, res, body, true);
-      return undefined;
-    });
-    this.server = server;
-    this.baseUrl = baseUrl;
-    return baseUrl;
-  }
-
-  async close(): Promise<void> {
-    this.stopTimers();
-    if (this.server) await closeServer(this.server);
+  protected route(path: string): Route | undefined {
+    if (path === '/server/v1/auth') return (_req, res, body) => this.auth(res, body);
+    if (path === '/server/v1/message/notification/unicast') return (req, res, body) => this.send(req, res, body, false);
+    if (path === '/server/v1/message/notification/unicast_batch') return (req, res, body) => this.send(req, res, body, true);
+    return undefined;
   }
 
   private auth(res: ServerResponse, body: string): void {

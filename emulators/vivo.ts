@@ -1,20 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server } from 'node:https';
-import {
-  applyConnectionFault,
-  closeServer,
-  EmulatorCore,
-  postCallback,
-  randomId,
-  sendJson,
-  sleep,
-  startHttpsServer,
-  vendorCharCount,
-  type Fault,
-} from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, vendorCharCount } from './common.ts';
 import type { VendorJson } from './common.ts';
-import type { TestTls } from './tls.ts';
 
 export interface VivoAppRegistration {
   readonly appId: string;
@@ -32,12 +19,10 @@ const SYSTEM_CATEGORIES = new Set(['IM', 'ACCOUNT', 'TODO', 'DEVICE_REMINDER', '
  * clientCustomMap 1024, TTL 60 s–1 day), category/classification consistency (10097), and
  * receipts `{"<taskId>":{"param","targets","ackTime","ackType"}}` to the console-configured URL.
  */
-export class VivoEmulator extends EmulatorCore {
-  private server: Server | undefined;
+export class VivoEmulator extends HttpsEmulator {
   private readonly apps = new Map<string, VivoAppRegistration>();
   private readonly authTokens = new Map<string, { appId: string; expiresAtMs: number }>();
   private readonly listPayloads = new Map<string, VendorJson>();
-  baseUrl = '';
   tokensMinted = 0;
 
   constructor() {
@@ -49,22 +34,12 @@ export class VivoEmulator extends EmulatorCore {
     this.apps.set(String(reg.appId), reg);
   }
 
-  async start(tls: TestTls, port = 0): Promise<string> {
-    const routes: Record<string, (req: IncomingMessage, res: ServerResponse, body: string) => Promise<void> | void> = {
-      '/message/auth': (_req, res, body) => this.auth(res, body),
-      '/message/send': (req, res, body) => this.send(req, res, body, 'single'),
-      '/message/saveListPayload': (req, res, body) => this.send(req, res, body, 'save'),
-      '/message/pushToList': (req, res, body) => this.send(req, res, body, 'list'),
-    };
-    const { server, baseUrl } = await startHttpsServer(tls, port, (path) => routes[path]);
-    this.server = server;
-    this.baseUrl = baseUrl;
-    return baseUrl;
-  }
-
-  async close(): Promise<void> {
-    this.stopTimers();
-    if (this.server) await closeServer(this.server);
+  protected route(path: string): Route | undefined {
+    if (path === '/message/auth') return (_req, res, body) => this.auth(res, body);
+    if (path === '/message/send') return (req, res, body) => this.send(req, res, body, 'single');
+    if (path === '/message/saveListPayload') return (req, res, body) => this.send(req, res, body, 'save');
+    if (path === '/message/pushToList') return (req, res, body) => this.send(req, res, body, 'list');
+    return undefined;
   }
 
   private auth(res: ServerResponse, body: string): void {

@@ -1,18 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Server } from 'node:https';
-import {
-  applyConnectionFault,
-  closeServer,
-  EmulatorCore,
-  postCallback,
-  randomId,
-  sendJson,
-  sleep,
-  startHttpsServer,
-  vendorCharCount,
-  type Fault,
-} from './common.ts';
-import type { TestTls } from './tls.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, vendorCharCount } from './common.ts';
 
 export interface XiaomiAppRegistration {
   readonly appSecret: string;
@@ -28,10 +15,8 @@ export interface XiaomiAppRegistration {
  * dead regIds are accepted synchronously and reported by receipt type 16, posted to the message's
  * `extra.callback` URL as form field `data`.
  */
-export class XiaomiEmulator extends EmulatorCore {
-  private server: Server | undefined;
+export class XiaomiEmulator extends HttpsEmulator {
   private readonly apps = new Map<string, XiaomiAppRegistration>();
-  baseUrl = '';
 
   constructor() {
     super('xiaomi');
@@ -41,18 +26,8 @@ export class XiaomiEmulator extends EmulatorCore {
     this.apps.set(reg.appSecret, reg);
   }
 
-  async start(tls: TestTls, port = 0): Promise<string> {
-    const { server, baseUrl } = await startHttpsServer(tls, port, (path) =>
-      path === '/v3/message/regid' || path === '/v2/message/regid' ? (req, res, body) => this.send(req, res, body) : undefined,
-    );
-    this.server = server;
-    this.baseUrl = baseUrl;
-    return baseUrl;
-  }
-
-  async close(): Promise<void> {
-    this.stopTimers();
-    if (this.server) await closeServer(this.server);
+  protected route(path: string): Route | undefined {
+    return path === '/v3/message/regid' || path === '/v2/message/regid' ? (req, res, body) => this.send(req, res, body) : undefined;
   }
 
   private error(res: ServerResponse, code: number, description: string): void {
