@@ -29,8 +29,10 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>>
 export class TaskLifecycle {
   private current: TaskState = 'created';
 
+  /** A new task's lifecycle, `created`; `taskId` names the task in refused transitions. */
   constructor(readonly taskId: string) {}
 
+  /** The current state. */
   get state(): TaskState {
     return this.current;
   }
