@@ -1,12 +1,11 @@
 import { backoffDelay } from '../../common/retry.ts';
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
-import { VENDORS, isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
+import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
-import { SubmitBatcher } from './batcher.ts';
-import { TASK_STATUS, type ChannelAnswer, type StoredTask } from './ledger.ts';
-import { fanOutConfig, type FanOutOptions } from './options.ts';
-import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
+import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskRow } from './ledger.ts';
+import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
+import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';
 import {
   ACCEPTED_DISCRIMINATOR,
   deadTokenReport,
@@ -17,23 +16,9 @@ import {
   type FanOutAnswer,
   type FanOutReason,
 } from './records.ts';
+import { ReleaseQueue, type Job, type Output } from './release-queue.ts';
 import { RetryingDispatches } from './retrying.ts';
-import { VendorGate } from './vendor-gate.ts';
-
-type Output = { child: string; record: StreamRecord<string, PushOutcome | TokenReport> };
-
-/** One dispatch on its way: its outputs, released in start order once it has finished. */
-interface Job {
-  readonly outputs: Output[];
-  finished: boolean;
-  /** What stopped this dispatch (not a vendor answer: a record MySQL refuses, a bug); set when finished. */
-  error?: unknown;
-  /**
-   * Lets the record's input offset into commits (a no-op for a dispatch resumed from the parked
-   * store); with an error, the runtime sends that record — not a later one — to the DLQ.
-   */
-  readonly done: (error?: unknown) => void;
-}
+import { SubmitPaths, type SubmitPath } from './submit-paths.ts';
 
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
 export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
@@ -61,423 +46,572 @@ const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' |
 };
 
 /**
+ * The completion of a job without an input record of its own (a dispatch resumed from the parked
+ * store, an outcome of a parked one): its input offset was committed when it was first parked, so
+ * there is nothing to hold or release. A resumed dispatch's error fails the task instead (`rethrow`).
+ */
+const NO_INPUT_RECORD = (): void => undefined;
+
+type In = PushDispatch | PresenceEvent;
+type Out = PushOutcome | TokenReport;
+
+/**
  * The fan-out stage (docs/design.md §2.4): push.dispatch → vendor submissions → push.outcomes (+ token
- * invalidations to push.tokens). Per dispatch: claim the task in im_push_task (status 0; a task no
- * longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
+ * invalidations to push.tokens). Returns the supplier of `FanOutProcessor`, which declares the two
+ * stores (FAN_OUT_STORES); options are validated here, once. The (vendor, app) gates and batchers
+ * are made here too, so every task of the process shares them.
+ */
+export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, string, Out> {
+  const config = fanOutConfig(options);
+  const paths = new SubmitPaths(options.vendors, config.defaultLimits, config.clock);
+  return withStores(
+    () => new FanOutProcessor(options, config, paths),
+    [keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), timerStore(FAN_OUT_STORES.retryTimers)],
+  );
+}
+
+/** A dispatch's walk over its channels, after its claim: what the decisions along it read and update. */
+interface Walk {
+  /** Where the walk started (a fresh dispatch, or one resumed from the parked store). */
+  readonly progress: DispatchProgress;
+  readonly dispatch: PushDispatch;
+  readonly task: TaskRow;
+  readonly conversation: string;
+  /** The dispatch's outputs so far, released in start order (ReleaseQueue). */
+  readonly ready: Output[];
+  /** Every answer of the task but ACCEPTED, in order; recorded with its result, re-emitted by a replay. */
+  readonly trail: ChannelAnswer[];
+  /** Vendor calls made so far, all channels. */
+  attempts: number;
+  last: LastFailure;
+}
+
+/** The channel a walk is on. */
+interface ChannelAt {
+  readonly index: number;
+  readonly vendor: Vendor;
+  readonly token: string;
+  /** Another channel follows this one. */
+  readonly hasNext: boolean;
+  readonly path: SubmitPath;
+}
+
+/** What a vendor answer leaves the walk to do. */
+type Next = 'call-again' | 'next-channel' | 'no-other-channel' | 'done';
+
+/** The outcome of a retrying dispatch whose conversation was read: SUPPRESSED read, final. */
+const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({
+  channel: -1,
+  status: 'SUPPRESSED',
+  vendor,
+  reason: 'read',
+  code: 'READ',
+  attempts,
+  discriminator: 'read',
+});
+
+/**
+ * The fan-out processor of one task. Per dispatch: claim the task in im_push_task (status 0; a task
+ * no longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
  * channels in order through each (vendor, app)'s gate: accepted → 1; dead token → invalidate, next
  * channel, never retried; 429 → pause the vendor (Retry-After) and move to the next channel, else
  * retry after the pause; quota → next channel, never retried; 5xx → bounded retries with jitter;
  * payload / permanent / auth → next channel. All channels failed → 3. Short backoffs are waited in
  * place; longer ones park the dispatch in a changelogged store, resumed by a wall-clock punctuator,
  * so a commit never waits out a long Retry-After; over its cap the oldest parked push ends FAILED
- * parked_evicted (`evictOverCap`). Results are forwarded from `process`,
- * punctuations and the flushes, in the order the dispatches started; a periodic commit does not wait
- * for dispatches in flight (their input offsets stay out of it: `deferCompletion`), `flush` does.
+ * parked_evicted (`evictOverCap`). A READ from im.presence ends the conversation's dispatches waiting
+ * to retry (`onPresence`). Results are forwarded from `process`, punctuations and the flushes, in the
+ * order the dispatches started; a periodic commit does not wait for dispatches in flight (their input
+ * offsets stay out of it: `deferCompletion`), `flush` does.
  */
-export function fanOut(options: FanOutOptions): ProcessorSupplier<string, PushDispatch | PresenceEvent, string, PushOutcome | TokenReport> {
-  const config = fanOutConfig(options);
-  const { ledger, vendors, outputs } = options;
-  // Gates and batchers are per (vendor, app) and shared by every task of this process, so a 429
-  // seen by one partition's task pauses that vendor for all of them.
-  const batchers = new Map<string, { batcher: SubmitBatcher; gate: VendorGate }>();
-  const channelOf = (vendor: Vendor, appId: string) => {
-    const key = `${vendor}/${appId}`;
-    let entry = batchers.get(key);
-    if (entry) return entry;
-    const adapter = vendors.adapter(vendor, appId);
-    if (!adapter) return undefined;
-    const limits = vendors.limits(vendor, appId) ?? config.defaultLimits;
-    const gate = new VendorGate(limits.ratePerSecond, limits.concurrency, config.clock);
-    entry = { batcher: new SubmitBatcher(adapter, gate), gate };
-    batchers.set(key, entry);
-    return entry;
-  };
+export class FanOutProcessor implements Processor<string, In, string, Out> {
+  private ctx!: ProcessorContext<string, Out>;
+  private parked!: ParkedDispatches;
+  private readonly queue = new ReleaseQueue();
+  /** The first error of a resumed dispatch (it has no input record to dead-letter): fails the task at the next flush. */
+  private failure: unknown;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Dispatches resumed from the parked store: a commit waits for them (their parked entry is gone). */
+  private readonly resumed = new Set<Promise<void>>();
+  /** The latest run of each task in flight: a second dispatch of the task waits for its verdict. */
+  private readonly activeTasks = new Map<string, Promise<void>>();
+  private readonly recent = new Map<string, StoredTask>();
+  private readonly retrying = new RetryingDispatches();
+  private readonly ledger: PushTaskLedger;
+  private readonly outputs: FanOutOptions['outputs'];
+  private readonly listener: FanOutListener | undefined;
 
-  const processor = (): Processor<string, PushDispatch | PresenceEvent, string, PushOutcome | TokenReport> => {
-    let ctx: ProcessorContext<string, PushOutcome | TokenReport>;
-    let parked: ParkedDispatches;
-    // Dispatches in the order they started; each releases its outputs (and, for a record, its
-    // input offset) only once it and every earlier one have finished, so a commit never carries
-    // the outcome of a dispatch whose input offset it does not also commit (see deferCompletion).
-    let jobs: Job[] = [];
-    let failure: unknown;
-    const inFlight = new Set<Promise<void>>();
-    /** Dispatches resumed from the parked store: a commit waits for them (their parked entry is gone). */
-    const resumed = new Set<Promise<void>>();
-    const activeTasks = new Map<string, Promise<void>>();
-    const recent = new Map<string, StoredTask>();
-    const retrying = new RetryingDispatches();
+  constructor(
+    private readonly options: FanOutOptions,
+    private readonly config: FanOutConfig,
+    private readonly paths: SubmitPaths,
+  ) {
+    this.ledger = options.ledger;
+    this.outputs = options.outputs;
+    this.listener = options.listener;
+  }
 
-    const drain = () => {
-      let released = 0;
-      while (released < jobs.length && jobs[released]!.finished) {
-        const job = jobs[released++]!;
-        // A failed dispatch forwards nothing: its record goes to the DLQ as a whole.
-        if (job.error === undefined) for (const o of job.outputs) ctx.forward(o.record, o.child);
-        job.done(job.error);
-      }
-      if (released > 0) jobs = jobs.slice(released);
+  init(context: ProcessorContext<string, Out>): void {
+    this.ctx = context;
+    this.parked = new ParkedDispatches(
+      context.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked),
+      context.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers),
+      this.config.maxParked,
+    );
+    this.parked.restore((taskId, p) => this.retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq));
+    context.schedule(this.config.retryPollMs, 'wall-clock', (now) => this.resumeDue(now));
+  }
+
+  async process(record: StreamRecord<string, In>): Promise<void> {
+    const value = record.value;
+    if (!('task_id' in value)) return this.onPresence(value);
+    return this.onDispatch(record, value);
+  }
+
+  /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. */
+  async flushFinished(): Promise<void> {
+    while (this.resumed.size > 0) await Promise.all([...this.resumed]);
+    this.drain();
+    this.rethrow();
+    await this.ledger.flush();
+  }
+
+  async flush(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+    this.drain();
+    this.rethrow();
+    await this.ledger.flush();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.inFlight]);
+    this.listener?.onParked?.(this.ctx.taskId, 0);
+  }
+
+  /** A dispatch from push.dispatch: started now (its input offset held until it is released), then back pressure. */
+  private async onDispatch(record: StreamRecord<string, In>, d: PushDispatch): Promise<void> {
+    this.listener?.onDispatchReceived?.(d);
+    this.drain();
+    if (record.headers?.[REPLAY_HEADER]) this.recent.delete(d.task_id);
+    const fresh: DispatchProgress = {
+      dispatch: d,
+      key: record.key,
+      timestamp: record.timestamp,
+      channel: 0,
+      call: 1,
+      attempts: 0,
+      last: { vendor: '', code: '', quotaOnly: true, throttled: false },
     };
+    this.start(fresh, true);
+    await this.backpressure();
+    this.drain();
+  }
 
-    const finish = (taskId: string, stored: StoredTask) => {
-      recent.set(taskId, stored);
-      if (recent.size > RECENT_LIMIT) recent.delete(recent.keys().next().value!);
+  /** The retry punctuator: ends what is over the cap, resumes the parked dispatches now due. */
+  private async resumeDue(now: number): Promise<void> {
+    this.evictOverCap(); // a cap lowered since the store was written
+    for (const p of this.parked.takeDue(now, this.config.maxInFlight)) this.start(p, false);
+    this.listener?.onParked?.(this.ctx.taskId, this.parked.size);
+    await this.backpressure();
+    this.drain();
+  }
+
+  /**
+   * Starts a dispatch: fresh (a record, whose input offset it holds) or resumed from the parked
+   * store. It runs behind any dispatch of the same task still in flight (a replayed record waits
+   * for the first one's verdict), and its outputs are released in start order (`drain`).
+   */
+  private start(p: DispatchProgress, fresh: boolean): void {
+    const taskId = p.dispatch.task_id;
+    const job: Job = { outputs: [], finished: false, done: fresh ? this.ctx.deferCompletion() : NO_INPUT_RECORD };
+    this.queue.add(job);
+    const previous = this.activeTasks.get(taskId) ?? Promise.resolve();
+    const running: Promise<void> = previous
+      .then(() => this.run(p, fresh, job.outputs))
+      .catch((error: unknown) => {
+        // The error belongs to this dispatch: released with it, in start order (drain). A
+        // resumed dispatch has no input record to dead-letter; its failure fails the task.
+        if (fresh) job.error = error;
+        else this.failure ??= error;
+      })
+      .finally(() => {
+        if (!this.parked.has(taskId)) this.retrying.remove(taskId);
+        job.finished = true;
+        this.inFlight.delete(running);
+        this.resumed.delete(running);
+        if (this.activeTasks.get(taskId) === running) this.activeTasks.delete(taskId);
+      });
+    this.activeTasks.set(taskId, running);
+    this.inFlight.add(running);
+    if (!fresh) this.resumed.add(running);
+  }
+
+  /** Takes a dispatch as far as it goes now: claimed (when fresh), then over its channels until it ends or parks. */
+  private async run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
+    const d = p.dispatch;
+    const task = taskRowOf(d);
+    if (fresh) {
+      if (d.channels.length === 0)
+        return this.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
+      if (this.parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
+      const known = await this.claim(d, task);
+      if (known.status !== TASK_STATUS.pending) return this.replay(p, known, ready);
+    }
+    const walk: Walk = {
+      progress: p,
+      dispatch: d,
+      task,
+      conversation: RetryingDispatches.conversation(d.uid, d.conv_id),
+      ready,
+      trail: [...(p.trail ?? [])],
+      attempts: p.attempts,
+      last: p.last,
     };
-
-    /**
-     * A task already final (a replayed or re-delivered dispatch): every answer it gave, from the
-     * row, with the same event ids, and the invalidation of each dead token again. So a crash
-     * between the vendor's answers and the commit of their outcomes loses none of them.
-     */
-    function replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
-      const d = p.dispatch;
-      const now = config.clock.now();
-      for (const a of known.trail) {
-        ready.push({
-          child: outputs.outcomes,
-          record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp },
-        });
-        const token = d.channels[a.channel]?.token;
-        if (a.status === 'DEAD_TOKEN' && token !== undefined)
-          ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, a.vendor, token, now), timestamp: p.timestamp } });
-      }
-      // A failed task's trail holds every outcome it had, its final one included: nothing else is
-      // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
-      // trail (written before trails existed) re-emit their stored verdict.
-      if (known.status === TASK_STATUS.failed && known.trail.length > 0) return;
-      const a = replayedAnswer(known);
-      ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, now), timestamp: p.timestamp } });
-      options.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
+    if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return this.endRead(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
+    for (let ci = p.channel; ci < d.channels.length; ci++) {
+      const next = await this.submitOnChannel(walk, ci);
+      if (next === 'done') return;
+      if (next === 'no-other-channel') break;
     }
+    this.endAllChannelsFailed(walk);
+  }
 
-    /** Ends a task as failed (3); its trail, which a replay re-emits, already holds its final outcome. */
-    function endFailed(
-      task: ReturnType<typeof taskRowOf>,
-      taskId: string,
-      vendor: string,
-      code: string,
-      attempts: number,
-      trail: readonly ChannelAnswer[],
-    ): void {
-      const result = { status: TASK_STATUS.failed, vendor, vendorMessageId: null, failCode: code, attempts, trail } as const;
-      ledger.record(task, result);
-      finish(taskId, result);
+  /** Claims the task in the ledger (status 0 unless a row exists), or answers from the tasks this instance finished. */
+  private async claim(d: PushDispatch, task: TaskRow): Promise<StoredTask> {
+    const started = this.config.clock.now();
+    const known = this.recent.get(d.task_id) ?? (await this.ledger.claim(task));
+    this.listener?.onClaimed?.(d, this.config.clock.now() - started);
+    return known;
+  }
+
+  /**
+   * Calls channel `ci` until the vendor accepts, the channel is given up, or the dispatch parks. A
+   * channel without adapter, or whose payload is over the vendor's limit, fails without a call.
+   */
+  private async submitOnChannel(walk: Walk, ci: number): Promise<Next> {
+    const d = walk.dispatch;
+    const channel = d.channels[ci]!;
+    const vendor = channel.vendor as Vendor;
+    const path = this.paths.get(vendor, d.app_id);
+    if (!path) {
+      this.failChannel(walk, ci, vendor, 'FAILED', 'no_adapter', 'NO_ADAPTER');
+      return 'next-channel';
     }
+    const adapter = this.options.vendors.adapter(vendor, d.app_id)!;
+    const message = pushMessage(d, channel.token, channel.classification, this.config.ttlSeconds);
+    if (adapter.payloadBytes(message) > adapter.maxPayloadBytes) {
+      this.failChannel(walk, ci, vendor, 'FAILED', 'payload_too_large', 'PAYLOAD_TOO_LARGE');
+      return 'next-channel';
+    }
+    const at: ChannelAt = { index: ci, vendor, token: channel.token, hasNext: ci < d.channels.length - 1, path };
+    for (let call = ci === walk.progress.channel ? walk.progress.call : 1; ; call++) {
+      const paused = path.gate.pausedUntil - this.config.clock.now();
+      if (paused > this.config.inlineBackoffMaxMs) return this.onVendorPaused(walk, at, call, paused);
+      walk.attempts++;
+      const outcome: SubmitOutcome = await path.batcher.submit(message);
+      const next = await this.classify(walk, at, call, outcome);
+      if (next !== 'call-again') return next;
+    }
+  }
 
-    /** The outcome of a retrying dispatch whose conversation was read: SUPPRESSED read, final. */
-    const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({
-      channel: -1,
-      status: 'SUPPRESSED',
+  /**
+   * The vendor is paused for this app (an earlier 429) for longer than we wait in place: move on to
+   * the next channel (THROTTLED), or park until the pause ends. No call is made.
+   */
+  private onVendorPaused(walk: Walk, at: ChannelAt, call: number, pausedMs: number): Next {
+    if (!at.hasNext) {
+      this.park(walk, at.index, call, pausedMs, 'VENDOR_PAUSED');
+      return 'done';
+    }
+    const { index: ci, vendor } = at;
+    this.emitChannel(walk, {
+      channel: ci,
+      status: 'THROTTLED',
       vendor,
-      reason: 'read',
-      code: 'READ',
-      attempts,
-      discriminator: 'read',
+      reason: 'rate_limited',
+      code: 'VENDOR_PAUSED',
+      attempts: walk.attempts,
+      discriminator: `${ci}:${vendor}:paused`,
     });
+    walk.last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
+    return 'next-channel';
+  }
 
-    async function run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
-      const d = p.dispatch;
-      const emit = (a: FanOutAnswer) => {
-        ready.push({ child: outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, config.clock.now()), timestamp: p.timestamp } });
-        options.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
-      };
-      const task = taskRowOf(d);
-      if (fresh) {
-        if (d.channels.length === 0) return emit({ status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
-        if (parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
-        const claimStarted = config.clock.now();
-        const known = recent.get(d.task_id) ?? (await ledger.claim(task));
-        options.listener?.onClaimed?.(d, config.clock.now() - claimStarted);
-        if (known.status !== TASK_STATUS.pending) return replay(p, known, ready);
-      }
-      let { attempts, last } = p;
-      const trail: ChannelAnswer[] = [...(p.trail ?? [])];
-      /** An answer of the task (all but ACCEPTED): kept in the trail, which a replay re-emits. */
-      const emitChannel = (a: ChannelAnswer) => {
-        trail.push(a);
-        emit({ ...a, reason: a.reason as FanOutReason });
-      };
-      const conversation = RetryingDispatches.conversation(d.uid, d.conv_id);
-      /** The conversation was read while this dispatch waited to retry: it ends here, unsent. */
-      const endRead = (vendor: string) => {
-        emitChannel(readAnswer(vendor, attempts));
-        endFailed(task, d.task_id, vendor, 'READ', attempts, trail);
-      };
-      if (!fresh && retrying.isRead(conversation, d.seq)) return endRead(d.channels[p.channel]?.vendor ?? last.vendor);
-      channels: for (let ci = p.channel; ci < d.channels.length; ci++) {
-        const channel = d.channels[ci]!;
-        const vendor = channel.vendor as Vendor;
-        const hasNext = ci < d.channels.length - 1;
-        const entry = (VENDORS as readonly string[]).includes(vendor) ? channelOf(vendor, d.app_id) : undefined;
-        const fail = (status: 'FAILED' | 'DEAD_TOKEN', reason: FanOutReason, code: string) => {
-          emitChannel({ channel: ci, status, vendor, reason, code, attempts, discriminator: `${ci}:${vendor}:${status}` });
-          last = { vendor, code, quotaOnly: false, throttled: false };
-        };
-        if (!entry) {
-          fail('FAILED', 'no_adapter', 'NO_ADAPTER');
-          continue;
-        }
-        const adapter = vendors.adapter(vendor, d.app_id)!;
-        const message = pushMessage(d, channel.token, channel.classification, config.ttlSeconds);
-        if (adapter.payloadBytes(message) > adapter.maxPayloadBytes) {
-          fail('FAILED', 'payload_too_large', 'PAYLOAD_TOO_LARGE');
-          continue;
-        }
-        /** Parks the dispatch until its next call, waiting out the answer `code`; over the cap, the oldest parked push ends. */
-        const park = (call: number, ms: number, code: string) => {
-          parked.park({ ...p, channel: ci, call, attempts, last, trail, waitingOn: code }, ctx.wallClockTimeMs() + ms);
-          retrying.add(conversation, d.task_id, d.seq);
-          evictOverCap();
-        };
-        for (let call = ci === p.channel ? p.call : 1; ; call++) {
-          // The vendor is paused for this app (an earlier 429) for longer than we wait in place:
-          // move on to the next channel, or park until the pause ends. No call is made.
-          const paused = entry.gate.pausedUntil - config.clock.now();
-          if (paused > config.inlineBackoffMaxMs) {
-            if (hasNext) {
-              emitChannel({
-                channel: ci,
-                status: 'THROTTLED',
-                vendor,
-                reason: 'rate_limited',
-                code: 'VENDOR_PAUSED',
-                attempts,
-                discriminator: `${ci}:${vendor}:paused`,
-              });
-              last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
-              break;
-            }
-            return park(call, paused, 'VENDOR_PAUSED');
-          }
-          attempts++;
-          const outcome: SubmitOutcome = await entry.batcher.submit(message);
-          const now = config.clock.now();
-          /** Waits `ms` before the next call: in place if short, else parked (returns true: stop here). */
-          const backOff = async (ms: number, code: string): Promise<boolean> => {
-            if (ms <= config.inlineBackoffMaxMs) {
-              await config.clock.sleep(ms);
-              return false;
-            }
-            park(call + 1, ms, code);
-            return true;
-          };
-          if (outcome.kind === 'accepted') {
-            const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId: outcome.vendorMessageId, failCode: null, attempts, trail } as const;
-            ledger.record(task, result);
-            finish(d.task_id, result);
-            return emit({
-              status: 'ACCEPTED',
-              vendor,
-              reason: null,
-              code: null,
-              vendorMessageId: outcome.vendorMessageId,
-              attempts,
-              discriminator: ACCEPTED_DISCRIMINATOR,
-            });
-          }
-          if (outcome.kind === 'dead-token') {
-            fail('DEAD_TOKEN', 'dead_token', outcome.code);
-            ready.push({ child: outputs.tokens, record: { key: p.key, value: deadTokenReport(d, vendor, channel.token, now), timestamp: p.timestamp } });
-            break;
-          }
-          if (outcome.kind === 'rate-limited' || outcome.kind === 'quota-exhausted') {
-            const quota = outcome.kind === 'quota-exhausted';
-            const hint = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : undefined;
-            const perToken = outcome.kind === 'rate-limited' && outcome.perToken === true;
-            if (!quota && !perToken) entry.gate.pause(now + (hint ?? config.defaultThrottleMs));
-            emitChannel({
-              channel: ci,
-              status: 'THROTTLED',
-              vendor,
-              reason: quota ? 'quota' : 'rate_limited',
-              code: outcome.code,
-              attempts,
-              discriminator: `${ci}:${vendor}:throttled:${call}`,
-            });
-            last = { vendor, code: outcome.code, quotaOnly: quota && last.quotaOnly, throttled: !quota };
-            if (quota || hasNext || call >= config.maxThrottledAttempts) break;
-            if (await backOff(Math.max(hint ?? config.defaultThrottleMs, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)), outcome.code))
-              return;
-            continue;
-          }
-          if (outcome.kind === 'retryable') {
-            // Written but unanswered (ANSWER_LOST): the vendor may have it. Another channel could
-            // show the user a second notification, so only this channel is tried again (the
-            // collapse id makes a resend harmless). A known failure (5xx, refused connection) gets
-            // the retry budget, then the next channel; on the last channel it is retried, parked
-            // between calls, for as long as the push is worth sending (docs/design.md §2.4).
-            const unknown = isUnknownOutcome(outcome);
-            const young = now - d.decided_at < config.retryMaxAgeMs;
-            if (call < config.maxRetryableAttempts || (young && (unknown || !hasNext))) {
-              retrying.add(conversation, d.task_id, d.seq);
-              if (await backOff(Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, config.backoffInitialMs, config.backoffMaxMs)), outcome.code)) return;
-              if (retrying.isRead(conversation, d.seq)) return endRead(vendor);
-              continue;
-            }
-            const unreached = UNREACHED_CODES.has(outcome.code);
-            const expired = config.retryMaxAgeMs > 0 && !young && (unknown || !hasNext);
-            fail('FAILED', unreached ? 'vendor_unreachable' : expired ? 'max_age_exceeded' : 'retries_exhausted', outcome.code);
-            if (unknown) break channels; // the vendor may have it: no other channel
-            break;
-          }
-          fail('FAILED', FAILURE_REASON[outcome.kind], outcome.code);
-          break;
-        }
-      }
-      // Every channel failed: the task is final (3). Quota on every channel is a drop, never retried.
-      if (last.quotaOnly)
-        emitChannel({ channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
-      else if (last.throttled)
-        emitChannel({ channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
-      endFailed(task, d.task_id, last.vendor, last.code, attempts, trail);
+  /** What the vendor's answer to call `call` decides. */
+  private async classify(walk: Walk, at: ChannelAt, call: number, outcome: SubmitOutcome): Promise<Next> {
+    const now = this.config.clock.now();
+    switch (outcome.kind) {
+      case 'accepted':
+        this.accept(walk, at, outcome.vendorMessageId);
+        return 'done';
+      case 'dead-token':
+        this.onDeadToken(walk, at, outcome.code, now);
+        return 'next-channel';
+      case 'rate-limited':
+      case 'quota-exhausted':
+        return this.onThrottled(walk, at, call, outcome, now);
+      case 'retryable':
+        return this.onRetryable(walk, at, call, outcome, now);
+      default:
+        this.failChannel(walk, at.index, at.vendor, 'FAILED', FAILURE_REASON[outcome.kind], outcome.code);
+        return 'next-channel';
     }
+  }
 
-    const start = (p: DispatchProgress, fresh: boolean) => {
-      const taskId = p.dispatch.task_id;
-      const entry: Job = { outputs: [], finished: false, done: fresh ? ctx.deferCompletion() : () => undefined };
-      jobs.push(entry);
-      // The same task twice in flight (a replayed record): the second waits for the first's verdict.
-      const previous = activeTasks.get(taskId) ?? Promise.resolve();
-      const job = previous
-        .then(() => run(p, fresh, entry.outputs))
-        .catch((error: unknown) => {
-          // The error belongs to this dispatch: released with it, in start order (drain). A
-          // resumed dispatch has no input record to dead-letter; its failure fails the task.
-          if (fresh) entry.error = error;
-          else failure ??= error;
-        })
-        .finally(() => {
-          if (!parked.has(taskId)) retrying.remove(taskId);
-          entry.finished = true;
-          inFlight.delete(job);
-          resumed.delete(job);
-          if (activeTasks.get(taskId) === job) activeTasks.delete(taskId);
-        });
-      activeTasks.set(taskId, job);
-      inFlight.add(job);
-      if (!fresh) resumed.add(job);
-    };
+  /** Accepted: the task is submitted (1), recorded in the ledger, and its ACCEPTED outcome emitted. */
+  private accept(walk: Walk, at: ChannelAt, vendorMessageId: string): void {
+    const { vendor } = at;
+    const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId, failCode: null, attempts: walk.attempts, trail: walk.trail } as const;
+    this.ledger.record(walk.task, result);
+    this.remember(walk.dispatch.task_id, result);
+    this.emit(walk.progress, walk.ready, {
+      status: 'ACCEPTED',
+      vendor,
+      reason: null,
+      code: null,
+      vendorMessageId,
+      attempts: walk.attempts,
+      discriminator: ACCEPTED_DISCRIMINATOR,
+    });
+  }
 
-    const rethrow = () => {
-      if (failure !== undefined) {
-        const error = failure;
-        failure = undefined;
-        throw error;
+  /** A dead token: the channel fails, never retried, and the token is reported invalid (push.tokens). */
+  private onDeadToken(walk: Walk, at: ChannelAt, code: string, now: number): void {
+    this.failChannel(walk, at.index, at.vendor, 'DEAD_TOKEN', 'dead_token', code);
+    this.reportDeadToken(walk.progress, walk.ready, at.vendor, at.token, now);
+  }
+
+  /**
+   * A 429 or an exhausted quota. A 429 (unless it names the token only) pauses the (vendor, app)
+   * for every task, for its Retry-After or the default. Quota moves to the next channel, never
+   * retried; a 429 does too when another channel is left, else it is called again after the pause,
+   * up to `maxThrottledAttempts` calls.
+   */
+  private async onThrottled(
+    walk: Walk,
+    at: ChannelAt,
+    call: number,
+    outcome: Extract<SubmitOutcome, { kind: 'rate-limited' | 'quota-exhausted' }>,
+    now: number,
+  ): Promise<Next> {
+    const { index: ci, vendor } = at;
+    const quota = outcome.kind === 'quota-exhausted';
+    const hint = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : undefined;
+    const perToken = outcome.kind === 'rate-limited' && outcome.perToken === true;
+    if (!quota && !perToken) at.path.gate.pause(now + (hint ?? this.config.defaultThrottleMs));
+    this.emitChannel(walk, {
+      channel: ci,
+      status: 'THROTTLED',
+      vendor,
+      reason: quota ? 'quota' : 'rate_limited',
+      code: outcome.code,
+      attempts: walk.attempts,
+      discriminator: `${ci}:${vendor}:throttled:${call}`,
+    });
+    walk.last = { vendor, code: outcome.code, quotaOnly: quota && walk.last.quotaOnly, throttled: !quota };
+    if (quota || at.hasNext || call >= this.config.maxThrottledAttempts) return 'next-channel';
+    const wait = Math.max(hint ?? this.config.defaultThrottleMs, backoffDelay(call, this.config.backoffInitialMs, this.config.backoffMaxMs));
+    return (await this.backOff(walk, ci, call, wait, outcome.code)) ? 'done' : 'call-again';
+  }
+
+  /**
+   * A retryable answer. Written but unanswered (ANSWER_LOST): the vendor may have it. Another
+   * channel could show the user a second notification, so only this channel is tried again (the
+   * collapse id makes a resend harmless). A known failure (5xx, refused connection) gets the retry
+   * budget, then the next channel; on the last channel it is retried, parked between calls, for as
+   * long as the push is worth sending (docs/design.md §2.4). A READ of the conversation during the
+   * wait ends it.
+   */
+  private async onRetryable(walk: Walk, at: ChannelAt, call: number, outcome: Extract<SubmitOutcome, { kind: 'retryable' }>, now: number): Promise<Next> {
+    const d = walk.dispatch;
+    const unknown = isUnknownOutcome(outcome);
+    const young = now - d.decided_at < this.config.retryMaxAgeMs;
+    if (call < this.config.maxRetryableAttempts || (young && (unknown || !at.hasNext))) {
+      this.retrying.add(walk.conversation, d.task_id, d.seq);
+      const wait = Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, this.config.backoffInitialMs, this.config.backoffMaxMs));
+      if (await this.backOff(walk, at.index, call, wait, outcome.code)) return 'done';
+      if (this.retrying.isRead(walk.conversation, d.seq)) {
+        this.endRead(walk, at.vendor);
+        return 'done';
       }
-    };
-
-    /**
-     * A presence event (im.presence, co-partitioned by uid). Only a READ matters: it ends every
-     * parked dispatch of the conversation up to its seq as SUPPRESSED read, and marks the
-     * conversation for those waiting in place or in flight (they check before their next call).
-     * Anything else costs one comparison.
-     */
-    const onPresence = (event: PresenceEvent): void => {
-      if (event.kind !== 'READ' || event.conv_id === null || event.seq === null) return;
-      const conversation = RetryingDispatches.conversation(event.uid, event.conv_id);
-      for (const taskId of retrying.read(conversation, event.seq)) {
-        const p = parked.take(taskId);
-        if (!p) continue; // running: it sees the READ before its next call
-        endParked(p, readAnswer(p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor, p.attempts));
-      }
-      drain();
-    };
-
-    /**
-     * Ends a dispatch taken out of the parked store with its final answer (a READ, an eviction):
-     * the task row goes to failed (3) with the answer in its trail, so a re-dispatch re-emits
-     * exactly it. Its input offset was committed when it was first parked; the outcome and the
-     * store's tombstone go out in the same commit.
-     */
-    function endParked(p: DispatchProgress, answer: ChannelAnswer): void {
-      const d = p.dispatch;
-      retrying.remove(d.task_id);
-      endFailed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
-      const record = { key: p.key, value: fanOutOutcome(d, { ...answer, reason: answer.reason as FanOutReason }, config.clock.now()), timestamp: p.timestamp };
-      // Released in start order behind the dispatches in flight, like any other outcome.
-      jobs.push({ outputs: [{ child: outputs.outcomes, record }], finished: true, done: () => undefined });
-      options.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
+      return 'call-again';
     }
+    const unreached = UNREACHED_CODES.has(outcome.code);
+    const expired = this.config.retryMaxAgeMs > 0 && !young && (unknown || !at.hasNext);
+    this.failChannel(walk, at.index, at.vendor, 'FAILED', unreached ? 'vendor_unreachable' : expired ? 'max_age_exceeded' : 'retries_exhausted', outcome.code);
+    return unknown ? 'no-other-channel' : 'next-channel'; // the vendor may have it: no other channel
+  }
 
-    /**
-     * Over the cap (`maxParked`), the oldest parked pushes (smallest decided_at: the least likely
-     * to matter still, and the first to reach the maximum age anyway) end now, FAILED on the channel
-     * they waited on with the vendor's last code: reason `parked_evicted`, or `vendor_unreachable`
-     * when that last call never reached the vendor (not a submission, as for the maximum age).
-     * Parking happens only where no other channel may be tried, so this is the task's final outcome.
-     */
-    function evictOverCap(): void {
-      for (const p of parked.takeOverCap()) {
-        const vendor = p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor;
-        const code = p.waitingOn ?? 'PARKED_EVICTED';
-        const reason: FanOutReason = UNREACHED_CODES.has(code) ? 'vendor_unreachable' : 'parked_evicted';
-        endParked(p, { channel: p.channel, status: 'FAILED', vendor, reason, code, attempts: p.attempts, discriminator: `${p.channel}:${vendor}:FAILED` });
-        options.listener?.onEvicted?.(vendor, p.dispatch.app_id);
-      }
+  /** Waits `ms` before the next call: in place if short, else parked (returns true: the walk stops here). */
+  private async backOff(walk: Walk, ci: number, call: number, ms: number, code: string): Promise<boolean> {
+    if (ms <= this.config.inlineBackoffMaxMs) {
+      await this.config.clock.sleep(ms);
+      return false;
     }
+    this.park(walk, ci, call + 1, ms, code);
+    return true;
+  }
 
-    // Finished dispatches wait behind a slow earlier one: they count against the bound too.
-    const backpressure = async () => {
-      while (inFlight.size >= config.maxInFlight || jobs.length >= 4 * config.maxInFlight) {
-        if (inFlight.size > 0) await Promise.race(inFlight);
-        drain();
-      }
-    };
+  /** Parks the dispatch until call `call` on channel `ci`, waiting out the answer `code`; over the cap, the oldest parked push ends. */
+  private park(walk: Walk, ci: number, call: number, ms: number, code: string): void {
+    const d = walk.dispatch;
+    this.parked.park(
+      { ...walk.progress, channel: ci, call, attempts: walk.attempts, last: walk.last, trail: walk.trail, waitingOn: code },
+      this.ctx.wallClockTimeMs() + ms,
+    );
+    this.retrying.add(walk.conversation, d.task_id, d.seq);
+    this.evictOverCap();
+  }
 
-    return {
-      init(context) {
-        ctx = context;
-        parked = new ParkedDispatches(
-          ctx.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked),
-          ctx.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers),
-          config.maxParked,
-        );
-        parked.restore((taskId, p) => retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq));
-        ctx.schedule(config.retryPollMs, 'wall-clock', async (now) => {
-          evictOverCap(); // a cap lowered since the store was written
-          for (const p of parked.takeDue(now, config.maxInFlight)) start(p, false);
-          options.listener?.onParked?.(ctx.taskId, parked.size);
-          await backpressure();
-          drain();
-        });
-      },
-      async process(record) {
-        if (!('task_id' in record.value)) return onPresence(record.value);
-        const d = record.value;
-        options.listener?.onDispatchReceived?.(d);
-        drain();
-        if (record.headers?.[REPLAY_HEADER]) recent.delete(d.task_id);
-        const fresh: DispatchProgress = {
-          dispatch: d,
-          key: record.key,
-          timestamp: record.timestamp,
-          channel: 0,
-          call: 1,
-          attempts: 0,
-          last: { vendor: '', code: '', quotaOnly: true, throttled: false },
-        };
-        start(fresh, true);
-        await backpressure();
-        drain();
-      },
-      /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. */
-      async flushFinished() {
-        while (resumed.size > 0) await Promise.all([...resumed]);
-        drain();
-        rethrow();
-        await ledger.flush();
-      },
-      async flush() {
-        while (inFlight.size > 0) await Promise.all([...inFlight]);
-        drain();
-        rethrow();
-        await ledger.flush();
-      },
-      async close() {
-        await Promise.all([...inFlight]);
-        options.listener?.onParked?.(ctx.taskId, 0);
-      },
+  /** Channel `ci` is given up (FAILED or DEAD_TOKEN); the walk goes on with the next channel, if any. */
+  private failChannel(walk: Walk, ci: number, vendor: string, status: 'FAILED' | 'DEAD_TOKEN', reason: FanOutReason, code: string): void {
+    this.emitChannel(walk, { channel: ci, status, vendor, reason, code, attempts: walk.attempts, discriminator: `${ci}:${vendor}:${status}` });
+    walk.last = { vendor, code, quotaOnly: false, throttled: false };
+  }
+
+  /** Every channel failed: the task is final (3). Quota on every channel is a drop, never retried. */
+  private endAllChannelsFailed(walk: Walk): void {
+    const { last, attempts } = walk;
+    if (last.quotaOnly)
+      this.emitChannel(walk, { channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
+    else if (last.throttled)
+      this.emitChannel(walk, { channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
+    this.endFailed(walk.task, walk.dispatch.task_id, last.vendor, last.code, attempts, walk.trail);
+  }
+
+  /** The conversation was read while this dispatch waited to retry: it ends here, unsent. */
+  private endRead(walk: Walk, vendor: string): void {
+    this.emitChannel(walk, readAnswer(vendor, walk.attempts));
+    this.endFailed(walk.task, walk.dispatch.task_id, vendor, 'READ', walk.attempts, walk.trail);
+  }
+
+  /** Ends a task as failed (3); its trail, which a replay re-emits, already holds its final outcome. */
+  private endFailed(task: TaskRow, taskId: string, vendor: string, code: string, attempts: number, trail: readonly ChannelAnswer[]): void {
+    const result = { status: TASK_STATUS.failed, vendor, vendorMessageId: null, failCode: code, attempts, trail } as const;
+    this.ledger.record(task, result);
+    this.remember(taskId, result);
+  }
+
+  /** Keeps a final task for `recent`, forgetting the oldest over RECENT_LIMIT. */
+  private remember(taskId: string, stored: StoredTask): void {
+    this.recent.set(taskId, stored);
+    if (this.recent.size > RECENT_LIMIT) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /**
+   * A task already final (a replayed or re-delivered dispatch): every answer it gave, from the
+   * row, with the same event ids, and the invalidation of each dead token again. So a crash
+   * between the vendor's answers and the commit of their outcomes loses none of them.
+   */
+  private replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
+    const d = p.dispatch;
+    const now = this.config.clock.now();
+    for (const a of known.trail) {
+      ready.push({
+        child: this.outputs.outcomes,
+        record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp },
+      });
+      const token = d.channels[a.channel]?.token;
+      if (a.status === 'DEAD_TOKEN' && token !== undefined) this.reportDeadToken(p, ready, a.vendor, token, now);
+    }
+    // A failed task's trail holds every outcome it had, its final one included: nothing else is
+    // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
+    // trail (written before trails existed) re-emit their stored verdict.
+    if (known.status === TASK_STATUS.failed && known.trail.length > 0) return;
+    const a = replayedAnswer(known);
+    ready.push({ child: this.outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, now), timestamp: p.timestamp } });
+    this.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
+  }
+
+  /** An answer of the task other than ACCEPTED: kept in the trail, which a replay re-emits, and emitted. */
+  private emitChannel(walk: Walk, a: ChannelAnswer): void {
+    walk.trail.push(a);
+    this.emit(walk.progress, walk.ready, { ...a, reason: a.reason as FanOutReason });
+  }
+
+  /** Queues the outcome of an answer with the dispatch's other outputs, and tells the listener. */
+  private emit(p: DispatchProgress, ready: Output[], a: FanOutAnswer): void {
+    ready.push({ child: this.outputs.outcomes, record: { key: p.key, value: fanOutOutcome(p.dispatch, a, this.config.clock.now()), timestamp: p.timestamp } });
+    this.listener?.onAnswer?.(a.vendor ?? '', p.dispatch.app_id, a.status, a.code);
+  }
+
+  /** Queues the invalidation of a dead token (to push.tokens) with the dispatch's other outputs. */
+  private reportDeadToken(p: DispatchProgress, ready: Output[], vendor: string, token: string, now: number): void {
+    ready.push({ child: this.outputs.tokens, record: { key: p.key, value: deadTokenReport(p.dispatch, vendor, token, now), timestamp: p.timestamp } });
+  }
+
+  /**
+   * A presence event (im.presence, co-partitioned by uid). Only a READ matters: it ends every
+   * parked dispatch of the conversation up to its seq as SUPPRESSED read, and marks the
+   * conversation for those waiting in place or in flight (they check before their next call).
+   * Anything else costs one comparison.
+   */
+  private onPresence(event: PresenceEvent): void {
+    if (event.kind !== 'READ' || event.conv_id === null || event.seq === null) return;
+    const conversation = RetryingDispatches.conversation(event.uid, event.conv_id);
+    for (const taskId of this.retrying.read(conversation, event.seq)) {
+      const p = this.parked.take(taskId);
+      if (!p) continue; // running: it sees the READ before its next call
+      this.endParked(p, readAnswer(p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor, p.attempts));
+    }
+    this.drain();
+  }
+
+  /**
+   * Ends a dispatch taken out of the parked store with its final answer (a READ, an eviction):
+   * the task row goes to failed (3) with the answer in its trail, so a re-dispatch re-emits
+   * exactly it. Its input offset was committed when it was first parked; the outcome and the
+   * store's tombstone go out in the same commit.
+   */
+  private endParked(p: DispatchProgress, answer: ChannelAnswer): void {
+    const d = p.dispatch;
+    this.retrying.remove(d.task_id);
+    this.endFailed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
+    const record = {
+      key: p.key,
+      value: fanOutOutcome(d, { ...answer, reason: answer.reason as FanOutReason }, this.config.clock.now()),
+      timestamp: p.timestamp,
     };
-  };
-  return withStores(processor, [keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), timerStore(FAN_OUT_STORES.retryTimers)]);
+    // Released in start order behind the dispatches in flight, like any other outcome.
+    this.queue.add({ outputs: [{ child: this.outputs.outcomes, record }], finished: true, done: NO_INPUT_RECORD });
+    this.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
+  }
+
+  /**
+   * Over the cap (`maxParked`), the oldest parked pushes (smallest decided_at: the least likely
+   * to matter still, and the first to reach the maximum age anyway) end now, FAILED on the channel
+   * they waited on with the vendor's last code: reason `parked_evicted`, or `vendor_unreachable`
+   * when that last call never reached the vendor (not a submission, as for the maximum age).
+   * Parking happens only where no other channel may be tried, so this is the task's final outcome.
+   */
+  private evictOverCap(): void {
+    for (const p of this.parked.takeOverCap()) {
+      const vendor = p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor;
+      const code = p.waitingOn ?? 'PARKED_EVICTED';
+      const reason: FanOutReason = UNREACHED_CODES.has(code) ? 'vendor_unreachable' : 'parked_evicted';
+      this.endParked(p, { channel: p.channel, status: 'FAILED', vendor, reason, code, attempts: p.attempts, discriminator: `${p.channel}:${vendor}:FAILED` });
+      this.listener?.onEvicted?.(vendor, p.dispatch.app_id);
+    }
+  }
+
+  /** Waits while too much is in flight. Finished dispatches wait behind a slow earlier one: they count against the bound too. */
+  private async backpressure(): Promise<void> {
+    while (this.inFlight.size >= this.config.maxInFlight || this.queue.length >= 4 * this.config.maxInFlight) {
+      if (this.inFlight.size > 0) await Promise.race(this.inFlight);
+      this.drain();
+    }
+  }
+
+  /** Forwards the outputs of the dispatches finished in start order (ReleaseQueue). */
+  private drain(): void {
+    this.queue.release((o) => this.ctx.forward(o.record, o.child));
+  }
+
+  /** Throws (once) the failure of a resumed dispatch, failing the task. */
+  private rethrow(): void {
+    if (this.failure === undefined) return;
+    const error = this.failure;
+    this.failure = undefined;
+    throw error;
+  }
 }
