@@ -1,6 +1,6 @@
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { keyValueStore, timerStore } from '../../topology/stores.ts';
-import type { Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
+import { withStores, type Processor, type ProcessorContext, type StreamRecord } from '../../topology/api.ts';
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { avroSerde, stringSerde, jsonSerde } from '../../topology/serdes.ts';
 
@@ -47,8 +47,11 @@ export class CountingProcessor implements Processor<string, WordEvent, string, W
 export function countingTopology(input: string, output: string, valueSerde = avroSerde<WordEvent>(wordSchema)): Topology {
   return new TopologyBuilder()
     .addSource('words-source', { topics: [input], keySerde: stringSerde, valueSerde })
-    .addProcessor('word-counter', () => new CountingProcessor(), 'words-source')
-    .addStateStore(keyValueStore<number>('word-counts'), 'word-counter')
+    .addProcessor(
+      'word-counter',
+      withStores(() => new CountingProcessor(), [keyValueStore<number>('word-counts')]),
+      'words-source',
+    )
     .addSink('counts-sink', { topic: output, keySerde: stringSerde, valueSerde: jsonSerde<WordCount>() }, 'word-counter')
     .build();
 }
@@ -87,9 +90,11 @@ export class HoldProcessor implements Processor<string, string, string, string> 
 export function holdTopology(input = 'hold-in', output = 'hold-out', holdMs = 5000): Topology {
   return new TopologyBuilder()
     .addSource('hold-source', { topics: [input], keySerde: stringSerde, valueSerde: stringSerde })
-    .addProcessor('hold', () => new HoldProcessor(holdMs), 'hold-source')
-    .addStateStore(timerStore('hold-timers'), 'hold')
-    .addStateStore(keyValueStore<string>('held-values'), 'hold')
+    .addProcessor(
+      'hold',
+      withStores(() => new HoldProcessor(holdMs), [timerStore('hold-timers'), keyValueStore<string>('held-values')]),
+      'hold-source',
+    )
     .addSink('hold-sink', { topic: output, keySerde: stringSerde, valueSerde: stringSerde }, 'hold')
     .build();
 }
