@@ -1,15 +1,19 @@
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { readKey } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
-import { groupStatus, restartStatus, type RestartStatus } from '../../pipeline/group-status.ts';
+import { groupStatus, restartStatus, type GroupStatus, type RestartStatus } from '../../pipeline/group-status.ts';
+import { STAGES } from '../../pipeline/apps/index.ts';
 
-export const statusHelp = `pushctl status [--app offline-push] [--metrics URL[,URL...]] [--json]
+export const statusHelp = `pushctl status [--app offline-push] [--stage ${STAGES.join('|')}] [--metrics URL[,URL...]] [--json]
 
-  the pipeline's consumer group: state, members with their assigned partitions, and per input
-  topic the committed offsets, end offsets and lag (one line per stage's source topic); then, from
-  each worker's /metrics (--metrics, else PUSH_STATUS_METRICS_URLS, else this host's
-  PUSH_METRICS_PORT), the group's restarts by reason and its current restart backoff`;
+  every stage group of the application (<app>-<stage>, the groups pushctl run starts: ${STAGES.join(', ')}):
+  state, members with their assigned partitions, and per input topic the committed offsets, end
+  offsets and lag (records not yet consumed; commit markers are consumed past, so a caught-up group
+  shows 0); then, from each worker's /metrics (--metrics, else PUSH_STATUS_METRICS_URLS, else this
+  host's PUSH_METRICS_PORT), the group's restarts by reason and its current restart backoff.
+  --app         the application id (PUSH_APPLICATION_ID); a consumer group's own name shows that group
+  --stage       only this stage's group`;
 
 /** Consecutive restarts from which status calls it a restart loop. */
 const RESTART_LOOP = 3;
@@ -24,36 +28,72 @@ export function describeRestarts(r: RestartStatus): string {
   return `  restarts: ${r.restarts} (${codes}), ${r.consecutive} in a row, backoff ${(r.backoffMs / 1000).toFixed(1)} s (${r.url})${loop}`;
 }
 
-function metricsUrls(args: string[]): string[] {
-  const i = args.indexOf('--metrics');
-  const listed = readKey({ PUSH_STATUS_METRICS_URLS: i >= 0 ? args[i + 1] : process.env.PUSH_STATUS_METRICS_URLS }, CONFIG_KEYS.PUSH_STATUS_METRICS_URLS);
-  if (listed.length > 0) return listed;
+/**
+ * A group's state in words. Kafka calls a group it has no record of "Dead": that is a stage no
+ * worker has run under this application id, not a failure.
+ */
+export function describeState(status: GroupStatus): string {
+  if (status.state === 'Dead' && status.topics.length === 0) return 'not running (no worker has run this stage under this application id)';
+  if (status.state === 'Empty') return `Empty: no worker running (committed offsets kept), ${status.members.length} member(s)`;
+  return `${status.state}, ${status.members.length} member(s)`;
+}
+
+export interface StatusOptions {
+  readonly app: string;
+  readonly stage?: string;
+  readonly metricsUrls: string[];
+}
+
+/**
+ * The groups to show: every stage group `<app>-<stage>` (pipeline/worker.ts names them so), or,
+ * when none of them exists and a group named `app` does (a group given by its full name, or an
+ * application that is not the pipeline), that group alone.
+ */
+export async function statusGroups(admin: Admin, app: string, stage?: string): Promise<GroupStatus[]> {
+  if (stage !== undefined) return [await groupStatus(admin, `${app}-${stage}`)];
+  const stages = await Promise.all(STAGES.map((s) => groupStatus(admin, `${app}-${s}`)));
+  if (stages.some((s) => s.state !== 'Dead' || s.topics.length > 0)) return stages;
+  const own = await groupStatus(admin, app);
+  return own.state !== 'Dead' || own.topics.length > 0 ? [own] : stages;
+}
+
+function metricsUrls(listed: string | undefined): string[] {
+  const urls = readKey({ PUSH_STATUS_METRICS_URLS: listed ?? process.env.PUSH_STATUS_METRICS_URLS }, CONFIG_KEYS.PUSH_STATUS_METRICS_URLS);
+  if (urls.length > 0) return urls;
   // A worker's port, not 0 (which lets a worker pick any free port): status needs one to read.
   return [`http://127.0.0.1:${readKey(process.env, CONFIG_KEYS.PUSH_METRICS_PORT, undefined, { min: 1, max: CONFIG_KEYS.PUSH_METRICS_PORT.max })}/metrics`];
 }
 
 export async function statusCommand(args: string[]): Promise<number> {
-  const i = args.indexOf('--app');
-  const groupId = readKey({ PUSH_APPLICATION_ID: i >= 0 ? args[i + 1] : process.env.PUSH_APPLICATION_ID }, CONFIG_KEYS.PUSH_APPLICATION_ID);
+  const i = (name: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : undefined);
+  const app = readKey({ PUSH_APPLICATION_ID: i('--app') ?? process.env.PUSH_APPLICATION_ID }, CONFIG_KEYS.PUSH_APPLICATION_ID);
+  const stage = i('--stage');
+  if (stage !== undefined && !(STAGES as readonly string[]).includes(stage))
+    throw new Error(`--stage: expected one of ${STAGES.join(' | ')}, got ${JSON.stringify(stage)}`);
   const admin = new Kafka({ clientId: 'pushctl', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    const [status, restarts] = await Promise.all([groupStatus(admin, groupId), restartStatus(metricsUrls(args), groupId)]);
+    const groups = await statusGroups(admin, app, stage);
+    const urls = metricsUrls(i('--metrics'));
+    const restarts = await Promise.all(groups.map((g) => restartStatus(urls, g.groupId)));
     if (args.includes('--json')) {
-      console.log(JSON.stringify({ ...status, restarts }, null, 2));
+      console.log(JSON.stringify({ applicationId: app, groups: groups.map((g, n) => ({ ...g, restarts: restarts[n] })) }, null, 2));
       return 0;
     }
-    console.log(`group ${status.groupId}: ${status.state}, ${status.members.length} member(s)`);
-    for (const m of status.members) {
-      const parts = Object.entries(m.assignment)
-        .map(([t, ps]) => `${t}[${ps.join(',')}]`)
-        .join(' ');
-      console.log(`  ${m.clientId} ${m.host} ${parts || '(no partitions)'}`);
-    }
-    for (const t of status.topics) {
-      console.log(`  ${t.topic.padEnd(40)} lag ${String(t.lag).padStart(8)}  ${t.partitions.map((p) => `p${p.partition}:${p.lag}`).join(' ')}`);
-    }
-    for (const r of restarts) console.log(describeRestarts(r));
+    groups.forEach((status, n) => {
+      console.log(`group ${status.groupId}: ${describeState(status)}`);
+      for (const m of status.members) {
+        const parts = Object.entries(m.assignment)
+          .map(([t, ps]) => `${t}[${ps.join(',')}]`)
+          .join(' ');
+        console.log(`  ${m.clientId} ${m.host} ${parts || '(no partitions)'}`);
+      }
+      for (const t of status.topics) {
+        console.log(`  ${t.topic.padEnd(40)} lag ${String(t.lag).padStart(8)}  ${t.partitions.map((p) => `p${p.partition}:${p.lag}`).join(' ')}`);
+      }
+      // A stage that never ran has no restarts to report.
+      if (status.state !== 'Dead' || status.topics.length > 0) for (const r of restarts[n]!) console.log(describeRestarts(r));
+    });
     return 0;
   } finally {
     await admin.disconnect();
