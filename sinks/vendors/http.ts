@@ -1,5 +1,6 @@
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import { ReconnectBackoff } from './reconnect.ts';
+import { UnansweredError } from './unanswered.ts';
 
 /** Options shared by the HTTPS vendors' clients (one client per app and vendor). */
 export interface VendorHttpOptions {
@@ -31,18 +32,8 @@ export interface HttpAnswer {
  * no connection free before the deadline), true once it was handed to a connected socket (reset,
  * stalled answer, deadline). Only a call that was not written is known not to have been taken.
  */
-export class NetworkError extends Error {
+export class NetworkError extends UnansweredError {
   readonly code = 'NETWORK';
-  constructor(
-    message: string,
-    readonly written: boolean,
-    options?: ErrorOptions & { retryAfterMs?: number },
-  ) {
-    super(message, options);
-    this.retryAfterMs = options?.retryAfterMs;
-  }
-  /** While reconnects back off: how long until the next connection may be opened, ms. */
-  readonly retryAfterMs: number | undefined;
 }
 
 class ReconnectBackoffError extends Error {

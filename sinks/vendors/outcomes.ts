@@ -51,3 +51,14 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
   const at = Date.parse(raw);
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
+
+/** An answer's Retry-After as outcomeOf's `extra`: `{ retryAfterMs }`, or nothing when the answer has none. */
+export function retryAfterOf(headers: Readonly<Record<string, string | string[] | undefined>>, nowMs: number): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter(headers['retry-after'], nowMs);
+  return retryAfterMs === undefined ? {} : { retryAfterMs };
+}
+
+/** The rule for an answer that carries no vendor code: 429 is rate-limited, 5xx retryable, anything else unknown. */
+export function httpStatusRule(status: number): CodeRule {
+  return status === 429 ? 'rate-limited' : status >= 500 ? 'retryable' : 'unknown-code';
+}

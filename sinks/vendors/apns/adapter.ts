@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ApnsAppConfig } from '../apps-config.ts';
-import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
@@ -107,8 +107,7 @@ export class ApnsAdapter implements VendorAdapter {
         if (this.deps.providerToken.renew(jwt)) continue;
       }
       if (reason === 'TooManyProviderTokenUpdates') this.pool.retire(answer.session);
-      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-      const outcome = outcomeOf(rule, code, retryAfterMs === undefined ? {} : { retryAfterMs });
+      const outcome = outcomeOf(rule, code, retryAfterOf(answer.headers, this.now()));
       // TooManyRequests: "too many requests to the same device token"; the app's other tokens are fine.
       return reason === 'TooManyRequests' && outcome.kind === 'rate-limited' ? { ...outcome, perToken: true } : outcome;
     }

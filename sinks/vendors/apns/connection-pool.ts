@@ -1,5 +1,6 @@
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import { ReconnectBackoff } from '../reconnect.ts';
+import { UnansweredError } from '../unanswered.ts';
 
 export interface ApnsPoolOptions {
   /** `https://host:port` of APNs (or the emulator). */
@@ -37,17 +38,8 @@ export interface ApnsAnswer {
  * when it was sent and the answer was lost (reset, connection lost, deadline): APNs may have taken
  * it, and a resend carries the same apns-id and collapse id.
  */
-export class LostStreamError extends Error {
+export class LostStreamError extends UnansweredError {
   readonly code = 'CONNECTION_LOST';
-  readonly retryAfterMs: number | undefined;
-  constructor(
-    message: string,
-    readonly written: boolean,
-    options?: ErrorOptions & { retryAfterMs?: number },
-  ) {
-    super(message, options);
-    this.retryAfterMs = options?.retryAfterMs;
-  }
 }
 
 /**

@@ -1,19 +1,15 @@
 import type { FcmAppConfig } from '../apps-config.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
+import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { signRs256 } from '../jwt.ts';
-import { noAnswer, outcomeOf, parseRetryAfter, ruleFor, type CodeRule } from '../outcomes.ts';
+import { outcomeOf, retryAfterOf, ruleFor, type CodeRule } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { FCM_ERRORS, FCM_STATUS_FALLBACK } from './codes.ts';
 import { fcmCountedPayload, fcmNotification, FCM_PAYLOAD_LIMITS } from './payload.ts';
 
 export const FCM_BASE_URL = 'https://fcm.googleapis.com';
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
-
-export interface FcmAdapterDeps {
-  readonly ca?: string | undefined;
-  readonly now?: () => number;
-}
 
 interface GoogleError {
   code?: number;
@@ -26,22 +22,19 @@ interface GoogleError {
  * FCM HTTP v1: a service-account RS256 assertion is exchanged at the OAuth2 token endpoint for a
  * bearer cached until 5 minutes before expiry; one messages:send per token (v1 has no batch).
  */
-export class FcmAdapter implements VendorAdapter {
+export class FcmAdapter extends HttpVendorAdapter implements VendorAdapter {
   readonly vendor = 'fcm' as const;
   readonly maxBatchSize = 1;
   /** Google documents 4096 bytes; 4000 keeps clear of the localized "4000 bytes" rule. */
   readonly maxPayloadBytes = FCM_PAYLOAD_LIMITS.maxBytes;
-  private readonly http: VendorHttp;
   private readonly bearer: CachedCredential;
-  private readonly now: () => number;
   private readonly tokenUrl: string;
 
   constructor(
     private readonly config: FcmAppConfig,
-    deps: FcmAdapterDeps = {},
+    deps: HttpAdapterDeps = {},
   ) {
-    this.now = deps.now ?? Date.now;
-    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    super(config, deps);
     this.tokenUrl = config.tokenUrl ?? config.serviceAccount.token_uri;
     this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
   }
@@ -53,7 +46,7 @@ export class FcmAdapter implements VendorAdapter {
     const assertion = signRs256(header, { iss: sa.client_email, scope: FCM_SCOPE, aud: sa.token_uri, iat, exp: iat + 3600 }, sa.private_key);
     const answer = await this.http.postForm(this.tokenUrl, {}, { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
     const body = jsonOf(answer.text) as { access_token?: string; expires_in?: number; error?: string } | undefined;
-    if (answer.status !== 200 || !body?.access_token) throw new AuthError(body?.error ?? `HTTP_${answer.status}`);
+    if (answer.status !== 200 || !body?.access_token) throw new CredentialRefused('FCM token endpoint', body?.error ?? `HTTP_${answer.status}`);
     return { value: body.access_token, expiresAtMs: iat * 1000 + (body.expires_in ?? 3600) * 1000 };
   }
 
@@ -72,11 +65,6 @@ export class FcmAdapter implements VendorAdapter {
     };
   }
 
-  /** Connections attempted so far, reconnects included (for tests and metrics). */
-  get connectionsOpened(): number {
-    return this.http.connectionsOpened;
-  }
-
   payloadBytes(m: PushMessage): number {
     return Buffer.byteLength(fcmCountedPayload(m, fcmNotification(m)));
   }
@@ -90,48 +78,25 @@ export class FcmAdapter implements VendorAdapter {
   private async submitOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(m) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'MESSAGE_TOO_BIG' };
     const url = joinUrl(this.config.baseUrl ?? FCM_BASE_URL, `/v1/projects/${this.config.serviceAccount.project_id}/messages:send`);
-    for (let authRetried = false; ; authRetried = true) {
-      let bearer: string;
-      try {
-        bearer = await beforeDeadline(this.bearer.get(), deadline);
-      } catch (error) {
-        if (error instanceof AuthError) return { kind: 'auth-failed', code: error.code };
-        return noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
-      }
-      let answer;
-      try {
-        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, { validate_only: false, message: this.message(m, true) }, deadline);
-      } catch (error) {
-        if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
-        throw error;
-      }
-      if (answer.status === 200) {
-        const name = (jsonOf(answer.text) as { name?: string } | undefined)?.name ?? '';
-        return { kind: 'accepted', vendorMessageId: name };
-      }
-      const { code, rule } = classify(answer.status, jsonOf(answer.text) as { error?: GoogleError } | undefined);
-      if (rule === 'auth-refresh' && !authRetried) {
-        this.bearer.invalidate(bearer);
-        continue;
-      }
-      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-      return outcomeOf(rule, code, retryAfterMs === undefined ? {} : { retryAfterMs });
-    }
+    return callWithCredential<SubmitOutcome>(
+      this.bearer,
+      deadline,
+      (bearer) => this.http.postJson(url, { authorization: `Bearer ${bearer}` }, { validate_only: false, message: this.message(m, true) }, deadline),
+      (answer, mayRefresh) => {
+        if (answer.status === 200) {
+          const name = (jsonOf(answer.text) as { name?: string } | undefined)?.name ?? '';
+          return { kind: 'accepted', vendorMessageId: name };
+        }
+        const { code, rule } = classify(answer.status, jsonOf(answer.text) as { error?: GoogleError } | undefined);
+        if (rule === 'auth-refresh' && mayRefresh) return REFRESH;
+        return outcomeOf(rule, code, retryAfterOf(answer.headers, this.now()));
+      },
+    );
   }
 
   /** FCM has no receipt callbacks (delivery data lives in BigQuery export). */
   parseReceipt(): ParsedReceipt[] {
     return [];
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
-  }
-}
-
-class AuthError extends Error {
-  constructor(readonly code: string) {
-    super(`FCM token endpoint refused: ${code}`);
   }
 }
 

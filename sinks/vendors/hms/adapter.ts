@@ -1,8 +1,9 @@
 import type { HmsAppConfig } from '../apps-config.ts';
-import { groupByPayload } from '../batching.ts';
+import { submitGrouped } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
 import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
@@ -10,31 +11,23 @@ import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
 export const HMS_BASE_URL = 'https://push-api.cloud.huawei.com';
 export const HMS_AUTH_URL = 'https://oauth-login.cloud.huawei.com/oauth2/v3/token';
 
-export interface HmsAdapterDeps {
-  readonly ca?: string | undefined;
-  readonly now?: () => number;
-}
-
 /**
  * Huawei Push Kit v1: OAuth2 client credentials → bearer (3600 s, refreshed 5 min early);
  * messages:send with up to 1000 tokens per identical message; IM self-classification
  * (`android.category`); per-token dead tokens from 80100000 `illegal_tokens`.
  */
-export class HmsAdapter implements VendorAdapter {
+export class HmsAdapter extends HttpVendorAdapter implements VendorAdapter {
   readonly vendor = 'hms' as const;
   readonly maxBatchSize = 1000;
   /** Message body excluding tokens (80300008 above it). */
   readonly maxPayloadBytes = HMS_PAYLOAD_LIMITS.maxBytes;
-  private readonly http: VendorHttp;
   private readonly bearer: CachedCredential;
-  private readonly now: () => number;
 
   constructor(
     private readonly config: HmsAppConfig,
-    deps: HmsAdapterDeps = {},
+    deps: HttpAdapterDeps = {},
   ) {
-    this.now = deps.now ?? Date.now;
-    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    super(config, deps);
     this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
   }
 
@@ -50,7 +43,7 @@ export class HmsAdapter implements VendorAdapter {
       },
     );
     const body = jsonOf(answer.text) as { access_token?: string; expires_in?: number; error?: number | string } | undefined;
-    if (answer.status !== 200 || !body?.access_token) throw new HmsAuthError(String(body?.error ?? `HTTP_${answer.status}`));
+    if (answer.status !== 200 || !body?.access_token) throw new CredentialRefused('HMS OAuth', String(body?.error ?? `HTTP_${answer.status}`));
     return { value: body.access_token, expiresAtMs: started + (body.expires_in ?? 3600) * 1000 };
   }
 
@@ -58,28 +51,19 @@ export class HmsAdapter implements VendorAdapter {
     return hmsMessage(m, this.config);
   }
 
-  /** Connections attempted so far, reconnects included (for tests and metrics). */
-  get connectionsOpened(): number {
-    return this.http.connectionsOpened;
-  }
-
   payloadBytes(m: PushMessage): number {
     return Buffer.byteLength(hmsCountedBody(this.message(m)));
   }
 
   /** Settles within the app's timeout (credential mint included). */
-  async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+  submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
     const deadline = deadlineAfter(this.config.timeoutMs);
-    const outcomes: SubmitOutcome[] = new Array(messages.length);
-    const groups = groupByPayload(messages, (m) => JSON.stringify(this.message(m)), this.maxBatchSize);
-    await Promise.all(
-      groups.map(async (indices) => {
-        const group = indices.map((i) => messages[i]!);
-        const results = await this.send(group, deadline);
-        indices.forEach((i, k) => (outcomes[i] = results[k]!));
-      }),
+    return submitGrouped(
+      messages,
+      (m) => JSON.stringify(this.message(m)),
+      this.maxBatchSize,
+      (group) => this.send(group, deadline),
     );
-    return outcomes;
   }
 
   private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome[]> {
@@ -87,42 +71,27 @@ export class HmsAdapter implements VendorAdapter {
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: '80300008' });
     const url = joinUrl(this.config.baseUrl ?? HMS_BASE_URL, `/v1/${encodeURIComponent(this.config.clientId)}/messages:send`);
     const body = { validate_only: false, message: { ...this.message(group[0]!), token: group.map((m) => m.token) } };
-    for (let authRetried = false; ; authRetried = true) {
-      let bearer: string;
-      try {
-        bearer = await beforeDeadline(this.bearer.get(), deadline);
-      } catch (error) {
-        return all(
-          error instanceof HmsAuthError
-            ? { kind: 'auth-failed', code: error.code }
-            : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined),
-        );
-      }
-      let answer;
-      try {
-        answer = await this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body, deadline);
-      } catch (error) {
-        if (error instanceof NetworkError) return all(noAnswer(error.written, error.retryAfterMs));
-        throw error;
-      }
-      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-      const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
-      // Huawei's answers must be read from the body whatever the status; 503 is flow control.
-      const parsed = jsonOf(answer.text) as { code?: string; msg?: string; requestId?: string } | undefined;
-      const code = typeof parsed?.code === 'string' ? parsed.code : undefined;
-      if (answer.status === 503) return all(outcomeOf('rate-limited', code ?? '503', extra));
-      if (code === undefined || !Object.hasOwn(HMS_CODES, code)) {
-        return all(outcomeOf(ruleFor(HMS_STATUS_FALLBACK, String(answer.status)), code ?? String(answer.status), extra));
-      }
-      const rule = ruleFor(HMS_CODES, code);
-      if (rule === 'auth-refresh' && !authRetried) {
-        this.bearer.invalidate(bearer);
-        continue;
-      }
-      if (rule !== 'accepted') return all(outcomeOf(rule, code, extra));
-      const illegal = new Set(code === '80100000' ? illegalTokens(parsed?.msg) : []);
-      return group.map((m) => (illegal.has(m.token) ? { kind: 'dead-token', code } : { kind: 'accepted', vendorMessageId: parsed?.requestId ?? '' }));
-    }
+    const sent = await callWithCredential<SubmitOutcome[]>(
+      this.bearer,
+      deadline,
+      (bearer) => this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body, deadline),
+      (answer, mayRefresh) => {
+        const extra = retryAfterOf(answer.headers, this.now());
+        // Huawei's answers must be read from the body whatever the status; 503 is flow control.
+        const parsed = jsonOf(answer.text) as { code?: string; msg?: string; requestId?: string } | undefined;
+        const code = typeof parsed?.code === 'string' ? parsed.code : undefined;
+        if (answer.status === 503) return all(outcomeOf('rate-limited', code ?? '503', extra));
+        if (code === undefined || !Object.hasOwn(HMS_CODES, code)) {
+          return all(outcomeOf(ruleFor(HMS_STATUS_FALLBACK, String(answer.status)), code ?? String(answer.status), extra));
+        }
+        const rule = ruleFor(HMS_CODES, code);
+        if (rule === 'auth-refresh' && mayRefresh) return REFRESH;
+        if (rule !== 'accepted') return all(outcomeOf(rule, code, extra));
+        const illegal = new Set(code === '80100000' ? illegalTokens(parsed?.msg) : []);
+        return group.map((m) => (illegal.has(m.token) ? { kind: 'dead-token', code } : { kind: 'accepted', vendorMessageId: parsed?.requestId ?? '' }));
+      },
+    );
+    return Array.isArray(sent) ? sent : all(sent);
   }
 
   /** Huawei receipt: `{"statuses":[{biTag, appid, token, status, timestamp, requestId}]}` (signature checked by the receiver). */
@@ -136,16 +105,6 @@ export class HmsAdapter implements VendorAdapter {
       code: String(s.status),
       at: Number(s.timestamp) || this.now(),
     }));
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
-  }
-}
-
-class HmsAuthError extends Error {
-  constructor(readonly code: string) {
-    super(`HMS OAuth refused: ${code}`);
   }
 }
 

@@ -1,19 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { OppoAppConfig } from '../apps-config.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp, type HttpAnswer } from '../http.ts';
-import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { deadlineAfter, joinUrl, jsonOf, type HttpAnswer } from '../http.ts';
+import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
 
 export const OPPO_BASE_URL = 'https://api.push.oppomobile.com';
-
-export interface OppoAdapterDeps {
-  readonly ca?: string | undefined;
-  readonly now?: () => number;
-}
 
 interface OppoBody {
   code?: number;
@@ -26,23 +22,20 @@ interface OppoBody {
  * 23 h); unicast for one message, unicast_batch (≤1000, per-item results) for more; the
  * communication class via `category` + `notify_level`; `app_message_id` = task id (vendor dedupe).
  */
-export class OppoAdapter implements VendorAdapter {
+export class OppoAdapter extends HttpVendorAdapter implements VendorAdapter {
   readonly vendor = 'oppo' as const;
   readonly maxBatchSize = 1000;
   /** `action_parameters` (the custom data) ≤ 4000 characters, counted here in UTF-8 bytes (stricter). */
   readonly maxPayloadBytes = OPPO_PAYLOAD_LIMITS.actionParametersMax;
-  private readonly http: VendorHttp;
   private readonly authToken: CachedCredential;
-  private readonly now: () => number;
   private readonly base: string;
 
   constructor(
     private readonly config: OppoAppConfig,
-    deps: OppoAdapterDeps = {},
+    deps: HttpAdapterDeps = {},
   ) {
-    this.now = deps.now ?? Date.now;
+    super(config, deps);
     this.base = config.baseUrl ?? OPPO_BASE_URL;
-    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
     this.authToken = new CachedCredential(() => this.mintAuthToken(), 60 * 60_000, this.now);
   }
 
@@ -54,7 +47,7 @@ export class OppoAdapter implements VendorAdapter {
     const answer = await this.http.postForm(joinUrl(this.base, '/server/v1/auth'), {}, { app_key: this.config.appKey, timestamp, sign });
     const body = jsonOf(answer.text) as OppoBody | undefined;
     const token = !Array.isArray(body?.data) ? body?.data?.auth_token : undefined;
-    if (answer.status !== 200 || body?.code !== 0 || !token) throw new OppoAuthError(String(body?.code ?? `HTTP_${answer.status}`));
+    if (answer.status !== 200 || body?.code !== 0 || !token) throw new CredentialRefused('OPPO auth', String(body?.code ?? `HTTP_${answer.status}`));
     return { value: token, expiresAtMs: Number(timestamp) + 24 * 3600_000 };
   }
 
@@ -81,11 +74,6 @@ export class OppoAdapter implements VendorAdapter {
     };
   }
 
-  /** Connections attempted so far, reconnects included (for tests and metrics). */
-  get connectionsOpened(): number {
-    return this.http.connectionsOpened;
-  }
-
   payloadBytes(m: PushMessage): number {
     return Buffer.byteLength(oppoActionParameters(m));
   }
@@ -107,42 +95,21 @@ export class OppoAdapter implements VendorAdapter {
   }
 
   /** Posts with the auth token (form field and header); refreshes it once on 11 / 29. */
-  private async call(
-    path: string,
-    form: Record<string, string>,
-    deadline: number,
-  ): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
-    for (let authRetried = false; ; authRetried = true) {
-      let token: string;
-      try {
-        token = await beforeDeadline(this.authToken.get(), deadline);
-      } catch (error) {
-        return error instanceof OppoAuthError
-          ? { kind: 'auth-failed', code: error.code }
-          : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
-      }
-      let answer;
-      try {
-        answer = await this.http.postForm(joinUrl(this.base, path), { auth_token: token }, { auth_token: token, ...form }, deadline);
-      } catch (error) {
-        if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
-        throw error;
-      }
-      const body = jsonOf(answer.text) as OppoBody | undefined;
-      if (ruleFor(OPPO_CODES, String(body?.code)) === 'auth-refresh' && !authRetried) {
-        this.authToken.invalidate(token);
-        continue;
-      }
-      return { answer, body };
-    }
+  private call(path: string, form: Record<string, string>, deadline: number): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
+    return callWithCredential(
+      this.authToken,
+      deadline,
+      (token) => this.http.postForm(joinUrl(this.base, path), { auth_token: token }, { auth_token: token, ...form }, deadline),
+      (answer, mayRefresh) => {
+        const body = jsonOf(answer.text) as OppoBody | undefined;
+        return ruleFor(OPPO_CODES, String(body?.code)) === 'auth-refresh' && mayRefresh ? REFRESH : { answer, body };
+      },
+    );
   }
 
   private failure(answer: HttpAnswer, body: OppoBody | undefined): SubmitOutcome | undefined {
-    const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-    const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
-    if (typeof body?.code !== 'number') {
-      return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'unknown-code', `HTTP_${answer.status}`, extra);
-    }
+    const extra = retryAfterOf(answer.headers, this.now());
+    if (typeof body?.code !== 'number') return outcomeOf(httpStatusRule(answer.status), `HTTP_${answer.status}`, extra);
     return body.code === 0 ? undefined : outcomeOf(ruleFor(OPPO_CODES, String(body.code)), String(body.code), extra);
   }
 
@@ -187,15 +154,5 @@ export class OppoAdapter implements VendorAdapter {
           at: Number(e.eventTime) || this.now(),
         })),
     );
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
-  }
-}
-
-class OppoAuthError extends Error {
-  constructor(readonly code: string) {
-    super(`OPPO auth refused: ${code}`);
   }
 }

@@ -1,20 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { VivoAppConfig } from '../apps-config.ts';
-import { groupByPayload } from '../batching.ts';
+import { submitGrouped } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { beforeDeadline, deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { httpStatusRule, noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
 import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
 
 export const VIVO_BASE_URL = 'https://api-push.vivo.com.cn';
-
-export interface VivoAdapterDeps {
-  readonly ca?: string | undefined;
-  readonly now?: () => number;
-}
 
 interface VivoBody {
   result?: number;
@@ -33,23 +29,20 @@ const requestIdOf = (id: string) => (id.length <= 64 ? id : createHash('sha256')
  * refreshed hourly as vivo advises); /message/send for one, saveListPayload + pushToList for
  * identical messages to 2–1000 regIds; system classification (`classification` 1 + `category`).
  */
-export class VivoAdapter implements VendorAdapter {
+export class VivoAdapter extends HttpVendorAdapter implements VendorAdapter {
   readonly vendor = 'vivo' as const;
   readonly maxBatchSize = 1000;
   /** clientCustomMap ≤ 1024 characters (counted in UTF-8 bytes of its JSON, stricter). */
   readonly maxPayloadBytes = VIVO_PAYLOAD_LIMITS.clientCustomMapMax;
-  private readonly http: VendorHttp;
   private readonly authToken: CachedCredential;
-  private readonly now: () => number;
   private readonly base: string;
 
   constructor(
     private readonly config: VivoAppConfig,
-    deps: VivoAdapterDeps = {},
+    deps: HttpAdapterDeps = {},
   ) {
-    this.now = deps.now ?? Date.now;
+    super(config, deps);
     this.base = config.baseUrl ?? VIVO_BASE_URL;
-    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
     this.authToken = new CachedCredential(() => this.mintAuthToken(), 23 * 3600_000, this.now);
   }
 
@@ -61,7 +54,8 @@ export class VivoAdapter implements VendorAdapter {
       .digest('hex');
     const answer = await this.http.postJson(joinUrl(this.base, '/message/auth'), {}, { appId, appKey, timestamp, sign });
     const body = jsonOf(answer.text) as VivoBody | undefined;
-    if (answer.status !== 200 || body?.result !== 0 || !body.authToken) throw new VivoAuthError(String(body?.result ?? `HTTP_${answer.status}`));
+    if (answer.status !== 200 || body?.result !== 0 || !body.authToken)
+      throw new CredentialRefused('vivo auth', String(body?.result ?? `HTTP_${answer.status}`));
     return { value: body.authToken, expiresAtMs: timestamp + 24 * 3600_000 };
   }
 
@@ -86,61 +80,36 @@ export class VivoAdapter implements VendorAdapter {
     };
   }
 
-  /** Connections attempted so far, reconnects included (for tests and metrics). */
-  get connectionsOpened(): number {
-    return this.http.connectionsOpened;
-  }
-
   payloadBytes(m: PushMessage): number {
     return vivoCustomMapBytes(m);
   }
 
   /** Settles within the app's timeout (auth token mint included). */
-  async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+  submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
     const deadline = deadlineAfter(this.config.timeoutMs);
-    const outcomes: SubmitOutcome[] = new Array(messages.length);
-    const groups = groupByPayload(messages, (m) => JSON.stringify(this.content(m)), this.maxBatchSize);
-    await Promise.all(
-      groups.map(async (indices) => {
-        const group = indices.map((i) => messages[i]!);
-        const results = await this.send(group, deadline);
-        indices.forEach((i, k) => (outcomes[i] = results[k]!));
-      }),
+    return submitGrouped(
+      messages,
+      (m) => JSON.stringify(this.content(m)),
+      this.maxBatchSize,
+      (group) => this.send(group, deadline),
     );
-    return outcomes;
   }
 
-  private async call(path: string, body: unknown, deadline: number): Promise<VivoBody | SubmitOutcome> {
-    for (let authRetried = false; ; authRetried = true) {
-      let token: string;
-      try {
-        token = await beforeDeadline(this.authToken.get(), deadline);
-      } catch (error) {
-        return error instanceof VivoAuthError
-          ? { kind: 'auth-failed', code: error.code }
-          : noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
-      }
-      let answer;
-      try {
-        answer = await this.http.postJson(joinUrl(this.base, path), { authToken: token }, body, deadline);
-      } catch (error) {
-        if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
-        throw error;
-      }
-      const parsed = jsonOf(answer.text) as VivoBody | undefined;
-      const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-      const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
-      if (answer.status !== 200 || typeof parsed?.result !== 'number') {
-        return outcomeOf(answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'unknown-code', `HTTP_${answer.status}`, extra);
-      }
-      const code = String(parsed.result);
-      const rule = ruleFor(VIVO_RESULTS, code);
-      if (rule === 'auth-refresh' && !authRetried) {
-        this.authToken.invalidate(token);
-        continue;
-      }
-      return rule === 'accepted' ? parsed : outcomeOf(rule, code, extra);
-    }
+  private call(path: string, body: unknown, deadline: number): Promise<VivoBody | SubmitOutcome> {
+    return callWithCredential<VivoBody | SubmitOutcome>(
+      this.authToken,
+      deadline,
+      (token) => this.http.postJson(joinUrl(this.base, path), { authToken: token }, body, deadline),
+      (answer, mayRefresh) => {
+        const parsed = jsonOf(answer.text) as VivoBody | undefined;
+        const extra = retryAfterOf(answer.headers, this.now());
+        if (answer.status !== 200 || typeof parsed?.result !== 'number') return outcomeOf(httpStatusRule(answer.status), `HTTP_${answer.status}`, extra);
+        const code = String(parsed.result);
+        const rule = ruleFor(VIVO_RESULTS, code);
+        if (rule === 'auth-refresh' && mayRefresh) return REFRESH;
+        return rule === 'accepted' ? parsed : outcomeOf(rule, code, extra);
+      },
+    );
   }
 
   private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome[]> {
@@ -187,15 +156,5 @@ export class VivoAdapter implements VendorAdapter {
           at: Number(r.ackTime) || this.now(),
         })),
     );
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
-  }
-}
-
-class VivoAuthError extends Error {
-  constructor(readonly code: string) {
-    super(`vivo auth refused: ${code}`);
   }
 }

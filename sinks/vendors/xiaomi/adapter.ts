@@ -1,7 +1,8 @@
 import type { XiaomiAppConfig } from '../apps-config.ts';
-import { groupByPayload } from '../batching.ts';
-import { deadlineAfter, joinUrl, jsonOf, NetworkError, VendorHttp } from '../http.ts';
-import { noAnswer, outcomeOf, parseRetryAfter, ruleFor } from '../outcomes.ts';
+import { submitGrouped } from '../batching.ts';
+import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { answerOf, HttpVendorAdapter, type HttpAdapterDeps } from '../http-adapter.ts';
+import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
@@ -9,31 +10,22 @@ import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload
 
 export const XIAOMI_BASE_URL = 'https://api.xmpush.xiaomi.com';
 
-export interface XiaomiAdapterDeps {
-  readonly ca?: string | undefined;
-  readonly now?: () => number;
-}
-
 /**
  * Xiaomi MiPush v3: `Authorization: key=<AppSecret>`, form POST to /v3/message/regid with a
  * comma-joined regId list per identical message, private (IM) channel via `extra.channel_id`,
  * tray replacement via `notify_id`, receipts requested per message through `extra.callback`.
  */
-export class XiaomiAdapter implements VendorAdapter {
+export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
   readonly vendor = 'xiaomi' as const;
   /** UNCONFIRMED vendor cap; 1000 is the common figure. */
   readonly maxBatchSize = 1000;
   /** UNCONFIRMED (65009 "content too long"); 4 KB over title + description + payload. */
   readonly maxPayloadBytes = XIAOMI_PAYLOAD_LIMITS.maxBytes;
-  private readonly http: VendorHttp;
-  private readonly now: () => number;
-
   constructor(
     private readonly config: XiaomiAppConfig,
-    deps: XiaomiAdapterDeps = {},
+    deps: HttpAdapterDeps = {},
   ) {
-    this.now = deps.now ?? Date.now;
-    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+    super(config, deps);
   }
 
   private form(m: PushMessage): Record<string, string> {
@@ -57,55 +49,40 @@ export class XiaomiAdapter implements VendorAdapter {
     return form;
   }
 
-  /** Connections attempted so far, reconnects included (for tests and metrics). */
-  get connectionsOpened(): number {
-    return this.http.connectionsOpened;
-  }
-
   payloadBytes(m: PushMessage): number {
     return xiaomiPayloadBytes(m);
   }
 
   /** Settles within the app's timeout. */
-  async submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
+  submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
     const deadline = deadlineAfter(this.config.timeoutMs);
-    const outcomes: SubmitOutcome[] = new Array(messages.length);
-    const groups = groupByPayload(messages, (m) => JSON.stringify(this.form(m)), this.maxBatchSize);
-    await Promise.all(
-      groups.map(async (indices) => {
-        const outcome = await this.send(
-          indices.map((i) => messages[i]!),
-          deadline,
-        );
-        for (const i of indices) outcomes[i] = outcome;
-      }),
+    return submitGrouped(
+      messages,
+      (m) => JSON.stringify(this.form(m)),
+      this.maxBatchSize,
+      async (group) => {
+        const outcome = await this.send(group, deadline);
+        return group.map(() => outcome);
+      },
     );
-    return outcomes;
   }
 
   /** One request; MiPush answers for the request as a whole. */
   private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: '65009' };
     const form = { ...this.form(group[0]!), registration_id: group.map((m) => m.token).join(',') };
-    let answer;
-    try {
-      answer = await this.http.postForm(
+    const answer = await answerOf(
+      this.http.postForm(
         joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'),
         { authorization: `key=${this.config.appSecret}` },
         form,
         deadline,
-      );
-    } catch (error) {
-      if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
-      throw error;
-    }
-    const retryAfterMs = parseRetryAfter(answer.headers['retry-after'], this.now());
-    const extra = retryAfterMs === undefined ? {} : { retryAfterMs };
+      ),
+    );
+    if ('kind' in answer) return answer;
+    const extra = retryAfterOf(answer.headers, this.now());
     const body = jsonOf(answer.text) as { result?: string; code?: number; data?: { id?: string } } | undefined;
-    if (answer.status !== 200 || typeof body?.code !== 'number') {
-      const rule = answer.status === 429 ? 'rate-limited' : answer.status >= 500 ? 'retryable' : 'unknown-code';
-      return outcomeOf(rule, `HTTP_${answer.status}`, extra);
-    }
+    if (answer.status !== 200 || typeof body?.code !== 'number') return outcomeOf(httpStatusRule(answer.status), `HTTP_${answer.status}`, extra);
     const code = String(body.code);
     const rule = ruleFor(XIAOMI_CODES, code);
     return outcomeOf(rule, code, { ...extra, vendorMessageId: body.data?.id ?? '' });
@@ -139,9 +116,5 @@ export class XiaomiAdapter implements VendorAdapter {
       }
     }
     return out;
-  }
-
-  close(): Promise<void> {
-    return this.http.close();
   }
 }

@@ -1,0 +1,84 @@
+/**
+ * What the adapters of the HTTPS vendors (FCM, HMS, Xiaomi, OPPO, vivo) share: one VendorHttp
+ * client per (app, vendor) and the clock, and the call made with a cached credential that is
+ * minted again once when the vendor refuses it (docs/vendors.md).
+ */
+import type { VendorCommon } from './apps-config.ts';
+import type { CachedCredential } from './credential.ts';
+import { beforeDeadline, NetworkError, VendorHttp, type HttpAnswer } from './http.ts';
+import { noAnswer } from './outcomes.ts';
+import type { SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
+
+export interface HttpAdapterDeps {
+  readonly ca?: string | undefined;
+  readonly now?: () => number;
+}
+
+export abstract class HttpVendorAdapter {
+  protected readonly http: VendorHttp;
+  protected readonly now: () => number;
+
+  constructor(config: VendorCommon, deps: HttpAdapterDeps) {
+    this.now = deps.now ?? Date.now;
+    this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
+  }
+
+  /** Connections attempted so far, reconnects included (for tests and metrics). */
+  get connectionsOpened(): number {
+    return this.http.connectionsOpened;
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+/** A credential endpoint's refusal (OAuth, OPPO or vivo auth): the push fails as auth-failed with its code. */
+export class CredentialRefused extends Error {
+  constructor(
+    endpoint: string,
+    readonly code: string,
+  ) {
+    super(`${endpoint} refused: ${code}`);
+  }
+}
+
+/** What `read` returns when the vendor refused the credential: it is dropped, minted again and the call made once more. */
+export const REFRESH = Symbol('refresh the credential');
+
+/** The answer to a call, or the outcome of a call that got none (it may have been written or not). */
+export async function answerOf(call: Promise<HttpAnswer>): Promise<HttpAnswer | SubmitOutcome> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof NetworkError) return noAnswer(error.written, error.retryAfterMs);
+    throw error;
+  }
+}
+
+/**
+ * One vendor call with a cached credential. The credential is awaited within `deadline`: refused
+ * by its endpoint, the call is auth-failed; not there in time, the call is not sent. `read` turns
+ * the answer into the caller's result, or, while `mayRefresh` (the first answer only), into REFRESH.
+ */
+export async function callWithCredential<T>(
+  credential: CachedCredential,
+  deadline: number,
+  post: (credential: string) => Promise<HttpAnswer>,
+  read: (answer: HttpAnswer, mayRefresh: boolean) => T | typeof REFRESH,
+): Promise<T | SubmitOutcome> {
+  for (let mayRefresh = true; ; mayRefresh = false) {
+    let value: string;
+    try {
+      value = await beforeDeadline(credential.get(), deadline);
+    } catch (error) {
+      if (error instanceof CredentialRefused) return { kind: 'auth-failed', code: error.code };
+      return noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
+    }
+    const answer = await answerOf(post(value));
+    if ('kind' in answer) return answer;
+    const result = read(answer, mayRefresh);
+    if (result !== REFRESH) return result;
+    credential.invalidate(value);
+  }
+}
