@@ -10,6 +10,7 @@ import { replayCommand, replayHelp } from './commands/replay.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
 import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 import { configCommand, configHelp } from './commands/config.ts';
+import { checkConfiguration } from './config-check.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/. */
 const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
@@ -47,6 +48,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(command.help);
     return 0;
   }
+  // Every PUSH_* key is checked before any command acts, and every bad one is named at once;
+  // pushctl config lists the keys and reports the same errors itself.
+  if (name !== 'config') checkConfiguration(process.env);
   return command.run(args);
 }
 
