@@ -21,18 +21,8 @@ export type DecisionReason =
   | 'quota'; // every channel of the device is over its daily quota
 
 /** What an outcome is about: one message (or merged notification) for one device, or for the user when device is null. */
-export interface OutcomeSubject {
-  uid: string;
-  device_id: string | null;
-  conv_id: string;
-  seq: number;
-  msg_id: string;
-  app_id: string;
-  persisted_at: number;
-  platform?: string | null;
-  vendor?: string | null;
-  collapse_id?: string | null;
-}
+export type OutcomeSubject = Pick<PushOutcome, 'uid' | 'device_id' | 'conv_id' | 'seq' | 'msg_id' | 'app_id' | 'persisted_at'> &
+  Partial<Pick<PushOutcome, 'platform' | 'vendor' | 'collapse_id'>>;
 
 export function decisionOutcome(stage: DecisionStage, status: OutcomeStatus, reason: DecisionReason, subject: OutcomeSubject, at: number): PushOutcome {
   const task = taskId(subject.uid, subject.conv_id, subject.seq, subject.device_id ?? '');

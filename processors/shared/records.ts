@@ -65,22 +65,9 @@ export interface UserSettings {
   updated_at: number;
 }
 
-/** The message fields a candidate and a merged notification carry for one device. */
-export interface DeviceMessage {
-  uid: string;
+/** The message fields a candidate and a merged notification carry for one device: the persisted message and the device. */
+export interface DeviceMessage extends MessagePersisted {
   device_id: string;
-  conv_id: string;
-  seq: number;
-  msg_id: string;
-  conv_type: ConvType;
-  sender_uid: string;
-  unread_cnt: number;
-  title: string;
-  summary: string;
-  sensitive: boolean;
-  mention: Mention;
-  persisted_at: number;
-  app_id: string;
 }
 
 /** push.candidates (push-candidate.avsc). */

@@ -62,14 +62,15 @@ const RECEIPT_KIND: Readonly<Record<PushReceiptRecord['status'], PushEventKind>>
 };
 
 const toSeconds = (ms: number): number => Math.max(0, Math.floor(ms / 1000));
+/** The two columns of the instant an event happened. */
+const eventTime = (at: number): Pick<PushEventRow, 'event_time' | 'event_ms'> => ({ event_time: toSeconds(at), event_ms: Math.max(0, Math.floor(at)) });
 /** UInt32 range for latencies; negative latencies (clock skew) are recorded as 0. */
 const clampLatency = (ms: number): number => Math.min(4_294_967_295, Math.max(0, Math.round(ms)));
 
 export function rowFromOutcome(outcome: PushOutcomeRecord): PushEventRow {
   return {
     event_id: outcome.event_id,
-    event_time: toSeconds(outcome.at),
-    event_ms: Math.max(0, Math.floor(outcome.at)),
+    ...eventTime(outcome.at),
     kind: OUTCOME_KIND[outcome.status] ?? 'failed',
     source: 'outcome',
     stage: outcome.stage,
@@ -100,8 +101,7 @@ export function rowFromReceipt(receipt: PushReceiptRecord, persistedAt?: number)
   if (!receipt.matched || !receipt.task_id) return undefined;
   return {
     event_id: receipt.event_id,
-    event_time: toSeconds(receipt.at),
-    event_ms: Math.max(0, Math.floor(receipt.at)),
+    ...eventTime(receipt.at),
     kind: RECEIPT_KIND[receipt.status] ?? 'failed',
     source: 'receipt',
     stage: 'receipt-join',
