@@ -4,7 +4,8 @@
  * submissions per trigger and whether every (device, conversation) ended on its latest seq.
  */
 import type { ReceivedPush } from '../emulators/index.ts';
-import type { Device, MessagePersisted, Population, TimedRecord } from '../demo/workload.ts';
+import type { Device, Population, TimedRecord } from '../demo/workload.ts';
+import type { MessagePersisted } from '../processors/shared/records.ts';
 import { quantile } from './probes.ts';
 
 /** The custom data every adapter sends (conv_id, seq, msg_id), as the emulators parsed it. */

@@ -6,7 +6,7 @@
  * says which pushes must reach which vendor with which token, and in which outcome class every
  * (message, device) must end (docs/design.md §1.6). Used by the end-to-end, scaling and chaos runs.
  */
-import type { TimedRecord } from '../demo/workload.ts';
+import { MAKERS, random, type SyntheticDevice, type TimedRecord } from '../demo/workload.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 
 export type Category = 'offline' | 'private' | 'online' | 'quiet' | 'muted' | 'dead-first' | 'no-token';
@@ -17,13 +17,7 @@ export type Category = 'offline' | 'private' | 'online' | 'quiet' | 'muted' | 'd
  */
 export type OutcomeClass = string;
 
-export interface ScenarioDevice {
-  readonly uid: string;
-  readonly deviceId: string;
-  readonly platform: 'ios' | 'android' | 'harmony';
-  readonly manufacturer: string;
-  /** The device's tokens, preferred first. */
-  readonly tokens: ReadonlyArray<{ vendor: Vendor; token: string }>;
+export interface ScenarioDevice extends SyntheticDevice {
   readonly online: boolean;
 }
 
@@ -114,25 +108,8 @@ const CATEGORY_CYCLE: readonly Category[] = [
   'no-token',
 ];
 
-const MAKERS = [
-  { manufacturer: 'apple', platform: 'ios', vendors: ['apns'] },
-  { manufacturer: 'huawei', platform: 'harmony', vendors: ['hms', 'fcm'] },
-  { manufacturer: 'xiaomi', platform: 'android', vendors: ['xiaomi', 'fcm'] },
-  { manufacturer: 'oppo', platform: 'android', vendors: ['oppo'] },
-  { manufacturer: 'vivo', platform: 'android', vendors: ['vivo'] },
-  { manufacturer: 'samsung', platform: 'android', vendors: ['fcm'] },
-] as const;
-
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Makers whose devices hold two tokens (the first reported dead in the `dead-first` category). */
+const TWO_TOKEN_MAKERS = MAKERS.filter((m) => m.vendors.length > 1);
 
 /** Quiet hours (UTC) that cover now and the next two hours, whatever the time of day. */
 function quietHoursAround(nowMs: number): { start_minute: number; end_minute: number } {
@@ -153,7 +130,7 @@ export function buildScenario(o: ScenarioOptions): Scenario {
     const deviceCount = category === 'no-token' ? 0 : 1 + (i % 3 === 0 ? 1 : 0);
     const devices: ScenarioDevice[] = [];
     for (let d = 0; d < deviceCount; d++) {
-      const maker = category === 'dead-first' ? MAKERS[1 + (d % 2)]! : MAKERS[(i + d * 2) % MAKERS.length]!;
+      const maker = category === 'dead-first' ? TWO_TOKEN_MAKERS[d % 2]! : MAKERS[(i + d * 2) % MAKERS.length]!;
       const deviceId = `${uid}-d${d}`;
       const tokens = maker.vendors.map((vendor) => ({ vendor, token: o.tokenFor(vendor, `${deviceId}-${vendor}`) }));
       if (category === 'dead-first') deadTokens.push(tokens[0]!);

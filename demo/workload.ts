@@ -5,6 +5,7 @@
  * devices that went to the background. Deterministic for a seed.
  */
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
+import type { MessagePersisted, PresenceEvent, PresenceKind } from '../processors/shared/records.ts';
 
 export interface WorkloadOptions {
   /** Users in the population. */
@@ -43,13 +44,17 @@ export interface TimelineCounters {
   readonly unread: Map<string, number>;
 }
 
-export interface Device {
+/** A synthetic device (of the demo population, of the chaos scenario) and the tokens its maker implies. */
+export interface SyntheticDevice {
   readonly uid: string;
   readonly deviceId: string;
   readonly platform: 'ios' | 'android' | 'harmony';
   readonly manufacturer: string;
   /** Tokens in the order the device holds them; the first is its preferred channel. */
   readonly tokens: ReadonlyArray<{ vendor: Vendor; token: string }>;
+}
+
+export interface Device extends SyntheticDevice {
   readonly presence: 'online' | 'background' | 'offline';
   readonly deadFirstToken: boolean;
 }
@@ -74,30 +79,6 @@ export type TimedRecord =
   | { readonly topic: 'persisted'; readonly at: number; readonly key: string; readonly value: MessagePersisted }
   | { readonly topic: 'presence'; readonly at: number; readonly key: string; readonly value: PresenceEvent };
 
-export interface MessagePersisted {
-  msg_id: string;
-  conv_id: string;
-  conv_type: 'SINGLE' | 'GROUP';
-  seq: number;
-  sender_uid: string;
-  uid: string;
-  unread_cnt: number;
-  title: string;
-  summary: string;
-  sensitive: boolean;
-  mention: 'NONE' | 'DIRECT' | 'ALL';
-  persisted_at: number;
-  app_id: string;
-}
-export interface PresenceEvent {
-  uid: string;
-  device_id: string;
-  kind: string;
-  conv_id: string | null;
-  seq: number | null;
-  at: number;
-}
-
 /** Mulberry32: small, fast, good enough for workloads. */
 export function random(seed: number): () => number {
   let a = seed >>> 0;
@@ -110,7 +91,8 @@ export function random(seed: number): () => number {
   };
 }
 
-const MAKERS: ReadonlyArray<{ manufacturer: string; platform: Device['platform']; vendors: Vendor[]; weight: number }> = [
+/** The device makers, the platform and the push vendors of their devices (preferred first), and their share of devices. */
+export const MAKERS: ReadonlyArray<{ manufacturer: string; platform: Device['platform']; vendors: Vendor[]; weight: number }> = [
   { manufacturer: 'apple', platform: 'ios', vendors: ['apns'], weight: 0.3 },
   { manufacturer: 'huawei', platform: 'harmony', vendors: ['hms', 'fcm'], weight: 0.2 },
   { manufacturer: 'xiaomi', platform: 'android', vendors: ['xiaomi', 'fcm'], weight: 0.15 },
@@ -216,7 +198,7 @@ export function* timeline(
 ): Generator<TimedRecord> {
   const rnd = random((options.seed ?? 1) + 7);
   const events: TimedRecord[] = [];
-  const presence = (device: Device, kind: string, at: number, conv: string | null = null, seq: number | null = null) =>
+  const presence = (device: Device, kind: PresenceKind, at: number, conv: string | null = null, seq: number | null = null) =>
     events.push({ topic: 'presence', at, key: device.uid, value: { uid: device.uid, device_id: device.deviceId, kind, conv_id: conv, seq, at } });
   for (const device of population.devices) {
     if (device.presence === 'online') presence(device, 'CONNECT', options.startMs - 1000);
