@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep } from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, tryJson } from './common.ts';
 import type { VendorJson } from './common.ts';
 
 /** HTTP status Huawei pairs with a business code (UNCONFIRMED per code; 401 auth, 500/503 server). */
@@ -197,14 +197,5 @@ export class HmsEmulator extends HttpsEmulator {
     };
     for (const t of tokens) this.rememberReceipt(t, post([t]));
     this.scheduleReceipt(post(tokens));
-  }
-}
-
-function tryJson(s: unknown): unknown {
-  if (typeof s !== 'string') return s;
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
   }
 }

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, vendorCharCount } from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, tryJson, vendorCharCount } from './common.ts';
 import type { VendorJson } from './common.ts';
 
 /** Longest `content` per notification style (1 standard, 2 long text, 3 big picture). */
@@ -177,14 +177,5 @@ function faultCode(fault: Exclude<Fault, { kind: 'dead-token' }>): number {
       return 11;
     case 'code':
       return Number(fault.code);
-  }
-}
-
-function tryJson(s: unknown): unknown {
-  if (typeof s !== 'string') return s;
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
   }
 }

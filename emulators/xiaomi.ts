@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, vendorCharCount } from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, tryJson, vendorCharCount } from './common.ts';
 
 export interface XiaomiAppRegistration {
   readonly appSecret: string;
@@ -51,7 +51,7 @@ export class XiaomiEmulator extends HttpsEmulator {
           title: form.get('title') ?? undefined,
           body: form.get('description') ?? undefined,
           collapseId: form.get('notify_id') ?? undefined,
-          data: tryJson(form.get('payload')),
+          data: tryJson(form.get('payload') ?? undefined),
         });
       }
     };
@@ -138,14 +138,5 @@ export class XiaomiEmulator extends HttpsEmulator {
     };
     for (const r of regIds) this.rememberReceipt(r, post([r]));
     this.scheduleReceipt(post(regIds));
-  }
-}
-
-function tryJson(s: string | null): unknown {
-  if (s === null) return undefined;
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
   }
 }
