@@ -11,20 +11,21 @@ import { topicsCommand, topicsHelp } from './commands/topics.ts';
 import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 import { configCommand, configHelp } from './commands/config.ts';
 import { checkConfiguration } from './config-check.ts';
+import { checkArgs, UsageError, type CommandUsage } from './args.ts';
 
-/** pushctl: the operator's command line. Each command lives in cli/commands/. */
-const commands: Record<string, { help: string; run: (args: string[]) => Promise<number> }> = {
-  stack: { help: stackHelp, run: stackCommand },
-  topics: { help: topicsHelp, run: topicsCommand },
-  migrate: { help: migrateHelp, run: migrateCommand },
-  run: { help: runHelp, run: runCommand },
-  receiver: { help: receiverHelp, run: receiverCommand },
-  demo: { help: demoHelp, run: demoCommand },
-  status: { help: statusHelp, run: statusCommand },
-  tokens: { help: tokensHelp, run: tokensCommand },
-  replay: { help: replayHelp, run: replayCommand },
-  arrival: { help: arrivalHelp, run: arrivalCommand },
-  config: { help: configHelp, run: configCommand },
+/** pushctl: the operator's command line. Each command lives in cli/commands/; its flags are checked here (cli/args.ts). */
+const commands: Record<string, { help: string; usage: CommandUsage; run: (args: string[]) => Promise<number> }> = {
+  stack: { help: stackHelp, usage: { actions: ['up', 'down', 'status'], maxArguments: 1 }, run: stackCommand },
+  topics: { help: topicsHelp, usage: { actions: ['create', 'describe'], maxArguments: 1, values: ['--partitions', '--prefix'] }, run: topicsCommand },
+  migrate: { help: migrateHelp, usage: { switches: ['--mysql-only'] }, run: migrateCommand },
+  run: { help: runHelp, usage: { values: ['--stages', '--instances'], switches: ['--receiver'] }, run: runCommand },
+  receiver: { help: receiverHelp, usage: {}, run: receiverCommand },
+  demo: { help: demoHelp, usage: { values: ['--users', '--messages', '--seconds', '--instances'] }, run: demoCommand },
+  status: { help: statusHelp, usage: { values: ['--app', '--stage', '--metrics'], switches: ['--json'] }, run: statusCommand },
+  tokens: { help: tokensHelp, usage: { actions: ['show', 'invalidate'], maxArguments: 2, values: ['--device', '--vendor', '--reason'] }, run: tokensCommand },
+  replay: { help: replayHelp, usage: { values: ['--since', '--until', '--vendor', '--app'], switches: ['--dry-run'] }, run: replayCommand },
+  arrival: { help: arrivalHelp, usage: { values: ['--since', '--by'] }, run: arrivalCommand },
+  config: { help: configHelp, usage: { switches: ['--markdown'] }, run: configCommand },
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -50,8 +51,22 @@ async function main(argv: string[]): Promise<number> {
   }
   // Every PUSH_* key is checked before any command acts, and every bad one is named at once;
   // pushctl config lists the keys and reports the same errors itself.
+  let checked: string[];
+  try {
+    checked = checkArgs(args, command.usage);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`pushctl ${name}: ${error.message}\nusage: ${command.help.split('\n')[0]}\n(pushctl ${name} --help explains the command and its flags)`);
+    return 2;
+  }
   if (name !== 'config') checkConfiguration(process.env);
-  return command.run(args);
+  try {
+    return await command.run(checked);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`pushctl ${name}: ${error.message}\n(pushctl ${name} --help explains the command and its flags)`);
+    return 2;
+  }
 }
 
 main(process.argv.slice(2)).then(

@@ -10,6 +10,7 @@ import { topicName } from '../../pipeline/topics.ts';
 import type { PushDispatch } from '../../processors/shared/records.ts';
 import { parseDuration } from './arrival.ts';
 import { ConfigError } from '../../common/errors.ts';
+import { UsageError } from '../args.ts';
 import { REPLAY_HEADER } from '../../processors/fan-out/fan-out.ts';
 import { TASK_STATUS } from '../../processors/shared/task-status.ts';
 
@@ -81,13 +82,18 @@ async function findDispatches(
 
 export async function replayCommand(args: string[]): Promise<number> {
   const since = option(args, '--since');
-  if (!since) {
-    console.error(replayHelp);
-    return 2;
-  }
+  if (!since) throw new UsageError('--since is required (how far back failures count, e.g. --since 2h)');
+  const until = option(args, '--until');
+  const sinceMs = parseDuration(since, '--since');
+  const untilAgoMs = until === undefined ? 0 : parseDuration(until, '--until');
+  // Both are durations back from now: the range starts --since ago and ends --until ago.
+  if (untilAgoMs >= sinceMs)
+    throw new UsageError(
+      `--since ${since} is not earlier than --until ${until}: the range starts --since ago and ends --until ago, so --since must be the longer duration`,
+    );
   const now = Date.now();
-  const fromMs = now - parseDuration(since, '--since');
-  const untilMs = now - (option(args, '--until') ? parseDuration(option(args, '--until')!, '--until') : 0);
+  const fromMs = now - sinceMs;
+  const untilMs = now - untilAgoMs;
   const vendor = option(args, '--vendor');
   const app = option(args, '--app');
   const endpoints = readEndpoints();

@@ -4,6 +4,7 @@ import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { groupStatus, restartStatus, type GroupStatus, type RestartStatus } from '../../pipeline/group-status.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
+import { UsageError } from '../args.ts';
 
 export const statusHelp = `pushctl status [--app offline-push] [--stage ${STAGES.join('|')}] [--metrics URL[,URL...]] [--json]
 
@@ -69,7 +70,7 @@ export async function statusCommand(args: string[]): Promise<number> {
   const app = readKey({ PUSH_APPLICATION_ID: i('--app') ?? process.env.PUSH_APPLICATION_ID }, CONFIG_KEYS.PUSH_APPLICATION_ID);
   const stage = i('--stage');
   if (stage !== undefined && !(STAGES as readonly string[]).includes(stage))
-    throw new Error(`--stage: expected one of ${STAGES.join(' | ')}, got ${JSON.stringify(stage)}`);
+    throw new UsageError(`--stage: expected one of ${STAGES.join(' | ')}, got ${JSON.stringify(stage)}`);
   const admin = new Kafka({ clientId: 'pushctl', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {

@@ -5,6 +5,7 @@ import { readEndpoints } from '../../common/endpoints.ts';
 import { readKey } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { trafficProducer } from '../../demo/traffic.ts';
+import { UsageError } from '../args.ts';
 import type { TokenReport } from '../../processors/shared/records.ts';
 
 export const tokensHelp = `pushctl tokens show <uid> | invalidate <uid> [--device D] [--vendor V] [--reason R]
@@ -51,10 +52,11 @@ async function tokensOf(uid: string): Promise<TokenRow[]> {
 
 export async function tokensCommand(args: string[]): Promise<number> {
   const [action, uid] = args;
-  if (!uid || (action !== 'show' && action !== 'invalidate')) {
+  if (action !== 'show' && action !== 'invalidate') {
     console.error(tokensHelp);
     return 2;
   }
+  if (!uid) throw new UsageError(`tokens ${action} needs the user's uid (pushctl tokens ${action} <uid>)`);
   const rows = await tokensOf(uid);
   if (action === 'show') {
     if (rows.length === 0) console.log(`no tokens for ${uid}`);
