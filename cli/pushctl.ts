@@ -1,4 +1,5 @@
 #!/usr/bin/env -S node --import tsx
+import { readFileSync } from 'node:fs';
 import { stackCommand, stackHelp } from './commands/stack.ts';
 import { statusCommand, statusHelp } from './commands/status.ts';
 import { migrateCommand, migrateHelp } from './commands/migrate.ts';
@@ -28,15 +29,25 @@ const commands: Record<string, { help: string; usage: CommandUsage; run: (args: 
   config: { help: configHelp, usage: { switches: ['--markdown'] }, run: configCommand },
 };
 
+/** The version in package.json, next to cli/. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
+
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
+  if (name === '--version') {
+    console.log(`pushctl ${packageVersion()}`);
+    return 0;
+  }
   if (!name || name === '--help' || name === 'help') {
     console.log(
       'usage: pushctl <command> [args]\n\ncommands:\n' +
         Object.values(commands)
           .map((c) => '  ' + c.help.split('\n')[0])
           .join('\n') +
-        '\n\nconfiguration: PUSH_* environment keys, listed by pushctl config',
+        '\n\nconfiguration: PUSH_* environment keys, listed by pushctl config\npushctl <command> --help explains a command; pushctl --version prints the version',
     );
     return name ? 0 : 2;
   }
