@@ -226,26 +226,17 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   }
 
   private emit(c: PushCandidate, w: DeviceWindow, kind: 'LEADING' | 'TRAILING', mergedCount: number, mention: Mention, at: number, silent = false): void {
+    // The trigger's message and presence, as a window carries them, for the trigger's key.
     const value: PushMerged = {
+      ...carry(c),
       uid: c.uid,
       device_id: c.device_id,
       conv_id: c.conv_id,
-      seq: c.seq,
-      msg_id: c.msg_id,
-      conv_type: c.conv_type,
-      sender_uid: c.sender_uid,
-      unread_cnt: c.unread_cnt,
-      title: c.title,
-      summary: c.summary,
-      sensitive: c.sensitive,
       mention,
-      persisted_at: c.persisted_at,
-      app_id: c.app_id,
       kind,
       silent,
       merged_count: mergedCount,
       collapse_id: collapseId(c.uid, c.conv_id),
-      presence: c.presence,
       window_start: w.until - this.config.windowMs,
       decided_at: at,
     };
