@@ -41,7 +41,8 @@ export async function arrival(options: ArrivalCommandOptions = {}): Promise<Arri
   const client = options.client ?? createClickhouseClient(connectionFromEndpoints(readEndpoints()));
   try {
     const rows = await queryArrival(client, by, sinceSeconds);
-    (options.out ?? process.stdout).write(formatArrivalTable(by, rows, new Date(sinceSeconds * 1000)));
+    const total = by === 'vendor' && rows.length > 0 ? distinctTotal(await queryArrival(client, 'app', sinceSeconds)) : undefined;
+    (options.out ?? process.stdout).write(formatArrivalTable(by, rows, new Date(sinceSeconds * 1000), total));
     return rows;
   } finally {
     if (!options.client) await client.close();
@@ -50,13 +51,31 @@ export async function arrival(options: ArrivalCommandOptions = {}): Promise<Arri
 
 const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 
-export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalRow[], since: Date): string {
-  const header = [by === 'hour' ? 'hour (UTC)' : by, 'submitted', 'arrived', 'arrival', 'delivered', 'delivered%', 'unknown', 'unknown%'];
-  const total = rows.reduce(
+export interface ArrivalCounts {
+  readonly submitted: number;
+  readonly arrived: number;
+  readonly delivered: number;
+  readonly unknown: number;
+}
+
+/**
+ * The total of distinct (task, device) pairs, from the rows by app (each pair belongs to one app).
+ * By vendor a pair that fell back across vendors is in two rows, so their sum would count it twice.
+ */
+export function distinctTotal(byApp: readonly ArrivalRow[]): ArrivalCounts {
+  return byApp.reduce(
     (t, r) => ({ submitted: t.submitted + r.submitted, arrived: t.arrived + r.arrived, delivered: t.delivered + r.delivered, unknown: t.unknown + r.unknown }),
     { submitted: 0, arrived: 0, delivered: 0, unknown: 0 },
   );
-  const line = (key: string, r: { submitted: number; arrived: number; delivered: number; unknown: number }) => {
+}
+
+/**
+ * The arrival table. By app or hour the total row sums the rows; by vendor it is `vendorTotal`
+ * (distinctTotal of the rows by app), as a device that fell back is in two vendors' rows.
+ */
+export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalRow[], since: Date, vendorTotal?: ArrivalCounts): string {
+  const header = [by === 'hour' ? 'hour (UTC)' : by, 'submitted', 'arrived', 'arrival', 'delivered', 'delivered%', 'unknown', 'unknown%'];
+  const line = (key: string, r: ArrivalCounts) => {
     const rate = (n: number) => (r.submitted === 0 ? 0 : n / r.submitted);
     return [
       key,
@@ -70,8 +89,8 @@ export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalR
     ];
   };
   const body = rows.map((r) => line(r.key, r));
-  // By vendor a pair that fell back across vendors is in two rows, so no total is summed there.
-  if (by !== 'vendor' && rows.length > 1) body.push(line('total', total));
+  if (by !== 'vendor' && rows.length > 1) body.push(line('total', distinctTotal(rows)));
+  if (by === 'vendor' && vendorTotal) body.push(line('total', vendorTotal));
   const table = [header, ...body];
   const widths = header.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   const render = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
@@ -82,6 +101,8 @@ export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalR
     ...body.map(render),
   ];
   if (rows.length === 0) out.push('(no submissions in this range)');
+  else if (by === 'vendor' && vendorTotal)
+    out.push("(total: each (task, device) pair once; a device that fell back to another vendor is in both vendors' rows)");
   return out.join('\n') + '\n';
 }
 

@@ -50,6 +50,28 @@ async function tokensOf(uid: string): Promise<TokenRow[]> {
   }
 }
 
+/** The user's tokens with a header line; each token only as its fingerprint. */
+export function formatTokenTable(rows: readonly TokenRow[]): string {
+  const header = ['device', 'vendor', 'platform', 'app', 'token (fingerprint)', 'state', 'failures', 'refreshed (UTC)'];
+  const body = rows.map((r) => [
+    r.device_id,
+    r.vendor,
+    r.platform,
+    r.app_id,
+    tokenFingerprint(r.token),
+    r.status === 1 ? 'valid' : `INVALID (${r.invalid_reason ?? '?'})`,
+    String(r.consecutive_failures),
+    r.refreshed_at?.toISOString() ?? '-',
+  ]);
+  const widths = header.map((_, i) => Math.max(...[header, ...body].map((row) => row[i]!.length)));
+  const render = (row: string[]) =>
+    row
+      .map((cell, i) => (i === 6 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [render(header), ...body.map(render)].join('\n');
+}
+
 export async function tokensCommand(args: string[]): Promise<number> {
   const [action, uid] = args;
   if (action !== 'show' && action !== 'invalidate') {
@@ -60,12 +82,7 @@ export async function tokensCommand(args: string[]): Promise<number> {
   const rows = await tokensOf(uid);
   if (action === 'show') {
     if (rows.length === 0) console.log(`no tokens for ${uid}`);
-    for (const r of rows) {
-      console.log(
-        `${r.device_id.padEnd(20)} ${r.vendor.padEnd(7)} ${r.platform.padEnd(8)} ${r.app_id.padEnd(14)} ${tokenFingerprint(r.token).padEnd(18)} ` +
-          `${r.status === 1 ? 'valid  ' : `INVALID (${r.invalid_reason ?? '?'})`} failures ${r.consecutive_failures} refreshed ${r.refreshed_at?.toISOString() ?? '-'}`,
-      );
-    }
+    else console.log(formatTokenTable(rows));
     return 0;
   }
   const device = option(args, '--device');
