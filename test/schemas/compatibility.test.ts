@@ -1,31 +1,38 @@
 /**
- * Schema evolution: every schema in schemas/ must read what its previous committed version wrote
- * (BACKWARD), and the captured wire fixtures must decode with the current reader schemas.
+ * Schema evolution: every schema in schemas/ must read what its released version in
+ * schemas/baseline/ wrote (BACKWARD, the rule the registry applies when the new version is
+ * registered), and the captured wire fixtures must decode with the current reader schemas.
+ *
+ * schemas/baseline/ pins the released schemas, so the check means the same in a fresh clone, in CI
+ * and after any commit. It moves forward only on a release: the release commit copies the schemas
+ * it ships over the baseline (`cp schemas/*.avsc schemas/baseline/`), and later changes are then
+ * checked against what was released. A schema without a baseline is new since the last release.
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
-import { avroType, backwardIncompatibility, loadSchema, schemaFiles, type AvroRecordSchema } from '../../pipeline/schemas.ts';
+import { avroType, backwardIncompatibility, loadSchema, SCHEMA_DIR, schemaFiles, type AvroRecordSchema } from '../../pipeline/schemas.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { SAMPLES } from './samples.ts';
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const wireDir = fileURLToPath(new URL('../fixtures/wire/', import.meta.url));
+const BASELINE = 'baseline';
 
 /** avsc decodes records as class instances; compare them as plain JSON values. */
 const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;
 
-/** The committed version of a schema file, or undefined when it is new (or there is no commit yet). */
-function committedVersion(file: string): AvroRecordSchema | undefined {
-  try {
-    const text = execFileSync('git', ['show', `HEAD:schemas/${file}`], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] }).toString('utf8');
-    return JSON.parse(text) as AvroRecordSchema;
-  } catch {
-    return undefined;
-  }
+/** The released version of a schema (schemas/baseline/<file>), or undefined when it is new since the last release. */
+function released(file: string): AvroRecordSchema | undefined {
+  return existsSync(join(SCHEMA_DIR, BASELINE, file)) ? loadSchema(`${BASELINE}/${file}`) : undefined;
+}
+
+/** Why `schema` cannot read what the released version of `file` wrote; undefined when it can (or nothing was released). */
+function releasedIncompatibility(file: string, schema: AvroRecordSchema): string | undefined {
+  const baseline = released(file);
+  return baseline && backwardIncompatibility(schema, baseline);
 }
 
 describe('schemas/', () => {
@@ -49,26 +56,37 @@ describe('schemas/', () => {
     assert.deepEqual(kinds, ['HEARTBEAT', 'CONNECT', 'DISCONNECT', 'FOREGROUND', 'BACKGROUND', 'EXIT', 'ACK', 'READ']);
   });
 
+  test('every released schema (schemas/baseline/) is still in schemas/', () => {
+    const baseline = schemaFiles(join(SCHEMA_DIR, BASELINE));
+    assert.ok(baseline.length > 0, 'schemas/baseline/ holds the released schemas');
+    const removed = baseline.filter((f) => !schemaFiles().includes(f));
+    assert.deepEqual(removed, [], 'a released schema was removed from schemas/');
+  });
+
   for (const file of schemaFiles()) {
-    test(`${file} reads data written by its committed version (BACKWARD)`, () => {
-      const previous = committedVersion(file);
+    test(`${file} reads data written by its released version in schemas/baseline/ (BACKWARD)`, () => {
       const current = loadSchema(file);
-      // A new file has nothing to be compatible with; the fixture test below still pins its encoding.
-      if (previous) assert.equal(backwardIncompatibility(current, previous), undefined, `schemas/${file} is not BACKWARD compatible with HEAD`);
+      // A schema new since the release has nothing to be compatible with; the fixture test below still pins its encoding.
+      assert.equal(releasedIncompatibility(file, current), undefined, `schemas/${file} is not BACKWARD compatible with schemas/baseline/${file}`);
       assert.equal(backwardIncompatibility(current, current), undefined);
     });
   }
 
-  test('the compatibility check rejects a field added without a default and a removed enum symbol', () => {
-    const base = loadSchema('presence-event.avsc');
+  test('the check against the baseline rejects a field added without a default and a removed enum symbol', () => {
+    const file = 'presence-event.avsc';
+    const base = released(file);
+    assert.ok(base, `schemas/baseline/${file} exists`);
     const addedRequired = { ...base, fields: [...base.fields, { name: 'gateway', type: 'string' }] };
-    assert.match(backwardIncompatibility(addedRequired, base) ?? '', /gateway/);
+    assert.match(releasedIncompatibility(file, addedRequired) ?? '', /gateway/);
     const fewerKinds = JSON.parse(JSON.stringify(base)) as { fields: Array<{ name: string; type: { symbols?: string[] } }> };
     fewerKinds.fields.find((f) => f.name === 'kind')!.type.symbols = ['HEARTBEAT', 'ACK'];
-    assert.notEqual(backwardIncompatibility(fewerKinds as unknown as AvroRecordSchema, base), undefined);
-    // Adding a field with a default is fine.
+    assert.notEqual(releasedIncompatibility(file, fewerKinds as unknown as AvroRecordSchema), undefined);
+    // Adding a field with a default, or an enum symbol, is fine.
     const addedOptional = { ...base, fields: [...base.fields, { name: 'gateway', type: ['null', 'string'], default: null }] };
-    assert.equal(backwardIncompatibility(addedOptional, base), undefined);
+    assert.equal(releasedIncompatibility(file, addedOptional), undefined);
+    const moreKinds = JSON.parse(JSON.stringify(base)) as { fields: Array<{ name: string; type: { symbols?: string[] } }> };
+    moreKinds.fields.find((f) => f.name === 'kind')!.type.symbols!.push('SLEEP');
+    assert.equal(releasedIncompatibility(file, moreKinds as unknown as AvroRecordSchema), undefined);
   });
 });
 
