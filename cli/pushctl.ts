@@ -12,20 +12,47 @@ import { topicsCommand, topicsHelp } from './commands/topics.ts';
 import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 import { configCommand, configHelp } from './commands/config.ts';
 import { checkConfiguration } from './config-check.ts';
+import { checkReachable, explainConnectionError, type Service } from './connections.ts';
+import { readEndpoints } from '../common/endpoints.ts';
+import { ConfigError } from '../common/errors.ts';
 import { checkArgs, UsageError, type CommandUsage } from './args.ts';
 
 /** pushctl: the operator's command line. Each command lives in cli/commands/; its flags are checked here (cli/args.ts). */
-const commands: Record<string, { help: string; usage: CommandUsage; run: (args: string[]) => Promise<number> }> = {
+/**
+ * `needs`: the services a command talks to, checked before it runs so that an unreachable one is
+ * named with its PUSH_* key at once (run, receiver and demo retry a restarting broker themselves).
+ */
+const commands: Record<string, { help: string; usage: CommandUsage; needs?: (args: string[]) => Service[]; run: (args: string[]) => Promise<number> }> = {
   stack: { help: stackHelp, usage: { actions: ['up', 'down', 'status'], maxArguments: 1 }, run: stackCommand },
-  topics: { help: topicsHelp, usage: { actions: ['create', 'describe'], maxArguments: 1, values: ['--partitions', '--prefix'] }, run: topicsCommand },
-  migrate: { help: migrateHelp, usage: { switches: ['--mysql-only'] }, run: migrateCommand },
+  topics: {
+    help: topicsHelp,
+    needs: () => ['kafka'],
+    usage: { actions: ['create', 'describe'], maxArguments: 1, values: ['--partitions', '--prefix'] },
+    run: topicsCommand,
+  },
+  migrate: {
+    help: migrateHelp,
+    needs: (a) => (a.includes('--mysql-only') ? ['mysql'] : ['mysql', 'clickhouse']),
+    usage: { switches: ['--mysql-only'] },
+    run: migrateCommand,
+  },
   run: { help: runHelp, usage: { values: ['--stages', '--instances'], switches: ['--receiver'] }, run: runCommand },
   receiver: { help: receiverHelp, usage: {}, run: receiverCommand },
   demo: { help: demoHelp, usage: { values: ['--users', '--messages', '--seconds', '--instances'] }, run: demoCommand },
-  status: { help: statusHelp, usage: { values: ['--app', '--stage', '--metrics'], switches: ['--json'] }, run: statusCommand },
-  tokens: { help: tokensHelp, usage: { actions: ['show', 'invalidate'], maxArguments: 2, values: ['--device', '--vendor', '--reason'] }, run: tokensCommand },
-  replay: { help: replayHelp, usage: { values: ['--since', '--until', '--vendor', '--app'], switches: ['--dry-run'] }, run: replayCommand },
-  arrival: { help: arrivalHelp, usage: { values: ['--since', '--by'] }, run: arrivalCommand },
+  status: { help: statusHelp, needs: () => ['kafka'], usage: { values: ['--app', '--stage', '--metrics'], switches: ['--json'] }, run: statusCommand },
+  tokens: {
+    help: tokensHelp,
+    needs: (a) => (a[0] === 'invalidate' ? ['mysql', 'kafka', 'registry'] : ['mysql']),
+    usage: { actions: ['show', 'invalidate'], maxArguments: 2, values: ['--device', '--vendor', '--reason'] },
+    run: tokensCommand,
+  },
+  replay: {
+    help: replayHelp,
+    needs: () => ['mysql', 'kafka', 'registry'],
+    usage: { values: ['--since', '--until', '--vendor', '--app'], switches: ['--dry-run'] },
+    run: replayCommand,
+  },
+  arrival: { help: arrivalHelp, needs: () => ['clickhouse'], usage: { values: ['--since', '--by'] }, run: arrivalCommand },
   config: { help: configHelp, usage: { switches: ['--markdown'] }, run: configCommand },
 };
 
@@ -71,6 +98,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (name !== 'config') checkConfiguration(process.env);
+  if (command.needs) await checkReachable(command.needs(checked), readEndpoints());
   try {
     return await command.run(checked);
   } catch (error) {
@@ -80,10 +108,22 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** The message pushctl prints for a failed command; a client that could not connect names the service and the key to fix. */
+function failureMessage(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  if (error instanceof ConfigError) return error.message;
+  try {
+    return (explainConnectionError(error, readEndpoints()) ?? error).message;
+  } catch {
+    // The endpoints' keys are invalid (reported by the configuration check): the error as it is.
+    return error.message;
+  }
+}
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(`pushctl: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`pushctl: ${failureMessage(error)}`);
     process.exit(1);
   },
 );
