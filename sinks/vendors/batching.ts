@@ -1,4 +1,4 @@
-import type { PushMessage, SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
+import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
 
 /**
  * Splits a submit call into vendor requests: messages whose vendor payload is identical (apart from
@@ -16,24 +16,4 @@ export function groupByPayload(messages: readonly PushMessage[], payloadKey: (m:
     groups.set(key, chunks);
   });
   return [...groups.values()].flat();
-}
-
-/**
- * Sends `messages` as groupByPayload's requests, all at once, each by `send` (one outcome per
- * message of its group, in order), and returns the outcomes in the order of `messages`.
- */
-export async function submitGrouped(
-  messages: readonly PushMessage[],
-  payloadKey: (m: PushMessage) => string,
-  maxTokens: number,
-  send: (group: readonly PushMessage[]) => Promise<readonly SubmitOutcome[]>,
-): Promise<SubmitOutcome[]> {
-  const outcomes: SubmitOutcome[] = new Array(messages.length);
-  await Promise.all(
-    groupByPayload(messages, payloadKey, maxTokens).map(async (indices) => {
-      const results = await send(indices.map((i) => messages[i]!));
-      indices.forEach((i, k) => (outcomes[i] = results[k]!));
-    }),
-  );
-  return outcomes;
 }

@@ -4,10 +4,11 @@
  * minted again once when the vendor refuses it (docs/vendors.md).
  */
 import type { VendorCommon } from './apps-config.ts';
+import { groupByPayload } from './batching.ts';
 import type { CachedCredential } from './credential.ts';
-import { beforeDeadline, NetworkError, VendorHttp, type HttpAnswer } from './http.ts';
+import { beforeDeadline, deadlineAfter, NetworkError, VendorHttp, type HttpAnswer } from './http.ts';
 import { noAnswer } from './outcomes.ts';
-import type { SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
+import type { PushMessage, SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
 
 export interface HttpAdapterDeps {
   readonly ca?: string | undefined;
@@ -17,9 +18,11 @@ export interface HttpAdapterDeps {
 export abstract class HttpVendorAdapter {
   protected readonly http: VendorHttp;
   protected readonly now: () => number;
+  private readonly timeoutMs: number;
 
   constructor(config: VendorCommon, deps: HttpAdapterDeps) {
     this.now = deps.now ?? Date.now;
+    this.timeoutMs = config.timeoutMs;
     this.http = new VendorHttp({ ca: deps.ca, connections: config.connections, timeoutMs: config.timeoutMs });
   }
 
@@ -30,6 +33,31 @@ export abstract class HttpVendorAdapter {
 
   close(): Promise<void> {
     return this.http.close();
+  }
+
+  /**
+   * A submit of the vendors that send one message to many tokens: `messages` go as groupByPayload's
+   * requests of at most `maxTokens`, all at once and all within the app's timeout, each by `send`
+   * (one outcome per message of its group, in order); the outcomes come back in the order of `messages`.
+   */
+  protected async submitGrouped(
+    messages: readonly PushMessage[],
+    payloadKey: (m: PushMessage) => string,
+    maxTokens: number,
+    send: (group: readonly PushMessage[], deadline: number) => Promise<readonly SubmitOutcome[]>,
+  ): Promise<SubmitOutcome[]> {
+    const deadline = deadlineAfter(this.timeoutMs);
+    const outcomes: SubmitOutcome[] = new Array(messages.length);
+    await Promise.all(
+      groupByPayload(messages, payloadKey, maxTokens).map(async (indices) => {
+        const results = await send(
+          indices.map((i) => messages[i]!),
+          deadline,
+        );
+        indices.forEach((i, k) => (outcomes[i] = results[k]!));
+      }),
+    );
+    return outcomes;
   }
 }
 

@@ -1,7 +1,6 @@
 import type { HmsAppConfig } from '../apps-config.ts';
-import { submitGrouped } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { joinUrl, jsonOf } from '../http.ts';
 import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
@@ -57,12 +56,11 @@ export class HmsAdapter extends HttpVendorAdapter implements VendorAdapter {
 
   /** Settles within the app's timeout (credential mint included). */
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
-    const deadline = deadlineAfter(this.config.timeoutMs);
-    return submitGrouped(
+    return this.submitGrouped(
       messages,
       (m) => JSON.stringify(this.message(m)),
       this.maxBatchSize,
-      (group) => this.send(group, deadline),
+      (group, deadline) => this.send(group, deadline),
     );
   }
 

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { VivoAppConfig } from '../apps-config.ts';
-import { submitGrouped } from '../batching.ts';
 import { CachedCredential, type MintedCredential } from '../credential.ts';
-import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { joinUrl, jsonOf } from '../http.ts';
 import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
@@ -86,12 +85,11 @@ export class VivoAdapter extends HttpVendorAdapter implements VendorAdapter {
 
   /** Settles within the app's timeout (auth token mint included). */
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
-    const deadline = deadlineAfter(this.config.timeoutMs);
-    return submitGrouped(
+    return this.submitGrouped(
       messages,
       (m) => JSON.stringify(this.content(m)),
       this.maxBatchSize,
-      (group) => this.send(group, deadline),
+      (group, deadline) => this.send(group, deadline),
     );
   }
 

@@ -1,6 +1,5 @@
 import type { XiaomiAppConfig } from '../apps-config.ts';
-import { submitGrouped } from '../batching.ts';
-import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
+import { joinUrl, jsonOf } from '../http.ts';
 import { answerOf, HttpVendorAdapter, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
@@ -55,12 +54,11 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
 
   /** Settles within the app's timeout. */
   submit(messages: readonly PushMessage[]): Promise<SubmitOutcome[]> {
-    const deadline = deadlineAfter(this.config.timeoutMs);
-    return submitGrouped(
+    return this.submitGrouped(
       messages,
       (m) => JSON.stringify(this.form(m)),
       this.maxBatchSize,
-      async (group) => {
+      async (group, deadline) => {
         const outcome = await this.send(group, deadline);
         return group.map(() => outcome);
       },
