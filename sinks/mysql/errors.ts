@@ -92,3 +92,28 @@ export async function withMysqlRetry<T>(writer: string, what: string, options: M
 export function isMysqlDataError(error: unknown): error is ContractError {
   return error instanceof ContractError && error.code.startsWith('MYSQL_');
 }
+
+/**
+ * Runs `write`, a statement of several rows. A data error refuses the whole statement, so then each
+ * row is written again alone by `writeOne`; a lone row still refused is left out and its error code
+ * reported to `listener.onDataError` under `writer` (its record was processed before it got here,
+ * and stopping the partition would not make the row fit). Other errors are thrown.
+ */
+export async function leavingOutRefusedRows<T>(
+  writer: string,
+  listener: MysqlWriteListener | undefined,
+  rows: readonly T[],
+  write: () => Promise<unknown>,
+  writeOne: (row: T) => Promise<void>,
+): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    if (!isMysqlDataError(error)) throw error;
+    if (rows.length > 1) {
+      for (const row of rows) await writeOne(row);
+      return;
+    }
+    listener?.onDataError?.(writer, errorCode(error));
+  }
+}

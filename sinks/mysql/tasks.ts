@@ -1,6 +1,6 @@
 import type { Pool } from 'mysql2/promise';
-import { ContractError, errorCode } from '../../common/errors.ts';
-import { isMysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
+import { ContractError } from '../../common/errors.ts';
+import { isMysqlDataError, leavingOutRefusedRows, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import {
   TASK_STATUS,
   type ChannelAnswer,
@@ -223,26 +223,24 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     ]);
     // Assignments run left to right and see earlier ones, so `status` is updated last.
     const advance = `(status = ${TASK_STATUS.pending} OR (status = ${TASK_STATUS.failed} AND VALUES(status) = ${TASK_STATUS.submitted}))`;
-    try {
-      await this.run(
-        `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
-          `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
-          `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
-          `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
-          `channel_trail = IF(${advance}, VALUES(channel_trail), channel_trail), ` +
-          `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
-          `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +
-          `status = IF(${advance}, VALUES(status), status)`,
-        [rows],
-      );
-    } catch (error) {
-      if (!isMysqlDataError(error)) throw error;
-      if (chunk.length > 1) {
-        for (const one of chunk) await this.writeResultChunk([one]);
-        return;
-      }
-      this.options.listener?.onDataError?.(WRITER, errorCode(error));
-    }
+    await leavingOutRefusedRows(
+      WRITER,
+      this.options.listener,
+      chunk,
+      () =>
+        this.run(
+          `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
+            `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
+            `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
+            `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
+            `channel_trail = IF(${advance}, VALUES(channel_trail), channel_trail), ` +
+            `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
+            `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +
+            `status = IF(${advance}, VALUES(status), status)`,
+          [rows],
+        ),
+      (one) => this.writeResultChunk([one]),
+    );
   }
 
   private run(sql: string, params: unknown[]): Promise<[unknown, unknown]> {

@@ -1,6 +1,6 @@
 import type { Pool, ResultSetHeader } from 'mysql2/promise';
-import { errorCode, PushError } from '../../common/errors.ts';
-import { isMysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
+import { PushError } from '../../common/errors.ts';
+import { leavingOutRefusedRows, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import type { TokenRecordWriter, TokenRow } from '../../processors/token-lifecycle/lifecycle.ts';
 
 /** Column names of im_push_token this writer fills (migrations/mysql/003_im_push_token.sql). */
@@ -150,15 +150,12 @@ export class MysqlTokenWriter implements TokenRecordWriter {
         this.options.onRetry?.(new PushError(`MYSQL_${code}`, `im_push_token upsert failed (${code})`, { retriable: true }), attempt, delayMs);
       },
     };
-    try {
-      await withMysqlRetry(WRITER, 'im_push_token upsert', { ...this.options, listener }, () => this.options.pool.query<ResultSetHeader>(sql, [values]));
-    } catch (error) {
-      if (!isMysqlDataError(error)) throw error;
-      if (rows.length > 1) {
-        for (const row of rows) await this.write([row]);
-        return;
-      }
-      this.options.listener?.onDataError?.(WRITER, errorCode(error));
-    }
+    await leavingOutRefusedRows(
+      WRITER,
+      this.options.listener,
+      rows,
+      () => withMysqlRetry(WRITER, 'im_push_token upsert', { ...this.options, listener }, () => this.options.pool.query<ResultSetHeader>(sql, [values])),
+      (row) => this.write([row]),
+    );
   }
 }
