@@ -6,7 +6,7 @@
  * says which pushes must reach which vendor with which token, and in which outcome class every
  * (message, device) must end (docs/design.md §1.6). Used by the end-to-end, scaling and chaos runs.
  */
-import { MAKERS, random, type SyntheticDevice, type TimedRecord } from '../demo/workload.ts';
+import { clientTokenReport, MAKERS, random, type SyntheticDevice, type TimedRecord } from '../demo/workload.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 
 export type Category = 'offline' | 'private' | 'online' | 'quiet' | 'muted' | 'dead-first' | 'no-token';
@@ -144,24 +144,7 @@ export function buildScenario(o: ScenarioOptions): Scenario {
   const setup: Scenario['setup'] = { tokens: [], settings: [], presence: [] };
   for (const user of users) {
     for (const device of user.devices) {
-      for (const t of device.tokens) {
-        setup.tokens.push({
-          key: user.uid,
-          value: {
-            uid: user.uid,
-            device_id: device.deviceId,
-            platform: device.platform,
-            vendor: t.vendor,
-            app_id: o.appId,
-            token: t.token,
-            reported_at: o.startMs - 5000,
-            state: 'VALID',
-            source: 'CLIENT',
-            reason: null,
-            manufacturer: device.manufacturer,
-          },
-        });
-      }
+      for (const t of device.tokens) setup.tokens.push(clientTokenReport(device, t, o.appId, o.startMs - 5000));
       if (device.online)
         setup.presence.push({
           key: user.uid,

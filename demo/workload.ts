@@ -5,7 +5,7 @@
  * devices that went to the background. Deterministic for a seed.
  */
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
-import type { MessagePersisted, PresenceEvent, PresenceKind } from '../processors/shared/records.ts';
+import type { MessagePersisted, PresenceEvent, PresenceKind, TokenReport } from '../processors/shared/records.ts';
 
 export interface WorkloadOptions {
   /** Users in the population. */
@@ -151,27 +151,35 @@ export function buildPopulation(options: WorkloadOptions, tokenFor: (vendor: Ven
   return { users, devices: users.flatMap((u) => u.devices) };
 }
 
+/** The VALID token report the client on `device` publishes for one of its tokens (keyed by uid). */
+export function clientTokenReport(
+  device: SyntheticDevice,
+  t: { vendor: Vendor; token: string },
+  appId: string,
+  reportedAt: number,
+): { key: string; value: TokenReport } {
+  return {
+    key: device.uid,
+    value: {
+      uid: device.uid,
+      device_id: device.deviceId,
+      platform: device.platform,
+      vendor: t.vendor,
+      app_id: appId,
+      token: t.token,
+      reported_at: reportedAt,
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: device.manufacturer,
+    },
+  };
+}
+
 /** Token reports and settings: what the clients and the settings service would have published. */
 export function setupRecords(population: Population, nowMs = Date.now()) {
   const tokens = population.users.flatMap((user) =>
-    user.devices.flatMap((device) =>
-      device.tokens.map((t) => ({
-        key: user.uid,
-        value: {
-          uid: user.uid,
-          device_id: device.deviceId,
-          platform: device.platform,
-          vendor: t.vendor,
-          app_id: user.appId,
-          token: t.token,
-          reported_at: nowMs,
-          state: 'VALID',
-          source: 'CLIENT',
-          reason: null,
-          manufacturer: device.manufacturer,
-        },
-      })),
-    ),
+    user.devices.flatMap((device) => device.tokens.map((t) => clientTokenReport(device, t, user.appId, nowMs))),
   );
   const settings = population.users.map((user) => ({
     key: user.uid,
