@@ -5,7 +5,7 @@
  */
 import type { VendorCommon } from './apps-config.ts';
 import { groupByPayload } from './batching.ts';
-import type { CachedCredential } from './credential.ts';
+import { CachedCredential, type MintedCredential } from './credential.ts';
 import { beforeDeadline, deadlineAfter, NetworkError, VendorHttp, type HttpAnswer } from './http.ts';
 import { noAnswer } from './outcomes.ts';
 import type { PushMessage, SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
@@ -85,28 +85,43 @@ export async function answerOf(call: Promise<HttpAnswer>): Promise<HttpAnswer | 
 }
 
 /**
- * One vendor call with a cached credential. The credential is awaited within `deadline`: refused
- * by its endpoint, the call is auth-failed; not there in time, the call is not sent. `read` turns
- * the answer into the caller's result, or, while `mayRefresh` (the first answer only), into REFRESH.
+ * An HTTPS adapter whose calls carry a credential minted from the app's secrets (an OAuth bearer,
+ * OPPO's auth_token, vivo's authToken), cached until `refreshBeforeMs` before it expires.
  */
-export async function callWithCredential<T>(
-  credential: CachedCredential,
-  deadline: number,
-  post: (credential: string) => Promise<HttpAnswer>,
-  read: (answer: HttpAnswer, mayRefresh: boolean) => T | typeof REFRESH,
-): Promise<T | SubmitOutcome> {
-  for (let mayRefresh = true; ; mayRefresh = false) {
-    let value: string;
-    try {
-      value = await beforeDeadline(credential.get(), deadline);
-    } catch (error) {
-      if (error instanceof CredentialRefused) return { kind: 'auth-failed', code: error.code };
-      return noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
+export abstract class CredentialedHttpAdapter extends HttpVendorAdapter {
+  private readonly credential: CachedCredential;
+
+  constructor(config: VendorCommon, deps: HttpAdapterDeps, refreshBeforeMs: number) {
+    super(config, deps);
+    this.credential = new CachedCredential(() => this.mintCredential(), refreshBeforeMs, this.now);
+  }
+
+  /** Asks the vendor for a new credential; throws CredentialRefused when it says no. */
+  protected abstract mintCredential(): Promise<MintedCredential>;
+
+  /**
+   * One vendor call with the credential. It is awaited within `deadline`: refused by its endpoint,
+   * the call is auth-failed; not there in time, the call is not sent. `read` turns the answer into
+   * the caller's result, or, while `mayRefresh` (the first answer only), into REFRESH.
+   */
+  protected async callWithCredential<T>(
+    deadline: number,
+    post: (credential: string) => Promise<HttpAnswer>,
+    read: (answer: HttpAnswer, mayRefresh: boolean) => T | typeof REFRESH,
+  ): Promise<T | SubmitOutcome> {
+    for (let mayRefresh = true; ; mayRefresh = false) {
+      let value: string;
+      try {
+        value = await beforeDeadline(this.credential.get(), deadline);
+      } catch (error) {
+        if (error instanceof CredentialRefused) return { kind: 'auth-failed', code: error.code };
+        return noAnswer(false, error instanceof NetworkError ? error.retryAfterMs : undefined);
+      }
+      const answer = await answerOf(post(value));
+      if ('kind' in answer) return answer;
+      const result = read(answer, mayRefresh);
+      if (result !== REFRESH) return result;
+      this.credential.invalidate(value);
     }
-    const answer = await answerOf(post(value));
-    if ('kind' in answer) return answer;
-    const result = read(answer, mayRefresh);
-    if (result !== REFRESH) return result;
-    credential.invalidate(value);
   }
 }

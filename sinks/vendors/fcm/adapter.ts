@@ -1,7 +1,7 @@
 import type { FcmAppConfig } from '../apps-config.ts';
-import { CachedCredential, type MintedCredential } from '../credential.ts';
+import type { MintedCredential } from '../credential.ts';
 import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
-import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { signRs256 } from '../jwt.ts';
 import { outcomeOf, retryAfterOf, ruleFor, type CodeRule } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
@@ -22,24 +22,22 @@ interface GoogleError {
  * FCM HTTP v1: a service-account RS256 assertion is exchanged at the OAuth2 token endpoint for a
  * bearer cached until 5 minutes before expiry; one messages:send per token (v1 has no batch).
  */
-export class FcmAdapter extends HttpVendorAdapter implements VendorAdapter {
+export class FcmAdapter extends CredentialedHttpAdapter implements VendorAdapter {
   readonly vendor = 'fcm' as const;
   readonly maxBatchSize = 1;
   /** Google documents 4096 bytes; 4000 keeps clear of the localized "4000 bytes" rule. */
   readonly maxPayloadBytes = FCM_PAYLOAD_LIMITS.maxBytes;
-  private readonly bearer: CachedCredential;
   private readonly tokenUrl: string;
 
   constructor(
     private readonly config: FcmAppConfig,
     deps: HttpAdapterDeps = {},
   ) {
-    super(config, deps);
+    super(config, deps, 5 * 60_000);
     this.tokenUrl = config.tokenUrl ?? config.serviceAccount.token_uri;
-    this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
   }
 
-  private async mintAccessToken(): Promise<MintedCredential> {
+  protected async mintCredential(): Promise<MintedCredential> {
     const sa = this.config.serviceAccount;
     const iat = Math.floor(this.now() / 1000);
     const header = sa.private_key_id ? { alg: 'RS256', typ: 'JWT', kid: sa.private_key_id } : { alg: 'RS256', typ: 'JWT' };
@@ -78,8 +76,7 @@ export class FcmAdapter extends HttpVendorAdapter implements VendorAdapter {
   private async submitOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(m) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'MESSAGE_TOO_BIG' };
     const url = joinUrl(this.config.baseUrl ?? FCM_BASE_URL, `/v1/projects/${this.config.serviceAccount.project_id}/messages:send`);
-    return callWithCredential<SubmitOutcome>(
-      this.bearer,
+    return this.callWithCredential<SubmitOutcome>(
       deadline,
       (bearer) => this.http.postJson(url, { authorization: `Bearer ${bearer}` }, { validate_only: false, message: this.message(m, true) }, deadline),
       (answer, mayRefresh) => {

@@ -1,7 +1,7 @@
 import type { HmsAppConfig } from '../apps-config.ts';
-import { CachedCredential, type MintedCredential } from '../credential.ts';
+import type { MintedCredential } from '../credential.ts';
 import { joinUrl, jsonOf } from '../http.ts';
-import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
@@ -15,22 +15,20 @@ export const HMS_AUTH_URL = 'https://oauth-login.cloud.huawei.com/oauth2/v3/toke
  * messages:send with up to 1000 tokens per identical message; IM self-classification
  * (`android.category`); per-token dead tokens from 80100000 `illegal_tokens`.
  */
-export class HmsAdapter extends HttpVendorAdapter implements VendorAdapter {
+export class HmsAdapter extends CredentialedHttpAdapter implements VendorAdapter {
   readonly vendor = 'hms' as const;
   readonly maxBatchSize = 1000;
   /** Message body excluding tokens (80300008 above it). */
   readonly maxPayloadBytes = HMS_PAYLOAD_LIMITS.maxBytes;
-  private readonly bearer: CachedCredential;
 
   constructor(
     private readonly config: HmsAppConfig,
     deps: HttpAdapterDeps = {},
   ) {
-    super(config, deps);
-    this.bearer = new CachedCredential(() => this.mintAccessToken(), 5 * 60_000, this.now);
+    super(config, deps, 5 * 60_000);
   }
 
-  private async mintAccessToken(): Promise<MintedCredential> {
+  protected async mintCredential(): Promise<MintedCredential> {
     const started = this.now();
     const answer = await this.http.postForm(
       this.config.authUrl ?? HMS_AUTH_URL,
@@ -69,8 +67,7 @@ export class HmsAdapter extends HttpVendorAdapter implements VendorAdapter {
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: '80300008' });
     const url = joinUrl(this.config.baseUrl ?? HMS_BASE_URL, `/v1/${encodeURIComponent(this.config.clientId)}/messages:send`);
     const body = { validate_only: false, message: { ...this.message(group[0]!), token: group.map((m) => m.token) } };
-    const sent = await callWithCredential<SubmitOutcome[]>(
-      this.bearer,
+    const sent = await this.callWithCredential<SubmitOutcome[]>(
       deadline,
       (bearer) => this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body, deadline),
       (answer, mayRefresh) => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { OppoAppConfig } from '../apps-config.ts';
-import { CachedCredential, type MintedCredential } from '../credential.ts';
+import type { MintedCredential } from '../credential.ts';
 import { deadlineAfter, joinUrl, jsonOf, type HttpAnswer } from '../http.ts';
-import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
@@ -22,24 +22,22 @@ interface OppoBody {
  * 23 h); unicast for one message, unicast_batch (≤1000, per-item results) for more; the
  * communication class via `category` + `notify_level`; `app_message_id` = task id (vendor dedupe).
  */
-export class OppoAdapter extends HttpVendorAdapter implements VendorAdapter {
+export class OppoAdapter extends CredentialedHttpAdapter implements VendorAdapter {
   readonly vendor = 'oppo' as const;
   readonly maxBatchSize = 1000;
   /** `action_parameters` (the custom data) ≤ 4000 characters, counted here in UTF-8 bytes (stricter). */
   readonly maxPayloadBytes = OPPO_PAYLOAD_LIMITS.actionParametersMax;
-  private readonly authToken: CachedCredential;
   private readonly base: string;
 
   constructor(
     private readonly config: OppoAppConfig,
     deps: HttpAdapterDeps = {},
   ) {
-    super(config, deps);
+    super(config, deps, 60 * 60_000);
     this.base = config.baseUrl ?? OPPO_BASE_URL;
-    this.authToken = new CachedCredential(() => this.mintAuthToken(), 60 * 60_000, this.now);
   }
 
-  private async mintAuthToken(): Promise<MintedCredential> {
+  protected async mintCredential(): Promise<MintedCredential> {
     const timestamp = String(this.now());
     const sign = createHash('sha256')
       .update(this.config.appKey + timestamp + this.config.masterSecret)
@@ -96,8 +94,7 @@ export class OppoAdapter extends HttpVendorAdapter implements VendorAdapter {
 
   /** Posts with the auth token (form field and header); refreshes it once on 11 / 29. */
   private call(path: string, form: Record<string, string>, deadline: number): Promise<{ answer: HttpAnswer; body: OppoBody | undefined } | SubmitOutcome> {
-    return callWithCredential(
-      this.authToken,
+    return this.callWithCredential(
       deadline,
       (token) => this.http.postForm(joinUrl(this.base, path), { auth_token: token }, { auth_token: token, ...form }, deadline),
       (answer, mayRefresh) => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { VivoAppConfig } from '../apps-config.ts';
-import { CachedCredential, type MintedCredential } from '../credential.ts';
+import type { MintedCredential } from '../credential.ts';
 import { joinUrl, jsonOf } from '../http.ts';
-import { callWithCredential, CredentialRefused, HttpVendorAdapter, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
+import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/shared/ids.ts';
 import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
@@ -28,24 +28,22 @@ const requestIdOf = (id: string) => (id.length <= 64 ? id : createHash('sha256')
  * refreshed hourly as vivo advises); /message/send for one, saveListPayload + pushToList for
  * identical messages to 2–1000 regIds; system classification (`classification` 1 + `category`).
  */
-export class VivoAdapter extends HttpVendorAdapter implements VendorAdapter {
+export class VivoAdapter extends CredentialedHttpAdapter implements VendorAdapter {
   readonly vendor = 'vivo' as const;
   readonly maxBatchSize = 1000;
   /** clientCustomMap ≤ 1024 characters (counted in UTF-8 bytes of its JSON, stricter). */
   readonly maxPayloadBytes = VIVO_PAYLOAD_LIMITS.clientCustomMapMax;
-  private readonly authToken: CachedCredential;
   private readonly base: string;
 
   constructor(
     private readonly config: VivoAppConfig,
     deps: HttpAdapterDeps = {},
   ) {
-    super(config, deps);
+    super(config, deps, 23 * 3600_000);
     this.base = config.baseUrl ?? VIVO_BASE_URL;
-    this.authToken = new CachedCredential(() => this.mintAuthToken(), 23 * 3600_000, this.now);
   }
 
-  private async mintAuthToken(): Promise<MintedCredential> {
+  protected async mintCredential(): Promise<MintedCredential> {
     const { appId, appKey, appSecret } = this.config;
     const timestamp = this.now();
     const sign = createHash('md5')
@@ -94,8 +92,7 @@ export class VivoAdapter extends HttpVendorAdapter implements VendorAdapter {
   }
 
   private call(path: string, body: unknown, deadline: number): Promise<VivoBody | SubmitOutcome> {
-    return callWithCredential<VivoBody | SubmitOutcome>(
-      this.authToken,
+    return this.callWithCredential<VivoBody | SubmitOutcome>(
       deadline,
       (token) => this.http.postJson(joinUrl(this.base, path), { authToken: token }, body, deadline),
       (answer, mayRefresh) => {
