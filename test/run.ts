@@ -1,41 +1,71 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { ROOT } from '../stack/paths.ts';
-import { stackUp } from '../stack/index.ts';
+import { classify, SLOW_UNIT_TESTS, testFiles, unitEnv, type Placement } from './sets.ts';
 
 /**
- * `npm test`: brings the local stack up (installing what is missing), then runs every
- * `test/**\/*.test.ts` with node's test runner. Arguments filter the files by substring:
+ * `npm test`: runs every `test/**\/*.test.ts` with node's test runner, the unit tests first, then,
+ * after bringing the local stack up (installing what is missing), the tests that need it.
+ * test/sets.ts decides which is which. Arguments filter the files by substring:
  * `npm test -- topology merge`.
+ *
+ * `--unit` (`npm run test:unit`): the unit tests only, without the slow ones of test/sets.ts unless
+ * a filter names them; the stack is neither started nor reached.
+ * `--list`: prints each file's set, and for a test that needs the stack the import chain to it.
  */
-function findTests(dir: string): string[] {
-  return readdirSync(dir).flatMap((entry) => {
-    const path = join(dir, entry);
-    if (statSync(path).isDirectory()) return entry === 'node_modules' ? [] : findTests(path);
-    return entry.endsWith('.test.ts') ? [path] : [];
+
+function runFiles(label: string, files: readonly string[], concurrency: string, env: NodeJS.ProcessEnv): Promise<number> {
+  console.log(`[test] ${label}: ${files.length} test files (concurrency ${concurrency})`);
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: { ...process.env, PUSH_LOG_LEVEL: process.env.PUSH_LOG_LEVEL ?? 'warn', ...env },
   });
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+function list(placements: readonly Placement[]): void {
+  for (const p of placements) {
+    if (p.stackVia) console.log(`stack  ${p.file}  (${p.stackVia.slice(1).join(' → ')})`);
+    else console.log(`unit   ${p.file}${SLOW_UNIT_TESTS[p.file] ? `  (slow, not in test:unit unless named: ${SLOW_UNIT_TESTS[p.file]})` : ''}`);
+  }
+  const unit = placements.filter((p) => !p.stackVia).length;
+  console.log(`${unit} unit, ${placements.length - unit} on the stack`);
 }
 
 async function main(): Promise<number> {
-  const filters = process.argv.slice(2);
-  const files = findTests(join(ROOT, 'test'))
-    .map((file) => relative(ROOT, file))
-    .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
-    .sort();
+  const args = process.argv.slice(2);
+  const unitOnly = args.includes('--unit');
+  const filters = args.filter((a) => a !== '--unit' && a !== '--list');
+  const files = testFiles().filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
   if (files.length === 0) {
     console.error(`no test files match ${filters.join(' ')}`);
     return 1;
   }
-  await stackUp();
-  const concurrency = process.env.PUSH_TEST_CONCURRENCY || '1';
-  console.log(`[test] running ${files.length} test files (concurrency ${concurrency})`);
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
-    cwd: ROOT,
-    stdio: 'inherit',
-    env: { ...process.env, PUSH_LOG_LEVEL: process.env.PUSH_LOG_LEVEL ?? 'warn' },
-  });
-  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  const placements = classify(files);
+  if (args.includes('--list')) {
+    list(placements);
+    return 0;
+  }
+  const quick = unitOnly && filters.length === 0;
+  const unit = placements.filter((p) => !p.stackVia && !(quick && SLOW_UNIT_TESTS[p.file])).map((p) => p.file);
+  const stack = placements.filter((p) => p.stackVia).map((p) => p.file);
+  if (unitOnly && unit.length === 0) {
+    console.error(`no unit test files match ${filters.join(' ')}`);
+    return 1;
+  }
+  let status = 0;
+  if (unit.length > 0) {
+    const concurrency = process.env.PUSH_TEST_CONCURRENCY || (unitOnly ? String(availableParallelism()) : '1');
+    status = await runFiles('unit tests, without the stack', unit, concurrency, unitEnv());
+  }
+  if (!unitOnly && stack.length > 0) {
+    const { stackUp } = await import('../stack/index.ts'); // loaded only here: a unit run never touches the stack code
+    await stackUp();
+    const code = await runFiles('tests on the local stack', stack, process.env.PUSH_TEST_CONCURRENCY || '1', {});
+    status = status || code;
+  }
+  return status;
 }
 
 main().then(
