@@ -4,7 +4,9 @@ import { trafficProducer, watchOutcomes } from '../../demo/traffic.ts';
 import { buildPopulation, setupRecords, timeline } from '../../demo/workload.ts';
 import { groupStatus } from '../../pipeline/group-status.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
-import { formatArrivalTable } from './arrival.ts';
+import mysql from 'mysql2/promise';
+import { distinctTotal, formatArrivalTable } from './arrival.ts';
+import { TASK_STATUS } from '../../processors/shared/task-status.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import { Kafka, logLevel } from 'kafkajs';
@@ -17,7 +19,9 @@ export const demoHelp = `pushctl demo [--users N] [--messages N] [--seconds S] [
   the main job on the embedded default: local stack, migrations, topics, all six vendor
   emulators, worker processes, synthetic IM traffic (users with several devices, presence churn,
   group storms, quiet hours, private mode, dead tokens) with a progress bar, then a summary:
-  events, pushes by vendor, merged, suppressed by reason, arrival rate read from ClickHouse.
+  events, pushes by vendor, merged, suppressed by reason, arrival rate read from ClickHouse, the
+  push tasks (failed ones too) as MySQL has them, what the terms mean, and the commands to try next
+  on that run.
   defaults: 2000 users, 20000 messages over 30 s, 2 worker instances`;
 
 /** A numeric flag; a bad value names the flag. */
@@ -83,6 +87,76 @@ async function waitConsumed(applicationId: string, topics: readonly string[]): P
   }
 }
 
+/** What the summary's words mean, printed under it. */
+export const TERMS = `
+what the numbers mean:
+  accepted   a vendor took the push (its API answered OK); arrived = accepted or reported delivered
+  delivered  the vendor's receipt says the device got it. APNs and FCM send no delivery receipts,
+             so their pushes stay "unknown" (accepted, no receipt): expected, not a loss
+  merged     a message that needed no push of its own: it was folded into the push already sent
+             for its conversation within the merge window (PUSH_MERGE_WINDOW_MS)
+  failed     every channel of the push failed (retries, then fallback vendors); MySQL keeps these
+             tasks with status failed, and pushctl replay re-submits them`;
+
+export interface TaskSummary {
+  /** Tasks of the app by im_push_task.status name. */
+  readonly byStatus: Readonly<Record<string, number>>;
+  /** Failed tasks by vendor and fail code. */
+  readonly failed: ReadonlyArray<{ vendor: string; code: string; count: number }>;
+  /** A user of the run who has push tasks (so tokens and tasks to look at). */
+  readonly sampleUid?: string;
+}
+
+/** The app's push tasks as MySQL has them (im_push_task, written by the receipts stage). */
+export async function taskSummary(appId: string): Promise<TaskSummary> {
+  const db = await mysql.createConnection({ uri: readEndpoints().mysqlUrl });
+  try {
+    const [statuses] = await db.query('SELECT status, COUNT(*) AS n FROM im_push_task WHERE app_id = ? GROUP BY status', [appId]);
+    const names = new Map<number, string>(Object.entries(TASK_STATUS).map(([name, code]) => [code, name]));
+    const byStatus: Record<string, number> = {};
+    for (const r of statuses as Array<{ status: number; n: number }>) byStatus[names.get(r.status) ?? String(r.status)] = Number(r.n);
+    const [failed] = await db.query(
+      `SELECT vendor, COALESCE(fail_code, '') AS code, COUNT(*) AS n FROM im_push_task WHERE app_id = ? AND status = ${TASK_STATUS.failed} GROUP BY vendor, code ORDER BY vendor, code`,
+      [appId],
+    );
+    const [sample] = await db.query('SELECT uid FROM im_push_task WHERE app_id = ? ORDER BY id LIMIT 1', [appId]);
+    return {
+      byStatus,
+      failed: (failed as Array<{ vendor: string; code: string; n: number }>).map((r) => ({ vendor: r.vendor, code: r.code, count: Number(r.n) })),
+      sampleUid: (sample as Array<{ uid: string }>)[0]?.uid,
+    };
+  } finally {
+    await db.end();
+  }
+}
+
+export function describeTasks(tasks: TaskSummary): string {
+  const count = (name: string) => tasks.byStatus[name] ?? 0;
+  const failed = count('failed');
+  const lines = [
+    `\npush tasks in MySQL (im_push_task): ${Object.keys(TASK_STATUS)
+      .map((name) => `${name} ${count(name)}`)
+      .join(', ')}`,
+    `failed tasks          ${failed}${failed > 0 ? `  (${tasks.failed.map((f) => `${f.vendor} ${f.code || '-'} ${f.count}`).join(', ')})` : ''}`,
+  ];
+  return lines.join('\n');
+}
+
+/** The commands to try next on this run, with its names filled in. */
+export function nextCommands(run: { topicPrefix: string; applicationId: string; appId: string; uid: string }): string {
+  const commands: Array<[string, string]> = [
+    [`npx pushctl status --app ${run.applicationId}`, "the run's four stage groups and their lag (Empty now: the demo stopped its workers)"],
+    [`npx pushctl arrival --since 1h --by app`, `arrival per app; this run's is ${run.appId}`],
+    [`npx pushctl tokens show ${run.uid}`, "a user's devices and the state of their tokens"],
+    [`PUSH_TOPIC_PREFIX=${run.topicPrefix} npx pushctl replay --since 1h --app ${run.appId} --dry-run`, 'what replaying the failed tasks would send'],
+    [`npx pushctl topics describe --prefix ${run.topicPrefix}`, "the run's topics and their sizes"],
+  ];
+  return [
+    `\nnext, on this run (topic prefix ${run.topicPrefix}, application id ${run.applicationId}, app ${run.appId}, user ${run.uid}):`,
+    ...commands.map(([command, what]) => `  ${command}\n      ${what}`),
+  ].join('\n');
+}
+
 export async function demoCommand(args: string[]): Promise<number> {
   const users = flag(args, '--users', 2000, 1_000_000);
   const messages = flag(args, '--messages', 20_000, 10_000_000);
@@ -130,18 +204,32 @@ export async function demoCommand(args: string[]): Promise<number> {
     console.log(`outcomes              ${watcher.total()}`);
     console.log(`vendor accepted       ${c('ACCEPTED')}  (${VENDORS.map((v) => `${v} ${c(`vendor/${v}`)}`).join(', ')})`);
     console.log(`merged                ${c('MERGED')}`);
-    console.log(`dead tokens           ${c('DEAD_TOKEN')}    failed ${c('FAILED')}    throttled ${c('THROTTLED')}`);
+    console.log(`dead tokens           ${c('DEAD_TOKEN')}    failed outcomes ${c('FAILED')}    throttled ${c('THROTTLED')}`);
     for (const [k, n] of reasons) console.log(`${k.toLowerCase().padEnd(32)}${n}`);
     await watcher.close();
     await traffic.close();
     console.log(`\narrival rate of app ${env.appId} from ClickHouse (distinct submitted (task, device) pairs):`);
     const clickhouse = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
     try {
-      console.log(formatArrivalTable('vendor', await queryArrival(clickhouse, 'vendor', Math.floor(started / 1000) - 60, env.appId), new Date(started)));
+      const since = Math.floor(started / 1000) - 60;
+      const rows = await queryArrival(clickhouse, 'vendor', since, env.appId);
+      const total = rows.length > 0 ? distinctTotal(await queryArrival(clickhouse, 'app', since, env.appId)) : undefined;
+      console.log(formatArrivalTable('vendor', rows, new Date(started), total).trimEnd());
     } finally {
       await clickhouse.close();
     }
+    const tasks = await taskSummary(env.appId);
+    console.log(describeTasks(tasks));
+    console.log(TERMS);
     console.log(`\n[demo] done in ${((Date.now() - started) / 1000).toFixed(1)} s (run ${env.run})`);
+    console.log(
+      nextCommands({
+        topicPrefix: env.topicPrefix,
+        applicationId: env.applicationId,
+        appId: env.appId,
+        uid: tasks.sampleUid ?? population.users[0]?.uid ?? `${env.run}-u0`,
+      }),
+    );
     return 0;
   } finally {
     await env.close();
