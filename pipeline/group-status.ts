@@ -29,11 +29,14 @@ export async function groupStatus(admin: Admin, groupId: string): Promise<GroupS
   const committed = await admin.fetchOffsets({ groupId });
   const topics: TopicLag[] = [];
   for (const { topic, partitions } of committed) {
-    const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+    // The admin lists offsets read_committed: `high` is the last stable offset, so records of open
+    // transactions are not lag yet. The stages commit past transaction markers (topology/task-input.ts),
+    // so a caught-up group's committed offset is the end. Records before `low` are deleted: not lag.
+    const offsets = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, { end: Number(p.high), low: Number(p.low) }]));
     const rows = partitions.map((p) => {
-      const end = ends.get(p.partition) ?? 0;
+      const { end, low } = offsets.get(p.partition) ?? { end: 0, low: 0 };
       const at = Number(p.offset) < 0 ? 0 : Number(p.offset);
-      return { partition: p.partition, committed: at, end, lag: Math.max(0, end - at) };
+      return { partition: p.partition, committed: at, end, lag: Math.max(0, end - Math.max(at, low)) };
     });
     topics.push({ topic, partitions: rows, lag: rows.reduce((sum, r) => sum + r.lag, 0) });
   }
