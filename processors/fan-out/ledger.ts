@@ -9,7 +9,7 @@ import type { TaskStatus } from '../shared/task-status.ts';
 /** Task status as stored (processors/shared/task-status.ts), as the ledger's rows carry it. */
 export { TASK_STATUS, type TaskStatus };
 
-/** The identifying columns of one task row. */
+/** One task row as the claim writes it: the identifying columns and what is sent (docs/data.md). */
 export interface TaskRow {
   readonly taskId: string;
   readonly uid: string;
@@ -19,7 +19,18 @@ export interface TaskRow {
   readonly msgId: string;
   readonly appId: string;
   readonly platform: string;
+  /** The collapse id sent (stored as collapse_id and collapse_key). */
   readonly collapseId: string;
+  /** The unread count (badge) sent. */
+  readonly unreadCnt: number;
+  /**
+   * The title and summary handed to the vendor adapters: already the generic text for private-mode
+   * users and sensitive conversations (the policy replaces them), never the message content.
+   */
+  readonly title: string;
+  readonly body: string;
+  /** The dispatch's merge kind: LEADING, TRAILING, IMMEDIATE or DEFERRED. */
+  readonly kind: string;
 }
 
 /**

@@ -64,6 +64,10 @@ export function taskRowOf(d: PushDispatch): TaskRow {
     appId: d.app_id,
     platform: d.platform,
     collapseId: d.collapse_id,
+    unreadCnt: d.badge,
+    title: d.title,
+    body: d.body,
+    kind: d.kind,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Pool } from 'mysql2/promise';
 import { ContractError } from '../../common/errors.ts';
+import { fitJsonPayload, type NotificationText } from '../vendors/text.ts';
 import { isMysqlDataError, leavingOutRefusedRows, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import {
   TASK_STATUS,
@@ -45,6 +46,7 @@ const WIDTHS: ReadonlyArray<readonly [keyof TaskRow, string, number]> = [
   ['appId', 'app_id', 64],
   ['platform', 'platform', 16],
   ['collapseId', 'collapse_id', 64],
+  ['kind', 'merge_kind', 16],
   ['taskId', 'task_id', 36],
 ];
 
@@ -57,8 +59,55 @@ function overflowingColumn(task: TaskRow): string | undefined {
   return undefined;
 }
 
-const COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, collapse_id';
-const rowValues = (t: TaskRow) => [t.taskId, t.uid, t.convId, t.seq, t.deviceId, t.msgId, t.appId, t.platform, t.collapseId];
+/** Largest stored payload, bytes (im_push_task.payload VARBINARY(1024), migrations/mysql/006_im_push_task_row.sql). */
+export const TASK_PAYLOAD_MAX_BYTES = 1024;
+
+const payloadJson = (t: NotificationText) => JSON.stringify({ title: t.title, body: t.body });
+
+/**
+ * im_push_task.payload (docs/data.md): the title and summary sent, as the JSON object
+ * `{"title":…,"body":…}` in UTF-8, at most 1024 bytes. Text within the limit is stored exactly;
+ * a longer one is cut between grapheme clusters and ends with an ellipsis (sinks/vendors/text.ts,
+ * the cutting the vendor adapters use), never inside a character.
+ */
+export function encodeTaskPayload(text: NotificationText): Buffer {
+  // Undefined only when an empty title and body do not fit, which 1024 bytes always leaves room for.
+  const fitted = fitJsonPayload(text, TASK_PAYLOAD_MAX_BYTES, payloadJson);
+  return Buffer.from(fitted?.json ?? payloadJson({ title: '', body: '' }), 'utf8');
+}
+
+/** The title and summary of a stored payload; null for a row written before the column existed or a value that does not parse. */
+export function decodeTaskPayload(payload: Buffer | string | null): NotificationText | null {
+  if (payload === null) return null;
+  try {
+    const parsed = JSON.parse(Buffer.isBuffer(payload) ? payload.toString('utf8') : payload) as Partial<NotificationText> | null;
+    if (typeof parsed?.title !== 'string' || typeof parsed.body !== 'string') return null;
+    return { title: parsed.title, body: parsed.body };
+  } catch {
+    return null;
+  }
+}
+
+/** The badge fits INT UNSIGNED. */
+const unreadCount = (n: number) => (Number.isFinite(n) ? Math.min(Math.max(Math.trunc(n), 0), 4_294_967_295) : 0);
+
+/** The claim writes what is sent with the identifying columns (one INSERT IGNORE; collapse_key is the collapse id sent). */
+const COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, collapse_id, unread_cnt, payload, collapse_key, merge_kind';
+const rowValues = (t: TaskRow) => [
+  t.taskId,
+  t.uid,
+  t.convId,
+  t.seq,
+  t.deviceId,
+  t.msgId,
+  t.appId,
+  t.platform,
+  t.collapseId,
+  unreadCount(t.unreadCnt),
+  encodeTaskPayload(t),
+  t.collapseId,
+  t.kind,
+];
 
 interface StoredRow {
   task_id: string;
@@ -88,7 +137,8 @@ interface PendingClaim {
 }
 
 /**
- * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0),
+ * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0,
+ * with the unread count, payload, collapse key and merge kind sent: docs/data.md),
  * plus one `SELECT` of the stored statuses only when some row existed already; results become one `INSERT … ON DUPLICATE KEY UPDATE`
  * per batch that never moves a row backwards (1 over 0 and 3; 3 only over 0). Idempotent: a replay
  * writes the same values. Transient MySQL errors (outage, failover, lock waits) are waited out

@@ -1,6 +1,7 @@
 import type { VendorJson } from '../../emulators/common.ts';
 import { readFileSync } from 'node:fs';
 import mysql from 'mysql2/promise';
+import { splitStatements } from '../../migrations/files.ts';
 import { parseMysqlUrl } from '../../migrations/migrate.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import type { FanOutOptions } from '../../processors/fan-out/options.ts';
@@ -20,11 +21,16 @@ export async function taskTable(): Promise<{ pool: mysql.Pool; table: string; cl
   await admin.end();
   const pool = mysql.createPool({ ...connection, database, connectionLimit: 4 });
   const table = uniqueName('im_push_task').replace(/-/g, '_');
-  for (const file of ['001_im_push_task.sql', '004_im_push_task_trail.sql']) {
-    const ddl = readFileSync(new URL(`../../migrations/mysql/${file}`, import.meta.url), 'utf8')
-      .replace(/CREATE TABLE IF NOT EXISTS im_push_task\b/, `CREATE TABLE \`${table}\``)
-      .replace(/ALTER TABLE im_push_task\b/, `ALTER TABLE \`${table}\``);
-    await pool.query(ddl);
+  // The table's migrations with its name in place of im_push_task (a plain identifier: letters, digits, _).
+  // One connection: 006 keeps its pending changes in session variables between statements.
+  const conn = await pool.getConnection();
+  try {
+    for (const file of ['001_im_push_task.sql', '004_im_push_task_trail.sql', '006_im_push_task_row.sql']) {
+      const text = readFileSync(new URL(`../../migrations/mysql/${file}`, import.meta.url), 'utf8').replace(/\bim_push_task\b/g, table);
+      for (const statement of splitStatements(text)) await conn.query(statement);
+    }
+  } finally {
+    conn.release();
   }
   return {
     pool,

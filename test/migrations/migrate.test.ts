@@ -44,19 +44,27 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     const chDb = dbName('migch');
     createdClickhouse.push(chDb);
     const first = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
-    assert.deepEqual(first.mysql, { applied: [1, 2, 3, 4, 5], alreadyApplied: [] });
+    assert.deepEqual(first.mysql, { applied: [1, 2, 3, 4, 5, 6, 7], alreadyApplied: [] });
     // Every ClickHouse file in order (the list grows with new migrations; MySQL's is spelled out above).
     const chAll = readMigrations(CLICKHOUSE_MIGRATIONS_DIR).map((m) => m.version);
     assert.ok(chAll.length >= 2 && chAll.every((v, i) => v === i + 1), 'ClickHouse migrations are numbered 1..n');
     assert.deepEqual(first.clickhouse?.applied, chAll);
     const second = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
-    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5] });
+    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7] });
     assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: chAll });
 
     const [versions] = await admin.query<mysql.RowDataPacket[]>(`SELECT version, name FROM \`${db}\`.schema_migrations ORDER BY version`);
     assert.deepEqual(
       versions.map((r) => `${r.version} ${r.name}`),
-      ['1 im_push_task', '2 im_push_task_archive', '3 im_push_token', '4 im_push_task_trail', '5 push_receipt_nonce'],
+      [
+        '1 im_push_task',
+        '2 im_push_task_archive',
+        '3 im_push_token',
+        '4 im_push_task_trail',
+        '5 push_receipt_nonce',
+        '6 im_push_task_row',
+        '7 im_push_task_archive_row',
+      ],
     );
     const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
     assert.deepEqual(chVersions.trim().split('\n'), chAll.map(String));
@@ -114,7 +122,7 @@ describe('migrate (MariaDB + ClickHouse)', () => {
         (e: { code?: string; message: string }) => e.code === 'MIGRATION_CHANGED' && /003_im_push_token/.test(e.message),
       );
       const tolerant = await migrate({ mysqlUrl: url, mysqlDir: dir, allowChangedFiles: true });
-      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5] }, 'allowChangedFiles skips, never re-applies');
+      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7] }, 'allowChangedFiles skips, never re-applies');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -124,9 +132,88 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     const { db, url } = await fresh();
     const results = await Promise.all([migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url })]);
     const applied = results.flatMap((r) => r.mysql.applied).sort();
-    assert.deepEqual(applied, [1, 2, 3, 4, 5]);
+    assert.deepEqual(applied, [1, 2, 3, 4, 5, 6, 7]);
     const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${db}\`.schema_migrations`);
-    assert.equal(Number(rows[0]?.n), 5);
+    assert.equal(Number(rows[0]?.n), 7);
+  });
+
+  test('006/007 add the task-row columns and the (uid, status, created_at) index to tables that already have rows; re-running changes nothing', async () => {
+    const { db, url } = await fresh();
+    // A database as it was before 006: versions 1-5 applied, with pushes in it.
+    const dir = mkdtempSync(`${tmpdir()}/migrations-`);
+    try {
+      cpSync(MYSQL_MIGRATIONS_DIR, dir, { recursive: true });
+      rmSync(`${dir}/006_im_push_task_row.sql`);
+      rmSync(`${dir}/007_im_push_task_archive_row.sql`);
+      assert.deepEqual((await migrate({ mysqlUrl: url, mysqlDir: dir })).mysql.applied, [1, 2, 3, 4, 5]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const t = `\`${db}\`.im_push_task`;
+    await admin.query(`INSERT INTO ${t} (task_id, uid, conv_id, seq, device_id, collapse_id, status) VALUES ('t-old', 'u1', 'c1', 1, 'd1', 'col-1', 2)`);
+    await admin.query(
+      `INSERT INTO \`${db}\`.im_push_task_archive (id, task_id, uid, conv_id, seq, device_id, created_at, updated_at) VALUES (9, 't-cold', 'u1', 'c1', 0, 'd1', NOW(3), NOW(3))`,
+    );
+
+    assert.deepEqual((await migrate({ mysqlUrl: url })).mysql, { applied: [6, 7], alreadyApplied: [1, 2, 3, 4, 5] });
+    const [old] = await admin.query<mysql.RowDataPacket[]>(`SELECT status, unread_cnt, payload, collapse_key, merge_kind FROM ${t} WHERE task_id = 't-old'`);
+    assert.deepEqual(
+      { ...old[0] },
+      { status: 2, unread_cnt: 0, payload: null, collapse_key: '', merge_kind: '' },
+      'an existing row keeps its status and gets the defaults',
+    );
+    const [cold] = await admin.query<mysql.RowDataPacket[]>(`SELECT task_id, payload FROM \`${db}\`.im_push_task_archive`);
+    assert.deepEqual(
+      cold.map((r) => `${r.task_id}:${String(r.payload)}`),
+      ['t-cold:null'],
+    );
+
+    const shape = async () => {
+      const [columns] = await admin.query<mysql.RowDataPacket[]>(
+        'SELECT TABLE_NAME AS t, COLUMN_NAME AS c, COLUMN_TYPE AS type FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION',
+        [db],
+      );
+      const [keys] = await admin.query<mysql.RowDataPacket[]>(
+        `SELECT TABLE_NAME AS t, INDEX_NAME AS i, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) AS cols FROM information_schema.STATISTICS
+         WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME, INDEX_NAME ORDER BY TABLE_NAME, INDEX_NAME`,
+        [db],
+      );
+      return { columns: columns.map((r) => `${r.t}.${r.c} ${r.type}`), keys: keys.map((k) => `${k.t}.${k.i}(${k.cols})`) };
+    };
+    const migrated = await shape();
+    assert.ok(migrated.keys.includes('im_push_task.idx_uid_status_created(uid,status,created_at)'));
+    for (const table of ['im_push_task', 'im_push_task_archive'])
+      for (const column of [
+        'channel_trail text',
+        'unread_cnt int(10) unsigned',
+        'payload varbinary(1024)',
+        'collapse_key varchar(64)',
+        'merge_kind varchar(16)',
+      ])
+        assert.ok(
+          migrated.columns.some((c) => c.replace(/int unsigned$/, 'int(10) unsigned') === `${table}.${column}`),
+          `${table}.${column}`,
+        );
+    // The archive has every column of the hot table (archiveTasks copies them all).
+    const hot = migrated.columns.filter((c) => c.startsWith('im_push_task.')).map((c) => c.split(' ')[0]!.slice('im_push_task.'.length));
+    const archived = new Set(
+      migrated.columns.filter((c) => c.startsWith('im_push_task_archive.')).map((c) => c.split(' ')[0]!.slice('im_push_task_archive.'.length)),
+    );
+    assert.deepEqual(
+      hot.filter((c) => !archived.has(c)),
+      [],
+    );
+
+    assert.deepEqual((await migrate({ mysqlUrl: url })).mysql.applied, [], 'a second run applies nothing');
+    // Re-running the files themselves (a crash after the ALTER, before the version record) adds nothing either.
+    const conn = await mysql.createConnection({ ...parseMysqlUrl(url).connection, database: db });
+    try {
+      for (const file of readMigrations(MYSQL_MIGRATIONS_DIR).filter((f) => f.version >= 6))
+        for (const statement of file.statements) await conn.query(statement);
+    } finally {
+      await conn.end();
+    }
+    assert.deepEqual(await shape(), migrated);
   });
 
   test('archiveTasks moves rows older than 7 days, in batches, and nothing else', async () => {
@@ -138,15 +225,11 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       const day = 86_400_000;
       const ages = [10, 9, 8, 7.5, 7.01, 6.99, 1, 0]; // days old
       for (const [i, age] of ages.entries()) {
-        await pool.query('INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          `t-${i}`,
-          'u1',
-          'c1',
-          i,
-          'd1',
-          2,
-          new Date(now - age * day),
-        ]);
+        await pool.query(
+          'INSERT INTO im_push_task (task_id, uid, conv_id, seq, device_id, status, created_at, unread_cnt, payload, collapse_key, merge_kind, channel_trail) ' +
+            'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          [`t-${i}`, 'u1', 'c1', i, 'd1', 2, new Date(now - age * day), i + 1, Buffer.from(`{"title":"T${i}","body":"B"}`), `col-${i}`, 'LEADING', '[]'],
+        );
       }
       assert.equal(await archiveTasks(pool, { nowMs: now, batchSize: 2 }), 5);
       const [hot] = await pool.query<mysql.RowDataPacket[]>('SELECT task_id FROM im_push_task ORDER BY seq');
@@ -158,6 +241,14 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       assert.deepEqual(
         cold.map((r) => `${r.task_id}:${r.status}`),
         ['t-0:2', 't-1:2', 't-2:2', 't-3:2', 't-4:2'],
+      );
+      const [first] = await pool.query<mysql.RowDataPacket[]>(
+        "SELECT unread_cnt, CAST(payload AS CHAR) AS payload, collapse_key, merge_kind, channel_trail FROM im_push_task_archive WHERE task_id = 't-0'",
+      );
+      assert.deepEqual(
+        { ...first[0] },
+        { unread_cnt: 1, payload: '{"title":"T0","body":"B"}', collapse_key: 'col-0', merge_kind: 'LEADING', channel_trail: '[]' },
+        'the task row moves whole',
       );
       assert.equal(await archiveTasks(pool, { nowMs: now }), 0, 'a second run has nothing to move');
     } finally {
