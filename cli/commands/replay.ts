@@ -13,6 +13,9 @@ import { ConfigError } from '../../common/errors.ts';
 import { UsageError } from '../args.ts';
 import { REPLAY_HEADER } from '../../processors/fan-out/fan-out.ts';
 import { TASK_STATUS } from '../../processors/shared/task-status.ts';
+import type { DispatchKind } from '../../processors/shared/records.ts';
+import { decodeTaskPayload } from '../../sinks/mysql/tasks.ts';
+import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 
 export const replayHelp = `pushctl replay --since <duration> [--until <duration>] [--vendor V] [--app A] [--dry-run]
 
@@ -21,7 +24,17 @@ export const replayHelp = `pushctl replay --since <duration> [--until <duration>
   or app:
   finds their dispatch records on push.dispatch, keeps only channels whose token is still valid
   in im_push_token (dead tokens are never retried), sets the tasks back to pending and produces
-  the dispatches again. The fan-out submits each at most once, under the same collapse id.`;
+  the dispatches again. The fan-out submits each at most once, under the same collapse id.
+
+pushctl replay --from tasks --since <time> [--until <time>] [--uid U] [--vendor V] [--app A] [--dry-run]
+
+  re-sends the push tasks claimed in the time range (--since and --until: a duration back from now
+  such as 2h, or an ISO time such as 2026-12-01T10:00:00Z), optionally of one user, vendor or app, from
+  im_push_task alone, whatever the topics still hold: each task that was submitted, delivered or
+  failed is sent again with the payload (title and summary), unread count and collapse id it was
+  first sent with (docs/data.md), through the fan-out like any dispatch, on the device's tokens
+  still valid in im_push_token (its last vendor first). Tasks written before those columns existed
+  are counted and left out.`;
 
 interface FailedTask {
   task_id: string;
@@ -80,7 +93,157 @@ async function findDispatches(
   return found;
 }
 
+/** A duration back from `now` (2h) or an ISO 8601 time (2026-12-01T10:00:00Z), as epoch ms. */
+function timeOption(text: string, flag: string, now: number): number {
+  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) throw new UsageError(`${flag} ${text}: expected a duration such as 2h or an ISO time such as 2026-12-01T10:00:00Z`);
+    return at;
+  }
+  return now - parseDuration(text, flag);
+}
+
+interface StoredTaskRow {
+  task_id: string;
+  uid: string;
+  conv_id: string;
+  seq: number;
+  device_id: string;
+  msg_id: string;
+  app_id: string;
+  platform: string;
+  vendor: string;
+  unread_cnt: number;
+  payload: Buffer | null;
+  collapse_key: string;
+  merge_kind: string;
+  created_at: Date;
+}
+
+const KINDS: ReadonlySet<string> = new Set<DispatchKind>(['LEADING', 'TRAILING', 'IMMEDIATE', 'DEFERRED']);
+
+/**
+ * The dispatch of a stored task as it was first sent: its payload, unread count, collapse id and
+ * kind from the row (docs/data.md), on the device's valid tokens of the task's app, the vendor that
+ * answered last first, then the policy's fallback order. Undefined for a row written before the
+ * payload column (nothing to resend) or a device without a valid token.
+ */
+function dispatchOfTask(
+  row: StoredTaskRow,
+  tokens: ReadonlyArray<{ device_id: string; vendor: string; app_id: string; token: string }>,
+  silentTrailing: boolean,
+  now: number,
+) {
+  const text = decodeTaskPayload(row.payload);
+  if (text === null || row.collapse_key === '' || !KINDS.has(row.merge_kind)) return undefined;
+  const rank = (vendor: string) =>
+    vendor === row.vendor ? -1 : VENDOR_CHANNELS.priority.indexOf(vendor) === -1 ? 99 : VENDOR_CHANNELS.priority.indexOf(vendor);
+  const channels = tokens
+    .filter((t) => t.device_id === row.device_id && t.app_id === row.app_id)
+    .sort((a, b) => rank(a.vendor) - rank(b.vendor))
+    .map((t) => ({ vendor: t.vendor, token: t.token, classification: VENDOR_CHANNELS.imClassification(t.vendor) }));
+  if (channels.length === 0) return undefined;
+  const kind = row.merge_kind as DispatchKind;
+  const value: PushDispatch = {
+    task_id: row.task_id,
+    uid: row.uid,
+    device_id: row.device_id,
+    conv_id: row.conv_id,
+    seq: Number(row.seq),
+    msg_id: row.msg_id,
+    app_id: row.app_id,
+    platform: row.platform,
+    channels,
+    title: text.title,
+    body: text.body,
+    badge: Number(row.unread_cnt),
+    collapse_id: row.collapse_key,
+    // The merge sends its trailing update silently in the leading mode (PUSH_MERGE_MODE).
+    silent: kind === 'TRAILING' && silentTrailing,
+    kind,
+    merged_count: 1,
+    // The claim follows the persisted message by the pipeline's latency; the row keeps only the claim time.
+    persisted_at: row.created_at.getTime(),
+    decided_at: now,
+  };
+  return { key: row.uid, value };
+}
+
+/** `pushctl replay --from tasks`: re-sends the tasks of a time range from im_push_task alone. */
+async function replayFromTasks(args: string[]): Promise<number> {
+  const since = option(args, '--since');
+  if (!since) throw new UsageError('--since is required (from when tasks are re-sent, e.g. --since 2h or --since 2026-12-01T10:00:00Z)');
+  const until = option(args, '--until');
+  const now = Date.now();
+  const fromMs = timeOption(since, '--since', now);
+  const untilMs = until === undefined ? now : timeOption(until, '--until', now);
+  if (fromMs >= untilMs) throw new UsageError(`--since ${since} is not earlier than --until ${until ?? 'now'}: the range would be empty`);
+  const uid = option(args, '--uid');
+  const vendor = option(args, '--vendor');
+  const app = option(args, '--app');
+  const endpoints = readEndpoints();
+  const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
+  const silentTrailing = readKey(process.env, CONFIG_KEYS.PUSH_MERGE_MODE) === 'leading';
+  const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
+  try {
+    // Submitted, delivered and failed tasks (a pending one is still in the fan-out's hands); by
+    // (uid, status, created_at) with --uid, else by created_at.
+    const resent = [TASK_STATUS.submitted, TASK_STATUS.delivered, TASK_STATUS.failed];
+    const [rows] = await db.query(
+      'SELECT task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, unread_cnt, payload, collapse_key, merge_kind, created_at ' +
+        `FROM im_push_task WHERE status IN (?) AND created_at >= ? AND created_at < ?${uid ? ' AND uid = ?' : ''}${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''} ORDER BY id`,
+      [resent, new Date(fromMs), new Date(untilMs), ...(uid ? [uid] : []), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
+    );
+    const tasks = rows as StoredTaskRow[];
+    console.log(`${tasks.length} task(s) in range${uid ? ` for ${uid}` : ''}${vendor ? ` last sent through ${vendor}` : ''}${app ? ` of ${app}` : ''}`);
+    if (tasks.length === 0) return 0;
+    const [tokenRows] = await db.query('SELECT device_id, vendor, app_id, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+      [...new Set(tasks.map((t) => t.device_id))],
+    ]);
+    const tokens = tokenRows as Array<{ device_id: string; vendor: string; app_id: string; token: string }>;
+    const replayable = tasks.flatMap((t) => dispatchOfTask(t, tokens, silentTrailing, now) ?? []);
+    const noPayload = tasks.filter((t) => decodeTaskPayload(t.payload) === null).length;
+    console.log(
+      `${replayable.length} with their payload and a valid token; ${noPayload} written before the payload column (left out), ${tasks.length - replayable.length - noPayload} without a valid token`,
+    );
+    if (args.includes('--dry-run') || replayable.length === 0) return 0;
+    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
+      resent,
+      replayable.map((d) => d.value.task_id),
+    ]);
+    await produceReplays(endpoints, prefix, replayable, now);
+    console.log(`replayed ${replayable.length} task(s)`);
+    return 0;
+  } finally {
+    await db.end();
+  }
+}
+
+/** Produces the dispatches to push.dispatch with the replay header (the fan-out reads their task rows again). */
+async function produceReplays(
+  endpoints: ReturnType<typeof readEndpoints>,
+  prefix: string,
+  replayable: ReadonlyArray<{ key: string; value: PushDispatch }>,
+  now: number,
+): Promise<void> {
+  const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
+  const topic = topicName('dispatch', prefix);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    const headers = { [REPLAY_HEADER]: new Date(now).toISOString() };
+    const messages = await Promise.all(replayable.map(async (d) => ({ key: d.key, value: await serde.serialize(topic, d.value), headers })));
+    await producer.send({ topic, messages, acks: -1 });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
 export async function replayCommand(args: string[]): Promise<number> {
+  const from = option(args, '--from') ?? 'topic';
+  if (from === 'tasks') return replayFromTasks(args);
+  if (from !== 'topic') throw new UsageError(`--from ${from}: expected tasks (im_push_task) or topic (push.dispatch, the default)`);
   const since = option(args, '--since');
   if (!since) throw new UsageError('--since is required (how far back failures count, e.g. --since 2h)');
   const until = option(args, '--until');
@@ -133,15 +296,7 @@ export async function replayCommand(args: string[]): Promise<number> {
     await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status = ${TASK_STATUS.failed} AND task_id IN (?)`, [
       replayable.map((d) => d.value.task_id),
     ]);
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    try {
-      const headers = { [REPLAY_HEADER]: new Date(now).toISOString() };
-      const messages = await Promise.all(replayable.map(async (d) => ({ key: d.key, value: await serde.serialize(topic, d.value), headers })));
-      await producer.send({ topic, messages, acks: -1 });
-    } finally {
-      await producer.disconnect();
-    }
+    await produceReplays(endpoints, prefix, replayable, now);
     console.log(`replayed ${replayable.length} task(s)`);
     return 0;
   } finally {
