@@ -11,6 +11,7 @@ import { replayCommand, replayHelp } from './commands/replay.ts';
 import { topicsCommand, topicsHelp } from './commands/topics.ts';
 import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 import { configCommand, configHelp } from './commands/config.ts';
+import { traceCommand, traceHelp } from './commands/trace.ts';
 import { checkConfiguration } from './config-check.ts';
 import { checkReachable, explainConnectionError, type Service } from './connections.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -51,6 +52,12 @@ const commands: Record<string, { help: string; usage: CommandUsage; needs?: (arg
     needs: () => ['mysql', 'kafka', 'registry'],
     usage: { values: ['--since', '--until', '--vendor', '--app'], switches: ['--dry-run'] },
     run: replayCommand,
+  },
+  trace: {
+    help: traceHelp,
+    needs: () => ['clickhouse', 'mysql'],
+    usage: { values: ['--conv', '--since'], switches: ['--json'], maxArguments: 1 },
+    run: traceCommand,
   },
   arrival: { help: arrivalHelp, needs: () => ['clickhouse'], usage: { values: ['--since', '--by'] }, run: arrivalCommand },
   config: { help: configHelp, usage: { switches: ['--markdown'] }, run: configCommand },

@@ -41,6 +41,12 @@ export interface PushEventRow {
   /** Unix seconds. */
   persisted_time: number;
   latency_ms: number | null;
+  /** Epoch ms IM persisted the message (outcomes only; migrations/clickhouse/004_trace_columns.sql). */
+  persisted_ms: number | null;
+  /** The notification's collapse id (outcomes that carry one). */
+  collapse_id: string | null;
+  /** sha256 of the token a fan-out outcome used, hex; never the token. */
+  token_hash: string | null;
 }
 
 const OUTCOME_KIND: Readonly<Record<OutcomeStatus, PushEventKind>> = {
@@ -89,6 +95,9 @@ export function rowFromOutcome(outcome: PushOutcomeRecord): PushEventRow {
     attempts: Math.max(0, Math.min(65_535, outcome.attempts)),
     persisted_time: toSeconds(outcome.persisted_at),
     latency_ms: outcome.latency_ms === null || outcome.latency_ms === undefined ? null : clampLatency(outcome.latency_ms),
+    persisted_ms: Math.max(0, Math.floor(outcome.persisted_at)),
+    collapse_id: outcome.collapse_id ?? null,
+    token_hash: outcome.token_hash ?? null,
   };
 }
 
@@ -120,6 +129,9 @@ export function rowFromReceipt(receipt: PushReceiptRecord, persistedAt?: number)
     attempts: 0,
     persisted_time: persistedAt === undefined ? 0 : toSeconds(persistedAt),
     latency_ms: persistedAt === undefined ? null : clampLatency(receipt.at - persistedAt),
+    persisted_ms: null,
+    collapse_id: null,
+    token_hash: null,
   };
 }
 
