@@ -378,7 +378,10 @@ export async function traceCommand(args: string[]): Promise<number> {
   console.log(
     `Trace of user ${uid}${conv === undefined ? '' : ` in conversation ${conv}`} over the last ${since}: ${messages.size} message(s), ${devices.size} device(s), times in UTC.`,
   );
-  if (lines.length === 0) console.log('Nothing was recorded for this user in that time: no message reached the push pipeline for them.');
+  if (lines.length === 0)
+    console.log(
+      'Nothing was recorded for this user in that time: no message of theirs reached the push pipeline (check the uid, or look further back with --since 7d).',
+    );
   for (const l of lines) console.log(formatLine(l));
   return 0;
 }
