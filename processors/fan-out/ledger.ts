@@ -29,6 +29,12 @@ export interface TaskRow {
    */
   readonly title: string;
   readonly body: string;
+  /**
+   * The vendor of the dispatch's first channel: the claim stores the text as that vendor's adapter
+   * sends it (some cut the title and summary to their own lengths); the result write stores it as
+   * the vendor that answered last sent it.
+   */
+  readonly firstVendor: string;
   /** The dispatch's merge kind: LEADING, TRAILING, IMMEDIATE or DEFERRED. */
   readonly kind: string;
 }

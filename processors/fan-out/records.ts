@@ -67,6 +67,7 @@ export function taskRowOf(d: PushDispatch): TaskRow {
     unreadCnt: d.badge,
     title: d.title,
     body: d.body,
+    firstVendor: d.channels[0]?.vendor ?? '',
     kind: d.kind,
   };
 }

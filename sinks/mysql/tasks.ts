@@ -1,6 +1,10 @@
 import type { Pool } from 'mysql2/promise';
 import { ContractError } from '../../common/errors.ts';
 import { fitJsonPayload, type NotificationText } from '../vendors/text.ts';
+import { oppoText } from '../vendors/oppo/payload.ts';
+import { vivoText } from '../vendors/vivo/payload.ts';
+import { xiaomiText } from '../vendors/xiaomi/payload.ts';
+import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
 import { isMysqlDataError, leavingOutRefusedRows, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import {
   TASK_STATUS,
@@ -76,6 +80,33 @@ export function encodeTaskPayload(text: NotificationText): Buffer {
   return Buffer.from(fitted?.json ?? payloadJson({ title: '', body: '' }), 'utf8');
 }
 
+/** The adapters that cut the title and summary to lengths of their own, with their cutting. */
+const FIELD_CUTS = new Map<string, (m: PushMessage) => { title: string; content: string }>([
+  ['oppo', oppoText],
+  ['vivo', vivoText],
+  [
+    'xiaomi',
+    (m) => {
+      const fields = xiaomiText(m);
+      return { title: fields.title, content: fields.description };
+    },
+  ],
+]);
+
+/**
+ * The title and summary as the adapter of `vendor` sends them (docs/vendors.md, "Payload limits"):
+ * OPPO, vivo and Xiaomi cut each field to their own lengths, by grapheme clusters; APNs, FCM and HMS
+ * send them as given and cut only a whole payload over their 4 KB, which a dispatch's summary (at
+ * most PUSH_SUMMARY_MAX_CHARS, 100) leaves to a title of kilobytes alone.
+ */
+export function sentText(vendor: string, text: NotificationText): NotificationText {
+  const cut = FIELD_CUTS.get(vendor);
+  if (cut === undefined) return { title: text.title, body: text.body };
+  // Only the title and body count towards these fields' lengths; the other fields are not read.
+  const sent = cut({ taskId: '', appId: '', token: '', title: text.title, body: text.body, badge: 0, collapseId: '', silent: false, data: {}, ttlSeconds: 0 });
+  return { title: sent.title, body: sent.content };
+}
+
 /** The title and summary of a stored payload; null for a row written before the column existed or a value that does not parse. */
 export function decodeTaskPayload(payload: Buffer | string | null): NotificationText | null {
   if (payload === null) return null;
@@ -93,7 +124,7 @@ const unreadCount = (n: number) => (Number.isFinite(n) ? Math.min(Math.max(Math.
 
 /** The claim writes what is sent with the identifying columns (one INSERT IGNORE; collapse_key is the collapse id sent). */
 const COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, collapse_id, unread_cnt, payload, collapse_key, merge_kind';
-const rowValues = (t: TaskRow) => [
+const rowValues = (t: TaskRow, vendor: string) => [
   t.taskId,
   t.uid,
   t.convId,
@@ -104,7 +135,7 @@ const rowValues = (t: TaskRow) => [
   t.platform,
   t.collapseId,
   unreadCount(t.unreadCnt),
-  encodeTaskPayload(t),
+  encodeTaskPayload(sentText(vendor, t)),
   t.collapseId,
   t.kind,
 ];
@@ -191,7 +222,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
    */
   private async writeClaimChunk(chunk: PendingClaim[]): Promise<void> {
     try {
-      const [inserted] = await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task))]);
+      const [inserted] = await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task, c.task.firstVendor))]);
       // Every row new (the usual case): all are pending, and the claim took one round trip.
       // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
       const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
@@ -262,7 +293,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
    */
   private async writeResultChunk(chunk: Array<{ task: TaskRow; result: TaskResult }>): Promise<void> {
     const rows = chunk.map(({ task, result }) => [
-      ...rowValues(task),
+      ...rowValues(task, result.vendor),
       result.status,
       result.vendor,
       result.vendorMessageId,
@@ -283,6 +314,8 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
             `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
             `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
             `fail_code = IF(${advance}, VALUES(fail_code), fail_code), ` +
+            // The text as the vendor that answered last sent it (the claim stored the first channel's).
+            `payload = IF(${advance}, VALUES(payload), payload), ` +
             `channel_trail = IF(${advance}, VALUES(channel_trail), channel_trail), ` +
             `attempts = IF(${advance}, VALUES(attempts), attempts), ` +
             `submitted_at = IF(${advance}, VALUES(submitted_at), submitted_at), ` +

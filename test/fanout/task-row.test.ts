@@ -97,6 +97,38 @@ describe('im_push_task holds what each device was sent', () => {
     assert.equal(row.unread_cnt, 3);
   });
 
+  test('OPPO, vivo and Xiaomi cut the summary to their own lengths: the row holds the text each one got; after a fallback, the text of the vendor that took it', async () => {
+    const body = `明天晚上七点在老地方见面吧，记得带上那本书和雨伞 — see you at seven tomorrow, bring the book 📚 and an umbrella ☔`;
+    for (const vendor of ['oppo', 'vivo', 'xiaomi'] as const) {
+      const d = dispatch({ uid: `u-cut-${vendor}`, device: 'd1', title: 'Carol 🎸', body, channels: [{ vendor, token: em.token(vendor, `cut-${vendor}`) }] });
+      await fo.send(d);
+      const [sent] = em[vendor].accepted();
+      assert.ok(sent, `${vendor} got the push`);
+      // OPPO (50) and vivo (50 Chinese, 100 ASCII) cut this summary; Xiaomi's 127 keeps it whole.
+      if (vendor === 'xiaomi') assert.equal(sent.body, body);
+      else assert.notEqual(sent.body, body, `${vendor} cut the summary`);
+      assert.deepEqual(decodeTaskPayload((await rowOf(d)).payload as Buffer), { title: sent.title, body: sent.body }, vendor);
+    }
+    const dead = em.token('vivo', 'dead-vivo');
+    em.vivo.deadTokens.add(dead);
+    const d = dispatch({
+      uid: 'u-fallback',
+      device: 'd1',
+      title: 'Carol 🎸',
+      body,
+      channels: [
+        { vendor: 'vivo', token: dead },
+        { vendor: 'fcm', token: em.token('fcm', 'fallback') },
+      ],
+    });
+    await fo.send(d);
+    const [sent] = em.fcm.accepted();
+    assert.equal(sent!.body, body);
+    const row = await rowOf(d);
+    assert.equal(row.vendor, 'fcm');
+    assert.deepEqual(decodeTaskPayload(row.payload as Buffer), { title: 'Carol 🎸', body });
+  });
+
   test('a title too long for 1024 bytes is stored cut between grapheme clusters, with an ellipsis; the kind is the dispatch’s', async () => {
     const family = '👨‍👩‍👧‍👦';
     const d = dispatch({
