@@ -50,7 +50,7 @@ const commands: Record<string, { help: string; usage: CommandUsage; needs?: (arg
   replay: {
     help: replayHelp,
     needs: () => ['mysql', 'kafka', 'registry'],
-    usage: { values: ['--since', '--until', '--vendor', '--app'], switches: ['--dry-run'] },
+    usage: { values: ['--since', '--until', '--from', '--uid', '--vendor', '--app'], switches: ['--dry-run'] },
     run: replayCommand,
   },
   trace: {

@@ -75,3 +75,12 @@ test('other misuse: a switch given a value, a flag twice, an extra argument, an 
     }),
   );
 });
+
+test('replay --from tasks takes its flags from the command line: a dry run over an empty range answers and sends nothing', async () => {
+  const result = await pushctl(['replay', '--from', 'tasks', '--since', '1m', '--uid', 'u-nobody-flags-test', '--dry-run']);
+  assert.equal(result.code, 0, `exit code (stderr: ${result.stderr})`);
+  assert.doesNotMatch(result.stderr, /unknown flag/);
+  const wrong = await pushctl(['replay', '--from', 'archive', '--since', '1h']);
+  assert.equal(wrong.code, 2);
+  assert.match(wrong.stderr, /--from archive: expected tasks/);
+});
