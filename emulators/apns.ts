@@ -101,11 +101,13 @@ export class ApnsEmulator extends EmulatorCore {
       // A connection accepted just before close() is dropped too.
       if (this.closing) return session.destroy();
       this.sessions.add(session);
+      // A client that resets its connection or stream is normal traffic for a vendor endpoint: nothing is left to answer.
       session.on('error', () => undefined);
       session.on('close', () => this.sessions.delete(session));
     });
     this.server.on('stream', (stream, headers) => {
       stream.on('error', () => undefined);
+      // A handler that throws answers the stream with INTERNAL_ERROR, as a vendor's failing front end would.
       this.handle(stream, headers).catch(() => {
         if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
       });

@@ -184,6 +184,7 @@ export class EmulatorCore {
         () => {
           this.timers.delete(timer);
           this.receiptsPosted++;
+          // A vendor does not retry a callback the receiver refused or could not be reached for: the receipt is lost, as tests of receipt loss expect.
           post().catch(() => undefined);
         },
         this.receipts.delayMs + i * 10,
