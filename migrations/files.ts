@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
+import { basename } from 'node:path';
 import { ContractError } from '../common/errors.ts';
 
 export interface MigrationFile {
@@ -12,10 +13,25 @@ export interface MigrationFile {
   readonly path: string;
   /** SHA-256 of the file: a changed file after it was applied is an error, not a silent skip. */
   readonly checksum: string;
+  /** Checksums of earlier texts of this file that differ from it in comments only (see FORMER_CHECKSUMS). */
+  readonly formerChecksums: readonly string[];
   readonly statements: readonly string[];
 }
 
 const FILE = /^(\d{3,})_([a-z0-9_]+)\.sql$/;
+
+/**
+ * Files whose comments were edited after release, by folder and name: a database that recorded one
+ * of the former checksums applied the same statements, so it counts as applied, not changed. Only
+ * comment edits may be listed here; a changed statement is a new numbered file.
+ */
+const FORMER_CHECKSUMS: Readonly<Record<string, readonly string[]>> = {
+  // Comments cited a design document outside the repository; they cite docs/design.md now.
+  'mysql/001_im_push_task.sql': ['fc6c2f25b2cfcc92e350ac371ec03c6b021dda654d6e61153ddd9060ee967e24'],
+  'mysql/002_im_push_task_archive.sql': ['884c8a47004692471240d738a5bafb2b0b2964dacec2ed7e3fdb5edd4cf3632b'],
+  'mysql/003_im_push_token.sql': ['9a4805aff823b489177261b441563a065f901c5ce9d16001476c2974a4fe4673'],
+  'clickhouse/002_arrival_views.sql': ['94362c9163c089c6fd7816fdc8c644dade1d839dc24e3faa51f0e1873c2f6b8e'],
+};
 
 export function readMigrations(dir: string): MigrationFile[] {
   const files: MigrationFile[] = [];
@@ -28,6 +44,7 @@ export function readMigrations(dir: string): MigrationFile[] {
       name: m[2]!,
       path: `${dir}/${entry}`,
       checksum: createHash('sha256').update(text).digest('hex'),
+      formerChecksums: FORMER_CHECKSUMS[`${basename(dir)}/${entry}`] ?? [],
       statements: splitStatements(text),
     });
   }

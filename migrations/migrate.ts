@@ -151,9 +151,10 @@ async function applyInOrder(
   for (const file of files) {
     const checksum = recorded.get(file.version);
     if (checksum !== undefined) {
-      if (checksum !== file.checksum && options.allowChangedFiles) {
+      const same = checksum === file.checksum || file.formerChecksums.includes(checksum);
+      if (!same && options.allowChangedFiles) {
         options.log?.warn('migration changed after it was applied; not re-applied', { side, file: basename(file.path) });
-      } else if (checksum !== file.checksum) {
+      } else if (!same) {
         throw new ContractError(
           'MIGRATION_CHANGED',
           `${side} migration ${basename(file.path)} was changed after it was applied; add a new numbered file instead`,

@@ -26,7 +26,7 @@ FROM push_events
 WHERE vendor != '' AND task_id != ''
 GROUP BY task_id, device_id, vendor;
 
--- Arrival rate per vendor, app and hour of submission (DESIGN section 3).
+-- Arrival rate per vendor, app and hour of submission (docs/design.md §3).
 CREATE VIEW IF NOT EXISTS arrival_by_vendor_app_hour AS
 SELECT
     toStartOfHour(submitted_at) AS hour,

@@ -1,5 +1,5 @@
 -- Push tasks: one row per (uid, conv_id, seq, device_id), the idempotency key of a push to one
--- device (DESIGN §1.5, §3). The seed's im_push_task, extended with device_id.
+-- device (docs/design.md §1, §3). The seed's im_push_task, extended with device_id.
 -- status: 0 pending, 1 submitted, 2 delivered, 3 failed, 4 merged.
 CREATE TABLE IF NOT EXISTS im_push_task (
   id                BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,

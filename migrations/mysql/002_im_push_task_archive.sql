@@ -1,4 +1,4 @@
--- Tasks older than 7 days move here (DESIGN §3: only 7 days stay hot), in batches, by
+-- Tasks older than 7 days move here (docs/design.md §3: only 7 days stay hot), in batches, by
 -- archiveTasks() in migrations/archive.ts. Same columns as im_push_task; the primary key keeps the
 -- original id so a batch moved twice is inserted once.
 CREATE TABLE IF NOT EXISTS im_push_task_archive (

@@ -1,4 +1,4 @@
--- Vendor push tokens: one row per (device_id, vendor) (DESIGN §2.5, §3), upserted only when a
+-- Vendor push tokens: one row per (device_id, vendor) (docs/design.md §2.5, §3), upserted only when a
 -- report changes it. status: 1 valid, 0 invalid. A token is invalidated at once on a dead-token
 -- code, after 3 consecutive failures, or when not refreshed for 30 days; a new report revives it.
 CREATE TABLE IF NOT EXISTS im_push_token (

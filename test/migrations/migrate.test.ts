@@ -4,7 +4,7 @@
  */
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, appendFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, appendFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import mysql from 'mysql2/promise';
 import { migrate, parseMysqlUrl, MYSQL_MIGRATIONS_DIR, CLICKHOUSE_MIGRATIONS_DIR } from '../../migrations/migrate.ts';
@@ -260,4 +260,37 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     assert.throws(() => parseMysqlUrl('postgres://x/y'), /PUSH_MYSQL_URL/);
     assert.throws(() => parseMysqlUrl('mysql://root@127.0.0.1:3306/'), /PUSH_MYSQL_URL/);
   });
+});
+
+test('the MySQL ready queries of docs/data.md (```mysql blocks) run on the migrated schema and find a user’s rows', async () => {
+  const queries = [...readFileSync(new URL('../../docs/data.md', import.meta.url), 'utf8').matchAll(/```mysql\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
+  assert.ok(queries.length >= 1, 'docs/data.md has a MySQL query');
+  const { db, url } = await fresh();
+  await migrate({ mysqlUrl: url });
+  await admin.query(
+    `INSERT INTO \`${db}\`.im_push_task (task_id, msg_id, uid, device_id, conv_id, seq, status, vendor, unread_cnt, payload, collapse_key, merge_kind)
+     VALUES ('t-docs-1', 'm-1', 'u-123', 'd-1', 'c-1', 7, 1, 'fcm', 3, '{"title":"Ann","body":"hi"}', 'c-1', 'LEADING')`,
+  );
+  const conn = await mysql.createConnection({ ...parseMysqlUrl(url).connection, database: db });
+  try {
+    for (const query of queries) {
+      const [rows] = await conn.query<mysql.RowDataPacket[]>(query);
+      assert.ok(rows.length >= 1, `no row for u-123 from:\n${query}`);
+      assert.equal(rows[0]!.title, 'Ann', 'the title sent, from the payload');
+    }
+  } finally {
+    await conn.end();
+  }
+});
+
+test('a database that recorded a migration before a comment-only edit of its file counts it as applied; another checksum is still refused', async () => {
+  const { db, url } = await fresh();
+  await migrate({ mysqlUrl: url });
+  const first = readMigrations(MYSQL_MIGRATIONS_DIR).find((m) => m.version === 1)!;
+  assert.ok(first.formerChecksums.length > 0, '001 lists the checksum of its text before the comment edit');
+  await admin.query(`UPDATE \`${db}\`.schema_migrations SET checksum = ? WHERE version = 1`, [first.formerChecksums[0]]);
+  const again = await migrate({ mysqlUrl: url });
+  assert.deepEqual(again.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7] });
+  await admin.query(`UPDATE \`${db}\`.schema_migrations SET checksum = ? WHERE version = 1`, ['0'.repeat(64)]);
+  await assert.rejects(migrate({ mysqlUrl: url }), /001_im_push_task\.sql was changed after it was applied/);
 });
