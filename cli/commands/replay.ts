@@ -207,25 +207,32 @@ async function replayFromTasks(args: string[]): Promise<number> {
       `${replayable.length} with their payload and a valid token; ${noPayload} written before the payload column (left out), ${tasks.length - replayable.length - noPayload} without a valid token`,
     );
     if (args.includes('--dry-run') || replayable.length === 0) return 0;
-    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
-      resent,
-      replayable.map((d) => d.value.task_id),
-    ]);
-    await produceReplays(endpoints, prefix, replayable, now);
-    console.log(`replayed ${replayable.length} task(s)`);
+    await resend(db, resent, { endpoints, prefix, replayable, now });
     return 0;
   } finally {
     await db.end();
   }
 }
 
+interface Replay {
+  readonly endpoints: ReturnType<typeof readEndpoints>;
+  readonly prefix: string;
+  readonly replayable: ReadonlyArray<{ key: string; value: PushDispatch }>;
+  readonly now: number;
+}
+
+/** Sets the tasks (those in one of `statuses`) back to pending, then produces their dispatches again. */
+async function resend(db: mysql.Connection, statuses: readonly number[], replay: Replay): Promise<void> {
+  await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
+    statuses,
+    replay.replayable.map((d) => d.value.task_id),
+  ]);
+  await produceReplays(replay);
+  console.log(`replayed ${replay.replayable.length} task(s)`);
+}
+
 /** Produces the dispatches to push.dispatch with the replay header (the fan-out reads their task rows again). */
-async function produceReplays(
-  endpoints: ReturnType<typeof readEndpoints>,
-  prefix: string,
-  replayable: ReadonlyArray<{ key: string; value: PushDispatch }>,
-  now: number,
-): Promise<void> {
+async function produceReplays({ endpoints, prefix, replayable, now }: Replay): Promise<void> {
   const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
   const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
   const topic = topicName('dispatch', prefix);
@@ -293,11 +300,7 @@ export async function replayCommand(args: string[]): Promise<number> {
     console.log(`${dispatches.size} dispatch record(s) found, ${replayable.length} with a valid token left`);
     if (args.includes('--dry-run') || replayable.length === 0) return 0;
 
-    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status = ${TASK_STATUS.failed} AND task_id IN (?)`, [
-      replayable.map((d) => d.value.task_id),
-    ]);
-    await produceReplays(endpoints, prefix, replayable, now);
-    console.log(`replayed ${replayable.length} task(s)`);
+    await resend(db, [TASK_STATUS.failed], { endpoints, prefix, replayable, now });
     return 0;
   } finally {
     await db.end();
