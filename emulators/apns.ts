@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { EmulatorCore, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
 import type { TestTls } from './tls.ts';
 
-/** Status of every APNs reason (vendor-protocols.md §1.4), for scripted `code` faults. */
+/** Status of every APNs reason (docs/vendors.md, Sources), for scripted `code` faults. */
 export const APNS_REASON_STATUS: Readonly<Record<string, number>> = {
   BadCollapseId: 400,
   BadDeviceToken: 400,

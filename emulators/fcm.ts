@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyConnectionFault, type Fault, HttpsEmulator, randomId, type Route, sendJson, sleep } from './common.ts';
 import type { VendorJson } from './common.ts';
 
-/** FCM error codes → (HTTP status, google.rpc status) as FCM documents them (vendor-protocols.md §2.5). */
+/** FCM error codes → (HTTP status, google.rpc status) as FCM documents them (docs/vendors.md, Sources). */
 export const FCM_ERROR_SHAPES: Readonly<Record<string, readonly [number, string]>> = {
   UNREGISTERED: [404, 'NOT_FOUND'],
   INVALID_ARGUMENT: [400, 'INVALID_ARGUMENT'],

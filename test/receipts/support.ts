@@ -58,7 +58,7 @@ export function receiptAppsFile(appIds: readonly string[] = [TEST_APP]): { apps:
   };
 }
 
-/** Receipt bodies in each vendor's documented callback format (research/vendor-protocols.md). */
+/** Receipt bodies in each vendor's documented callback format (docs/vendors.md, Receipts and Sources). */
 export const receiptBodies = {
   hms: (requestId: string, token: string, status: number, timestamp: number) =>
     JSON.stringify({ statuses: [{ biTag: '', appid: '10001', token, status, timestamp, requestId }] }),

@@ -9,7 +9,7 @@ import { APNS_REASON_STATUS } from '../../emulators/apns.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useEmulators } from './support.ts';
 
-/** Apple's reasons and the outcome each must produce (research/vendor-protocols.md §1.5). */
+/** Apple's reasons and the outcome each must produce (docs/vendors.md, Sources). */
 const EXPECTED: Record<string, OutcomeKind> = {
   BadCollapseId: 'payload-rejected',
   BadDeviceToken: 'dead-token',

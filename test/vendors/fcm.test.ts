@@ -8,7 +8,7 @@ import type { SubmitOutcome } from '../../processors/fan-out/vendor-port.ts';
 import type { Fault, StartedEmulators } from '../../emulators/index.ts';
 import { message, useEmulators } from './support.ts';
 
-/** Each FCM error shape (research/vendor-protocols.md §2.5) and the outcome it must produce. */
+/** Each FCM error shape (docs/vendors.md, Sources) and the outcome it must produce. */
 const CASES: Array<[string, Fault, SubmitOutcome]> = [
   ['UNREGISTERED', { kind: 'code', code: 'UNREGISTERED' }, { kind: 'dead-token', code: 'UNREGISTERED' }],
   ['SENDER_ID_MISMATCH', { kind: 'code', code: 'SENDER_ID_MISMATCH' }, { kind: 'dead-token', code: 'SENDER_ID_MISMATCH' }],

@@ -7,7 +7,7 @@ import { hmsCallbackId } from '../../emulators/hms.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
-/** Huawei business codes (research/vendor-protocols.md §3.4) and their outcomes; auth codes are refreshed first. */
+/** Huawei business codes (docs/vendors.md, Sources) and their outcomes; auth codes are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
   '80100001': 'payload-rejected',
   '80100003': 'payload-rejected',

@@ -6,7 +6,7 @@ import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
-/** OPPO return codes (research/vendor-protocols.md §5.4) and their outcomes; 11 and 29 are refreshed first. */
+/** OPPO return codes (docs/vendors.md, Sources) and their outcomes; 11 and 29 are refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
   '-2': 'rate-limited',
   '-1': 'retryable',

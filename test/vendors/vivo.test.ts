@@ -7,7 +7,7 @@ import { VivoAdapter } from '../../sinks/vendors/vivo/adapter.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
-/** vivo results (research/vendor-protocols.md §6.3; several UNCONFIRMED) and their outcomes; 10000 is refreshed first. */
+/** vivo results (docs/vendors.md, Sources; several UNCONFIRMED) and their outcomes; 10000 is refreshed first. */
 const EXPECTED: Record<string, OutcomeKind> = {
   '10000': 'auth-failed',
   '10070': 'quota-exhausted',

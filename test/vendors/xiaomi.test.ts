@@ -6,7 +6,7 @@ import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
 import { message, useVendorEmulators, type Receiver } from './support.ts';
 
-/** MiPush codes (research/vendor-protocols.md §4.3) and their outcomes. */
+/** MiPush codes (docs/vendors.md, Sources) and their outcomes. */
 const EXPECTED: Record<string, OutcomeKind> = {
   '-1': 'retryable',
   '1': 'retryable',

@@ -1,7 +1,7 @@
 import type { CodeTable } from '../outcomes.ts';
 
 /**
- * APNs `reason` → outcome (vendor-protocols.md §1.4–1.5; Apple's "Handling notification responses
+ * APNs `reason` → outcome (docs/vendors.md, Sources; Apple's "Handling notification responses
  * from APNs"). 400 BadDeviceToken is dead only when the environment is right, which the app's
  * configuration asserts; DeviceTokenNotForTopic / TopicDisallowed are permanent token rejections.
  * Refusals of a header or body field are `payload-rejected`: the message's fault, not the token's.

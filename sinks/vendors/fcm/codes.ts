@@ -2,7 +2,7 @@ import type { CodeTable } from '../outcomes.ts';
 
 /**
  * FCM HTTP v1 error → outcome, keyed by the FcmError `errorCode` detail, else the google.rpc
- * `status` (vendor-protocols.md §2.5). INVALID_ARGUMENT is refined by the adapter: dead token when
+ * `status` (docs/vendors.md, Sources). INVALID_ARGUMENT is refined by the adapter: dead token when
  * it concerns the registration token, payload-too-large when the message is too big, else a
  * refused field of the payload.
  */

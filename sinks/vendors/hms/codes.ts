@@ -2,7 +2,7 @@ import type { CodeTable } from '../outcomes.ts';
 
 /**
  * HMS Push Kit business codes (a string in the body whatever the HTTP status) → outcome
- * (vendor-protocols.md §3.4). 80100000 is partial success: `msg` lists `illegal_tokens`.
+ * (docs/vendors.md, Sources). 80100000 is partial success: `msg` lists `illegal_tokens`.
  * Parameter, structure, TTL, collapse-key and content refusals are `payload-rejected`.
  */
 export const HMS_CODES: CodeTable = {

@@ -2,7 +2,7 @@ import type { CodeTable } from '../outcomes.ts';
 
 /**
  * OPPO PUSH return codes (int `code`, also per-item `errorCode` in batches) → outcome
- * (vendor-protocols.md §5.4). Missing or invalid arguments, pictures and category fields are
+ * (docs/vendors.md, Sources). Missing or invalid arguments, pictures and category fields are
  * `payload-rejected`.
  */
 export const OPPO_CODES: CodeTable = {

@@ -1,7 +1,7 @@
 import type { CodeTable } from '../outcomes.ts';
 
 /**
- * vivo push `result` → outcome (vendor-protocols.md §6.3). Only 0, 10096 and 10097 are confirmed
+ * vivo push `result` → outcome (docs/vendors.md, Sources). Only 0, 10096 and 10097 are confirmed
  * by the sources; the auth (10000), regId (10302), frequency (10073) and daily-total (10070/10071)
  * codes are the best-known values, UNCONFIRMED, kept here in one table to correct in one place.
  * 10096 / 10097 (category fields) are `payload-rejected`; results missing here are `unknown-code`

@@ -1,7 +1,7 @@
 import type { CodeTable } from '../outcomes.ts';
 
 /**
- * MiPush `code` (an int in `{"result":"error","code":…}`) → outcome (vendor-protocols.md §4.3).
+ * MiPush `code` (an int in `{"result":"error","code":…}`) → outcome (docs/vendors.md, Sources).
  * The static AppSecret cannot be refreshed, so auth codes end as `auth-failed`. Dead regIds are
  * reported only asynchronously (receipt type 16). Parameter and callback-field refusals are
  * `payload-rejected`.
