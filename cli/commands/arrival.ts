@@ -3,6 +3,7 @@ import { readEndpoints } from '../../common/endpoints.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { queryArrival, type ArrivalDimension, type ArrivalRow } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
 
 export interface ArrivalCommandOptions {
   /** How far back, e.g. `90m`, `24h`, `7d`, `2w` (default 24h). Pairs submitted in this range count. */
@@ -15,17 +16,6 @@ export interface ArrivalCommandOptions {
   readonly client?: ClickHouseClient;
   /** Clock, epoch ms. Default Date.now. */
   readonly now?: () => number;
-}
-
-const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** Parses `<n><s|m|h|d|w>` into milliseconds. */
-export function parseDuration(text: string, key = '--since'): number {
-  const m = /^(\d{1,6})\s*([smhdw])$/.exec(text.trim());
-  if (!m) throw new ConfigError(key, `expected a duration such as 90m, 24h or 7d, got ${JSON.stringify(text)}`);
-  const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
-  if (ms <= 0) throw new ConfigError(key, 'must be greater than zero');
-  return ms;
 }
 
 /**

@@ -8,7 +8,7 @@ import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import type { PushDispatch } from '../../processors/shared/records.ts';
-import { parseDuration } from './arrival.ts';
+import { parseDuration } from '../../pipeline/duration.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { UsageError } from '../args.ts';
 import { REPLAY_HEADER } from '../../processors/fan-out/fan-out.ts';
