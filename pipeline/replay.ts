@@ -1,0 +1,299 @@
+/**
+ * The replay operations of `pushctl replay` (cli/commands/replay.ts): re-sending failed push tasks
+ * from their dispatch records on push.dispatch, or any claimed tasks from im_push_task alone. Both
+ * set the tasks back to pending and produce the dispatches again with the replay header. They take
+ * plain options (times already resolved to epoch ms) and report their counts through `progress`
+ * as they go, so the caller prints each step when it happens.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import mysql from 'mysql2/promise';
+import { randomBytes } from 'node:crypto';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { readEndpoints } from '../common/endpoints.ts';
+import { readKey } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
+import { ConfigError } from '../common/errors.ts';
+import { registryValueSerdes } from './serdes.ts';
+import { topicName } from './topics.ts';
+import { REPLAY_HEADER } from '../processors/fan-out/fan-out.ts';
+import { TASK_STATUS } from '../processors/shared/task-status.ts';
+import type { DispatchKind, PushDispatch } from '../processors/shared/records.ts';
+import { decodeTaskPayload } from '../sinks/mysql/tasks.ts';
+import { VENDOR_CHANNELS } from '../sinks/vendors/channels.ts';
+
+interface FailedTask {
+  task_id: string;
+  vendor: string;
+}
+
+/** Reads push.dispatch from `fromMs` to its current end and keeps the dispatches of `taskIds`. */
+async function findDispatches(
+  kafka: Kafka,
+  topic: string,
+  fromMs: number,
+  taskIds: Set<string>,
+  decode: (b: Buffer) => Promise<PushDispatch>,
+): Promise<Map<string, { key: string; value: PushDispatch }>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  if (!(await admin.listTopics()).includes(topic)) {
+    await admin.disconnect();
+    throw new ConfigError('PUSH_TOPIC_PREFIX', `topic ${topic} does not exist (is the prefix right?)`);
+  }
+  const starts = await admin.fetchTopicOffsetsByTimestamp(topic, fromMs);
+  const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+  await admin.disconnect();
+  const pending = new Set(starts.filter((p) => Number(p.offset) < (ends.get(p.partition) ?? 0)).map((p) => p.partition));
+  const found = new Map<string, { key: string; value: PushDispatch }>();
+  if (pending.size === 0) return found;
+  const consumer = kafka.consumer({ groupId: `pushctl-replay-${randomBytes(4).toString('hex')}` });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic] });
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    for (const p of starts) consumer.seek({ topic, partition: p.partition, offset: p.offset });
+  });
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      for (const m of batch.messages) {
+        if (m.value) {
+          const d = await decode(m.value);
+          if (taskIds.has(d.task_id)) found.set(d.task_id, { key: m.key?.toString() ?? d.uid, value: d });
+        }
+      }
+      // The high watermark seen by the fetch can include transaction markers; stop at the end captured before reading.
+      if (Number(batch.lastOffset()) + 1 >= (ends.get(batch.partition) ?? 0) - 1) pending.delete(batch.partition);
+      if (pending.size === 0) done();
+    },
+  });
+  await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+  await consumer.disconnect();
+  return found;
+}
+
+interface StoredTaskRow {
+  task_id: string;
+  uid: string;
+  conv_id: string;
+  seq: number;
+  device_id: string;
+  msg_id: string;
+  app_id: string;
+  platform: string;
+  vendor: string;
+  unread_cnt: number;
+  payload: Buffer | null;
+  collapse_key: string;
+  merge_kind: string;
+  created_at: Date;
+}
+
+const KINDS: ReadonlySet<string> = new Set<DispatchKind>(['LEADING', 'TRAILING', 'IMMEDIATE', 'DEFERRED']);
+
+/**
+ * The dispatch of a stored task as it was first sent: its payload, unread count, collapse id and
+ * kind from the row (docs/data.md), on the device's valid tokens of the task's app, the vendor that
+ * answered last first, then the policy's fallback order. Undefined for a row written before the
+ * payload column (nothing to resend) or a device without a valid token.
+ */
+function dispatchOfTask(
+  row: StoredTaskRow,
+  tokens: ReadonlyArray<{ device_id: string; vendor: string; app_id: string; token: string }>,
+  silentTrailing: boolean,
+  now: number,
+) {
+  const text = decodeTaskPayload(row.payload);
+  if (text === null || row.collapse_key === '' || !KINDS.has(row.merge_kind)) return undefined;
+  const rank = (vendor: string) =>
+    vendor === row.vendor ? -1 : VENDOR_CHANNELS.priority.indexOf(vendor) === -1 ? 99 : VENDOR_CHANNELS.priority.indexOf(vendor);
+  const channels = tokens
+    .filter((t) => t.device_id === row.device_id && t.app_id === row.app_id)
+    .sort((a, b) => rank(a.vendor) - rank(b.vendor))
+    .map((t) => ({ vendor: t.vendor, token: t.token, classification: VENDOR_CHANNELS.imClassification(t.vendor) }));
+  if (channels.length === 0) return undefined;
+  const kind = row.merge_kind as DispatchKind;
+  const value: PushDispatch = {
+    task_id: row.task_id,
+    uid: row.uid,
+    device_id: row.device_id,
+    conv_id: row.conv_id,
+    seq: Number(row.seq),
+    msg_id: row.msg_id,
+    app_id: row.app_id,
+    platform: row.platform,
+    channels,
+    title: text.title,
+    body: text.body,
+    badge: Number(row.unread_cnt),
+    collapse_id: row.collapse_key,
+    // The merge sends its trailing update silently in the leading mode (PUSH_MERGE_MODE).
+    silent: kind === 'TRAILING' && silentTrailing,
+    kind,
+    merged_count: 1,
+    // The claim follows the persisted message by the pipeline's latency; the row keeps only the claim time.
+    persisted_at: row.created_at.getTime(),
+    decided_at: now,
+  };
+  return { key: row.uid, value };
+}
+
+/** Which tasks `replayTasks` re-sends: those claimed in [fromMs, untilMs), optionally of one user, vendor (last sent through) or app. */
+export interface TaskReplayOptions {
+  readonly fromMs: number;
+  readonly untilMs: number;
+  readonly uid?: string;
+  readonly vendor?: string;
+  readonly app?: string;
+  /** Count only: nothing is reset or produced. */
+  readonly dryRun: boolean;
+  /** The replay's time, epoch ms (the replay header, the dispatches' decided_at). */
+  readonly now: number;
+}
+
+/** What `replayTasks` found, reported as soon as each count is known. */
+export interface TaskReplayProgress {
+  /** The tasks in range (submitted, delivered or failed). */
+  onTasks?(count: number): void;
+  /** Of those, how many can be re-sent, how many predate the payload column, how many have no valid token. */
+  onSelected?(counts: { replayable: number; noPayload: number; noToken: number }): void;
+}
+
+/**
+ * `pushctl replay --from tasks`: re-sends the tasks of a time range from im_push_task alone, each
+ * with the payload, unread count and collapse id it was first sent with, on the device's tokens
+ * still valid. Returns how many tasks were replayed (0 on a dry run or when none qualifies).
+ */
+export async function replayTasks(options: TaskReplayOptions, progress: TaskReplayProgress = {}): Promise<number> {
+  const { fromMs, untilMs, uid, vendor, app, now } = options;
+  const endpoints = readEndpoints();
+  const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
+  const silentTrailing = readKey(process.env, CONFIG_KEYS.PUSH_MERGE_MODE) === 'leading';
+  const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
+  try {
+    // Submitted, delivered and failed tasks (a pending one is still in the fan-out's hands); by
+    // (uid, status, created_at) with --uid, else by created_at.
+    const resent = [TASK_STATUS.submitted, TASK_STATUS.delivered, TASK_STATUS.failed];
+    const [rows] = await db.query(
+      'SELECT task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, unread_cnt, payload, collapse_key, merge_kind, created_at ' +
+        `FROM im_push_task WHERE status IN (?) AND created_at >= ? AND created_at < ?${uid ? ' AND uid = ?' : ''}${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''} ORDER BY id`,
+      [resent, new Date(fromMs), new Date(untilMs), ...(uid ? [uid] : []), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
+    );
+    const tasks = rows as StoredTaskRow[];
+    progress.onTasks?.(tasks.length);
+    if (tasks.length === 0) return 0;
+    const [tokenRows] = await db.query('SELECT device_id, vendor, app_id, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+      [...new Set(tasks.map((t) => t.device_id))],
+    ]);
+    const tokens = tokenRows as Array<{ device_id: string; vendor: string; app_id: string; token: string }>;
+    const replayable = tasks.flatMap((t) => dispatchOfTask(t, tokens, silentTrailing, now) ?? []);
+    const noPayload = tasks.filter((t) => decodeTaskPayload(t.payload) === null).length;
+    progress.onSelected?.({ replayable: replayable.length, noPayload, noToken: tasks.length - replayable.length - noPayload });
+    if (options.dryRun || replayable.length === 0) return 0;
+    await resend(db, resent, { endpoints, prefix, replayable, now });
+    return replayable.length;
+  } finally {
+    await db.end();
+  }
+}
+
+/** Which failed tasks `replayFailed` re-submits: those whose failure lies in [fromMs, untilMs), optionally of one vendor or app. */
+export interface FailedReplayOptions {
+  readonly fromMs: number;
+  readonly untilMs: number;
+  readonly vendor?: string;
+  readonly app?: string;
+  /** Count only: nothing is reset or produced. */
+  readonly dryRun: boolean;
+  /** The replay's time, epoch ms (the replay header). */
+  readonly now: number;
+}
+
+/** What `replayFailed` found, reported as soon as each count is known. */
+export interface FailedReplayProgress {
+  /** The failed tasks in range. */
+  onFailed?(count: number): void;
+  /** Their dispatch records found on push.dispatch, and how many keep a valid token. */
+  onDispatches?(counts: { found: number; replayable: number }): void;
+}
+
+/**
+ * `pushctl replay` (from the topic): re-submits the failed tasks of a time range from their
+ * dispatch records on push.dispatch, keeping only channels whose token is still valid in
+ * im_push_token. Returns how many tasks were replayed (0 on a dry run or when none qualifies).
+ */
+export async function replayFailed(options: FailedReplayOptions, progress: FailedReplayProgress = {}): Promise<number> {
+  const { fromMs, untilMs, vendor, app, now } = options;
+  const endpoints = readEndpoints();
+  const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
+  const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
+  try {
+    const [rows] = await db.query(
+      `SELECT task_id, vendor FROM im_push_task WHERE status = ${TASK_STATUS.failed} AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
+      [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
+    );
+    const failed = rows as FailedTask[];
+    progress.onFailed?.(failed.length);
+    if (failed.length === 0) return 0;
+
+    const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+    const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
+    const topic = topicName('dispatch', prefix);
+    // A dispatch is decided before it fails; look back one more hour for its record.
+    const dispatches = await findDispatches(
+      kafka,
+      topic,
+      fromMs - 3_600_000,
+      new Set(failed.map((f) => f.task_id)),
+      async (b) => (await serde.deserialize(topic, b)) as PushDispatch,
+    );
+
+    const [tokenRows] = await db.query('SELECT device_id, vendor, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+      [...new Set([...dispatches.values()].map((d) => d.value.device_id))].concat(['']),
+    ]);
+    const valid = new Set((tokenRows as Array<{ device_id: string; vendor: string; token: string }>).map((t) => `${t.device_id}|${t.vendor}|${t.token}`));
+    const replayable = [...dispatches.values()]
+      .map(({ key, value }) => ({ key, value: { ...value, channels: value.channels.filter((c) => valid.has(`${value.device_id}|${c.vendor}|${c.token}`)) } }))
+      .filter((d) => d.value.channels.length > 0);
+    progress.onDispatches?.({ found: dispatches.size, replayable: replayable.length });
+    if (options.dryRun || replayable.length === 0) return 0;
+
+    await resend(db, [TASK_STATUS.failed], { endpoints, prefix, replayable, now });
+    return replayable.length;
+  } finally {
+    await db.end();
+  }
+}
+
+interface Replay {
+  readonly endpoints: ReturnType<typeof readEndpoints>;
+  readonly prefix: string;
+  readonly replayable: ReadonlyArray<{ key: string; value: PushDispatch }>;
+  readonly now: number;
+}
+
+/** Sets the tasks (those in one of `statuses`) back to pending, then produces their dispatches again. */
+async function resend(db: mysql.Connection, statuses: readonly number[], replay: Replay): Promise<void> {
+  await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
+    statuses,
+    replay.replayable.map((d) => d.value.task_id),
+  ]);
+  await produceReplays(replay);
+}
+
+/** Produces the dispatches to push.dispatch with the replay header (the fan-out reads their task rows again). */
+async function produceReplays({ endpoints, prefix, replayable, now }: Replay): Promise<void> {
+  const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
+  const topic = topicName('dispatch', prefix);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    const headers = { [REPLAY_HEADER]: new Date(now).toISOString() };
+    const messages = await Promise.all(replayable.map(async (d) => ({ key: d.key, value: await serde.serialize(topic, d.value), headers })));
+    await producer.send({ topic, messages, acks: -1 });
+  } finally {
+    await producer.disconnect();
+  }
+}
