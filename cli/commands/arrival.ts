@@ -1,9 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { readEndpoints } from '../../common/endpoints.ts';
-import { ConfigError } from '../../common/errors.ts';
-import { queryArrival, type ArrivalDimension, type ArrivalRow } from '../../sinks/clickhouse/arrival-query.ts';
-import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
-import { parseDuration } from '../../pipeline/duration.ts';
+import type { ArrivalDimension, ArrivalRow } from '../../sinks/clickhouse/arrival-query.ts';
+import { distinctTotal, readArrival, type ArrivalCounts } from '../../pipeline/arrival-queries.ts';
 
 export interface ArrivalCommandOptions {
   /** How far back, e.g. `90m`, `24h`, `7d`, `2w` (default 24h). Pairs submitted in this range count. */
@@ -20,44 +17,16 @@ export interface ArrivalCommandOptions {
 
 /**
  * `pushctl arrival --since <duration> --by vendor|app|hour`: prints the arrival table read from
- * ClickHouse (definition in docs/data.md) and returns its rows.
+ * ClickHouse (definition in docs/data.md, the query in pipeline/arrival-queries.ts) and returns its rows.
  */
 export async function arrival(options: ArrivalCommandOptions = {}): Promise<ArrivalRow[]> {
-  const by = (options.by ?? 'vendor') as ArrivalDimension;
-  if (!['vendor', 'app', 'hour'].includes(by)) throw new ConfigError('--by', `expected vendor | app | hour, got ${JSON.stringify(options.by)}`);
-  const sinceMs = parseDuration(options.since ?? '24h');
-  const now = (options.now ?? Date.now)();
-  const sinceSeconds = Math.floor((now - sinceMs) / 1000);
-  const client = options.client ?? createClickhouseClient(connectionFromEndpoints(readEndpoints()));
-  try {
-    const rows = await queryArrival(client, by, sinceSeconds);
-    const total = by === 'vendor' && rows.length > 0 ? distinctTotal(await queryArrival(client, 'app', sinceSeconds)) : undefined;
-    (options.out ?? process.stdout).write(formatArrivalTable(by, rows, new Date(sinceSeconds * 1000), total));
-    return rows;
-  } finally {
-    if (!options.client) await client.close();
-  }
+  const { out, ...query } = options;
+  const report = await readArrival(query);
+  (out ?? process.stdout).write(formatArrivalTable(report.by, report.rows, report.since, report.total));
+  return report.rows;
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
-
-export interface ArrivalCounts {
-  readonly submitted: number;
-  readonly arrived: number;
-  readonly delivered: number;
-  readonly unknown: number;
-}
-
-/**
- * The total of distinct (task, device) pairs, from the rows by app (each pair belongs to one app).
- * By vendor a pair that fell back across vendors is in two rows, so their sum would count it twice.
- */
-export function distinctTotal(byApp: readonly ArrivalRow[]): ArrivalCounts {
-  return byApp.reduce(
-    (t, r) => ({ submitted: t.submitted + r.submitted, arrived: t.arrived + r.arrived, delivered: t.delivered + r.delivered, unknown: t.unknown + r.unknown }),
-    { submitted: 0, arrived: 0, delivered: 0, unknown: 0 },
-  );
-}
 
 /**
  * The arrival table. By app or hour the total row sums the rows; by vendor it is `vendorTotal`

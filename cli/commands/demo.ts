@@ -5,7 +5,8 @@ import { buildPopulation, setupRecords, timeline } from '../../demo/workload.ts'
 import { groupStatus } from '../../pipeline/group-status.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
 import mysql from 'mysql2/promise';
-import { distinctTotal, formatArrivalTable } from './arrival.ts';
+import { formatArrivalTable } from './arrival.ts';
+import { distinctTotal } from '../../pipeline/arrival-queries.ts';
 import { TASK_STATUS } from '../../processors/shared/task-status.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
