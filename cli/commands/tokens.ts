@@ -1,12 +1,6 @@
 import { createHash } from 'node:crypto';
-import mysql from 'mysql2/promise';
-import { ConfigError } from '../../common/errors.ts';
-import { readEndpoints } from '../../common/endpoints.ts';
-import { readKey } from '../../common/config.ts';
-import { CONFIG_KEYS } from '../../common/config-keys.ts';
-import { trafficProducer } from '../../demo/traffic.ts';
+import { invalidateTokens, tokensOf, type TokenRow } from '../../pipeline/tokens-admin.ts';
 import { UsageError } from '../args.ts';
-import type { TokenReport } from '../../processors/shared/records.ts';
 
 export const tokensHelp = `pushctl tokens show <uid> | invalidate <uid> [--device D] [--vendor V] [--reason R]
 
@@ -15,39 +9,12 @@ export const tokensHelp = `pushctl tokens show <uid> | invalidate <uid> [--devic
   invalidate  publishes INVALID token reports (source OPERATOR) to push.tokens: the policy stage
               stops choosing them at once and the receipts stage records them in MySQL`;
 
-interface TokenRow {
-  uid: string;
-  device_id: string;
-  vendor: string;
-  platform: string;
-  app_id: string;
-  token: string;
-  status: number;
-  consecutive_failures: number;
-  invalid_reason: string | null;
-  refreshed_at: Date | null;
-  invalidated_at: Date | null;
-}
-
 /** A short, non-reversible fingerprint of a token: enough to tell two apart, useless to an attacker. */
 export const tokenFingerprint = (token: string) => `${createHash('sha256').update(token).digest('hex').slice(0, 10)}…(${token.length})`;
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
-}
-
-async function tokensOf(uid: string): Promise<TokenRow[]> {
-  const connection = await mysql.createConnection({ uri: readEndpoints().mysqlUrl, timezone: 'Z' });
-  try {
-    const [rows] = await connection.query(
-      'SELECT uid, device_id, vendor, platform, app_id, token, status, consecutive_failures, invalid_reason, refreshed_at, invalidated_at FROM im_push_token WHERE uid = ? ORDER BY device_id, vendor',
-      [uid],
-    );
-    return rows as TokenRow[];
-  } finally {
-    await connection.end();
-  }
 }
 
 /** The user's tokens with a header line; each token only as its fingerprint. */
@@ -88,32 +55,7 @@ export async function tokensCommand(args: string[]): Promise<number> {
   const device = option(args, '--device');
   const vendor = option(args, '--vendor');
   const reason = option(args, '--reason') ?? 'operator';
-  const chosen = rows.filter((r) => r.status === 1 && (!device || r.device_id === device) && (!vendor || r.vendor === vendor));
-  if (chosen.length === 0)
-    throw new ConfigError('uid', `no valid token of ${uid} matches${device ? ` --device ${device}` : ''}${vendor ? ` --vendor ${vendor}` : ''}`);
-  const now = Date.now();
-  const reports: TokenReport[] = chosen.map((r) => ({
-    uid: r.uid,
-    device_id: r.device_id,
-    platform: r.platform,
-    vendor: r.vendor,
-    app_id: r.app_id,
-    token: r.token,
-    reported_at: now,
-    state: 'INVALID',
-    source: 'OPERATOR',
-    reason,
-    manufacturer: null,
-  }));
-  const producer = await trafficProducer(readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX));
-  try {
-    await producer.send(
-      'tokens',
-      reports.map((value) => ({ key: value.uid, value })),
-    );
-  } finally {
-    await producer.close();
-  }
-  console.log(`invalidated ${reports.length} token(s) of ${uid}: ${chosen.map((r) => `${r.device_id}/${r.vendor}`).join(', ')}`);
+  const chosen = await invalidateTokens(uid, rows, { ...(device ? { device } : {}), ...(vendor ? { vendor } : {}), reason });
+  console.log(`invalidated ${chosen.length} token(s) of ${uid}: ${chosen.map((r) => `${r.device_id}/${r.vendor}`).join(', ')}`);
   return 0;
 }
