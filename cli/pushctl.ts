@@ -13,7 +13,7 @@ import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 import { configCommand, configHelp } from './commands/config.ts';
 import { traceCommand, traceHelp } from './commands/trace.ts';
 import { checkConfiguration } from './config-check.ts';
-import { checkReachable, explainConnectionError, type Service } from './connections.ts';
+import { checkReachable, explainConnectionError, type Service } from '../pipeline/connections.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
 import { checkArgs, UsageError, type CommandUsage } from './args.ts';

@@ -1,6 +1,6 @@
 /**
  * A service that is not where its PUSH_* key says: pushctl names the service and the key to fix
- * (cli/connections.ts), before the command starts and when a client fails to connect later on.
+ * (pipeline/connections.ts), before the command starts and when a client fails to connect later on.
  * Each case points one key at a port nothing listens on; the rest of the stack is the real one.
  */
 import { test } from 'node:test';
@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import mysql from 'mysql2/promise';
 import { Kafka, logLevel } from 'kafkajs';
 import { readEndpoints } from '../../common/endpoints.ts';
-import { explainConnectionError } from '../../cli/connections.ts';
+import { explainConnectionError } from '../../pipeline/connections.ts';
 import { pushctl } from './pushctl-process.ts';
 
 /** A port that was free a moment ago and that nothing listens on now. */

@@ -1,3 +1,8 @@
+/**
+ * Reachability of the services the operator commands use (Kafka, the schema registry, MySQL,
+ * ClickHouse): a port check before a command starts, and the explanation of a client's own
+ * connection error, each naming the PUSH_* key to fix. Used by cli/pushctl.ts.
+ */
 import { connect } from 'node:net';
 import type { Endpoints } from '../common/endpoints.ts';
 import { PushError } from '../common/errors.ts';
