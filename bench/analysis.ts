@@ -5,7 +5,7 @@
  */
 import type { ReceivedPush } from '../emulators/index.ts';
 import type { Device, Population, TimedRecord } from '../demo/workload.ts';
-import type { MessagePersisted } from '../processors/shared/records.ts';
+import type { MessagePersisted } from '../processors/model/records.ts';
 import { quantile } from './probes.ts';
 
 /** The custom data every adapter sends (conv_id, seq, msg_id), as the emulators parsed it. */

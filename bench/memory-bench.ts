@@ -32,7 +32,7 @@ import { changelogTopicName, ensureTopics } from '../topology/changelog.ts';
 import { TOPICS } from '../pipeline/topics.ts';
 import { merge } from '../processors/merge/merge.ts';
 import { mergeStores, type MergeMode } from '../processors/merge/options.ts';
-import type { PushCandidate } from '../processors/shared/records.ts';
+import type { PushCandidate } from '../processors/model/records.ts';
 
 export interface MemoryBenchOptions {
   /** Open merge windows (distinct (uid, conv, device)). Default 1 000 000. */

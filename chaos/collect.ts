@@ -10,7 +10,7 @@ import { errorMessage } from '../common/errors.ts';
 import { registryValueSerdes } from '../pipeline/serdes.ts';
 import { topicName } from '../pipeline/topics.ts';
 import { DLQ_HEADERS } from '../topology/dlq.ts';
-import type { PushOutcome } from '../processors/shared/records.ts';
+import type { PushOutcome } from '../processors/model/records.ts';
 
 export interface DeadLetterSeen {
   readonly sourceTopic: string;

@@ -10,7 +10,7 @@ import { readEndpoints } from '../common/endpoints.ts';
 import { errorMessage } from '../common/errors.ts';
 import { queryArrival } from '../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../sinks/clickhouse/client.ts';
-import type { PushOutcome } from '../processors/shared/records.ts';
+import type { PushOutcome } from '../processors/model/records.ts';
 import { buildScenario, type Scenario, type ScenarioOptions } from './scenario.ts';
 import { collectDeadLetters, collectOutcomes, type Collector, type DeadLetterSeen } from './collect.ts';
 import { sleep, waitDrained, type StuckPartition } from './drain.ts';

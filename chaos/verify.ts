@@ -7,8 +7,8 @@ import { ELLIPSIS } from '../sinks/vendors/text.ts';
 import type { ReceivedPush } from '../emulators/index.ts';
 import type { StartedEmulators } from '../emulators/index.ts';
 import { VENDORS, type Vendor } from '../processors/fan-out/vendor-port.ts';
-import { collapseId } from '../processors/shared/ids.ts';
-import type { PushOutcome } from '../processors/shared/records.ts';
+import { collapseId } from '../processors/model/ids.ts';
+import type { PushOutcome } from '../processors/model/records.ts';
 import { inputKey, pushKey, type ExpectedPush, type Scenario } from './scenario.ts';
 
 export interface PushVerdict {

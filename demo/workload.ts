@@ -5,7 +5,7 @@
  * devices that went to the background. Deterministic for a seed.
  */
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
-import type { MessagePersisted, PresenceEvent, PresenceKind, TokenReport } from '../processors/shared/records.ts';
+import type { MessagePersisted, PresenceEvent, PresenceKind, TokenReport } from '../processors/model/records.ts';
 
 export interface WorkloadOptions {
   /** Users in the population. */

@@ -31,6 +31,8 @@ const FORMER_CHECKSUMS: Readonly<Record<string, readonly string[]>> = {
   'mysql/002_im_push_task_archive.sql': ['884c8a47004692471240d738a5bafb2b0b2964dacec2ed7e3fdb5edd4cf3632b'],
   'mysql/003_im_push_token.sql': ['9a4805aff823b489177261b441563a065f901c5ce9d16001476c2974a4fe4673'],
   'clickhouse/002_arrival_views.sql': ['94362c9163c089c6fd7816fdc8c644dade1d839dc24e3faa51f0e1873c2f6b8e'],
+  // A comment named processors/shared/, renamed processors/model/.
+  'clickhouse/004_trace_columns.sql': ['be432a215a07473e683fe4c0fccaf670a36f1f131429e57e181b9b4a365fa44c'],
 };
 
 export function readMigrations(dir: string): MigrationFile[] {

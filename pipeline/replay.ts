@@ -16,8 +16,8 @@ import { ConfigError } from '../common/errors.ts';
 import { registryValueSerdes } from './serdes.ts';
 import { topicName } from './topics.ts';
 import { REPLAY_HEADER } from '../processors/fan-out/fan-out.ts';
-import { TASK_STATUS } from '../processors/shared/task-status.ts';
-import type { DispatchKind, PushDispatch } from '../processors/shared/records.ts';
+import { TASK_STATUS } from '../processors/model/task-status.ts';
+import type { DispatchKind, PushDispatch } from '../processors/model/records.ts';
 import { decodeTaskPayload } from '../sinks/mysql/tasks.ts';
 import { VENDOR_CHANNELS } from '../sinks/vendors/channels.ts';
 

@@ -10,7 +10,7 @@ import { ConfigError } from '../common/errors.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { readKey } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
-import type { TokenReport } from '../processors/shared/records.ts';
+import type { TokenReport } from '../processors/model/records.ts';
 import { registerSchemas } from './schemas.ts';
 import { registryValueSerdes } from './serdes.ts';
 import { topicName } from './topics.ts';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { checkKey, readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
-import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../processors/shared/ingest.ts';
+import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../processors/model/ingest.ts';
 import { RECEIPT_VENDORS, type ReceiptVendor } from '../processors/receipt-join/records.ts';
 import type { HmsCallbackCredentials } from './verify.ts';
 
@@ -48,7 +48,7 @@ export interface ReceiptReceiverConfig {
   readonly clientRequestsPerSecond: number;
   /**
    * PUSH_INGEST_MAX_PAST_SKEW_MS, PUSH_INGEST_MAX_FUTURE_SKEW_MS: how far a receipt's own time may
-   * be from now; a callback holding one further off gets 400 (processors/shared/ingest.ts).
+   * be from now; a callback holding one further off gets 400 (processors/model/ingest.ts).
    */
   readonly ingest: IngestRules;
   readonly apps: ReadonlyMap<string, ReceiptAppConfig>;

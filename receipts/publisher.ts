@@ -5,9 +5,9 @@ import { PushError, errorMessage } from '../common/errors.ts';
 import type { Endpoints } from '../common/endpoints.ts';
 import { registryAvroSerde } from '../topology/registry-serde.ts';
 import type { Serde } from '../topology/serdes.ts';
-import type { ReceiptRaw } from '../processors/shared/records.ts';
+import type { ReceiptRaw } from '../processors/model/records.ts';
 
-/** A verified callback as it goes to push.receipts.raw (processors/shared/records.ts). */
+/** A verified callback as it goes to push.receipts.raw (processors/model/records.ts). */
 export type ReceiptRawRecord = Readonly<ReceiptRaw>;
 
 /** Where verified callbacks go. `publish` resolves once Kafka acknowledged every record. */

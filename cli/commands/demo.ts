@@ -7,13 +7,13 @@ import { STAGES } from '../../pipeline/apps/index.ts';
 import mysql from 'mysql2/promise';
 import { formatArrivalTable } from './arrival.ts';
 import { distinctTotal } from '../../pipeline/arrival-queries.ts';
-import { TASK_STATUS } from '../../processors/shared/task-status.ts';
+import { TASK_STATUS } from '../../processors/model/task-status.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import { Kafka, logLevel } from 'kafkajs';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { delay } from '../../stack/process.ts';
-import { VENDORS } from '../../processors/shared/vendors.ts';
+import { VENDORS } from '../../processors/model/vendors.ts';
 
 export const demoHelp = `pushctl demo [--users N] [--messages N] [--seconds S] [--instances N]
 

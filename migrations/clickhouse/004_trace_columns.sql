@@ -1,5 +1,5 @@
 -- Columns `pushctl trace` (cli/commands/trace.ts) reads to say why a push went out or not. Each is
--- already on the push-outcome record (processors/shared/records.ts); NULL on receipts and on rows
+-- already on the push-outcome record (processors/model/records.ts); NULL on receipts and on rows
 -- written before this migration. The views of 002 and 003 do not read them, so every published
 -- figure is unchanged.
 --   persisted_ms  when IM persisted the message, epoch ms (persisted_time has seconds only): the

@@ -19,7 +19,7 @@ import type { Endpoints } from '../../common/endpoints.ts';
 import type { Env } from '../../common/config.ts';
 import type { Topology } from '../../topology/builder.ts';
 import { fanOutOptionsFromEnv } from '../../processors/fan-out/options.ts';
-import { ingestOptionsFromEnv } from '../../processors/shared/ingest.ts';
+import { ingestOptionsFromEnv } from '../../processors/model/ingest.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';

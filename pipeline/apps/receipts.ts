@@ -4,7 +4,7 @@ import { tokenLifecycleProcessor, type TokenLifecycleOptions } from '../../proce
 import { receiptJoinProcessor, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import { RECEIPT_VENDORS, type ByMessageRecord, type ReceiptJoinListener, type ReceiptParsers } from '../../processors/receipt-join/records.ts';
 import { receiptParseProcessor, submissionIndexProcessor } from '../../processors/receipt-join/rekey.ts';
-import type { IngestOptions } from '../../processors/shared/ingest.ts';
+import type { IngestOptions } from '../../processors/model/ingest.ts';
 import { perTopicSerde } from '../serdes.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 

@@ -2,7 +2,7 @@ import { backoffDelay } from '../../common/retry.ts';
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
-import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
+import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
 import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskRow } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
 import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';

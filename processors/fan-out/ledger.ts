@@ -3,10 +3,10 @@
  * most once. Injected, so the processor stays pure; `sinks/mysql/tasks.ts` implements it on MySQL.
  */
 
-import { TASK_STATUS } from '../shared/task-status.ts';
-import type { TaskStatus } from '../shared/task-status.ts';
+import { TASK_STATUS } from '../model/task-status.ts';
+import type { TaskStatus } from '../model/task-status.ts';
 
-/** Task status as stored (processors/shared/task-status.ts), as the ledger's rows carry it. */
+/** Task status as stored (processors/model/task-status.ts), as the ledger's rows carry it. */
 export { TASK_STATUS, type TaskStatus };
 
 /** One task row as the claim writes it: the identifying columns and what is sent (docs/data.md). */

@@ -2,7 +2,7 @@ import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts'
 import { CONFIG_KEYS as KEYS } from '../../common/config-keys.ts';
 import type { Vendor, VendorAdapter, VendorLimits } from './vendor-port.ts';
 import type { PushTaskLedger } from './ledger.ts';
-import type { PushDispatch } from '../shared/records.ts';
+import type { PushDispatch } from '../model/records.ts';
 import { realClock, type GateClock } from './vendor-gate.ts';
 
 /** What the fan-out needs of the vendor registry (sinks/vendors/registry.ts). */

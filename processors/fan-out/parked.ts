@@ -1,6 +1,6 @@
 import type { KeyValueStore, StoreSerde, TimerStore } from '../../topology/stores.ts';
 import { InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
-import type { PushDispatch } from '../shared/records.ts';
+import type { PushDispatch } from '../model/records.ts';
 import type { ChannelAnswer } from './ledger.ts';
 
 /** How the last failed channel ended (decides the final outcome when every channel failed). */

@@ -1,7 +1,7 @@
 import type { PushMessage } from './vendor-port.ts';
-import { outcomeEventId } from '../shared/ids.ts';
-import { tokenHash } from '../shared/ids.ts';
-import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../shared/records.ts';
+import { outcomeEventId } from '../model/ids.ts';
+import { tokenHash } from '../model/ids.ts';
+import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
 import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
 
 /** Reasons the fan-out puts on outcomes (push-outcome.reason). */

@@ -1,5 +1,5 @@
 import type { StreamRecord } from '../../topology/api.ts';
-import type { PushOutcome, TokenReport } from '../shared/records.ts';
+import type { PushOutcome, TokenReport } from '../model/records.ts';
 
 /** One output of a dispatch: a record and the child node it goes to. */
 export interface Output {

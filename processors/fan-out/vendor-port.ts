@@ -4,10 +4,10 @@
  * receipts) live inside the adapter's folder under sinks/vendors/, which imports this module; the
  * fan-out and the receipt join see only this interface and the outcome union below (docs/vendors.md).
  */
-import type { Vendor } from '../shared/vendors.ts';
+import type { Vendor } from '../model/vendors.ts';
 
-/** The vendors (processors/shared/vendors.ts), as the port's adapters are keyed. */
-export { VENDORS, type Vendor } from '../shared/vendors.ts';
+/** The vendors (processors/model/vendors.ts), as the port's adapters are keyed. */
+export { VENDORS, type Vendor } from '../model/vendors.ts';
 
 /** One notification to one device token. Built by the fan-out from a dispatch record. */
 export interface PushMessage {

@@ -22,11 +22,11 @@
  */
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
-import { collapseId } from '../shared/ids.ts';
-import { classifyInput } from '../shared/inputs.ts';
-import { compositeKey, keyParts } from '../shared/keys.ts';
-import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
-import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../shared/records.ts';
+import { collapseId } from '../model/ids.ts';
+import { classifyInput } from '../model/inputs.ts';
+import { compositeKey, keyParts } from '../model/keys.ts';
+import { decisionOutcome, type DecisionReason } from '../model/outcomes.ts';
+import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../model/records.ts';
 import { compileMergeOptions, mergeStores, type MergeConfig, type MergeOptions } from './options.ts';
 import { carry, coveredSeq, earliestUntil, isRepeat, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
 import { decodeConvWindows, dueOfEncoded, encodeConvWindows, type EncodedConvWindows } from './window-codec.ts';

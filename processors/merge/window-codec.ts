@@ -20,7 +20,7 @@
  * JSON object (deviceId → window).
  */
 import type { StoreSerde } from '../../topology/stores.ts';
-import type { ConvType, Mention, PresenceDecision } from '../shared/records.ts';
+import type { ConvType, Mention, PresenceDecision } from '../model/records.ts';
 import { earliestUntil, type CarriedTrigger, type ConvWindows, type DeviceWindow } from './window.ts';
 
 /** A (uid, conv_id)'s windows as stored (see the file comment). */

@@ -3,7 +3,7 @@
  * small, because a busy worker holds a million of them: no copies of the key's ids, one time field;
  * in the store it is one short string per (uid, conv_id) (window-codec.ts).
  */
-import type { Mention, PushCandidate } from '../shared/records.ts';
+import type { Mention, PushCandidate } from '../model/records.ts';
 
 /** What a trailing update needs of the newest pending trigger (the ids are in the store key). */
 export type CarriedTrigger = Omit<PushCandidate, 'kind' | 'uid' | 'device_id' | 'conv_id' | 'decided_at'>;

@@ -3,10 +3,10 @@
  * valid vendor token per app (fed by push.tokens). Only a fingerprint of each token is kept here;
  * the tokens themselves live in the policy stage's store.
  */
-import type { TokenReport } from '../shared/records.ts';
-import { tokenHash } from '../shared/ids.ts';
+import type { TokenReport } from '../model/records.ts';
+import { tokenHash } from '../model/ids.ts';
 
-/** deviceId → `${appId}` → vendor → tokenHash of its VALID token (processors/shared/ids.ts). */
+/** deviceId → `${appId}` → vendor → tokenHash of its VALID token (processors/model/ids.ts). */
 export type UserDevices = Record<string, Record<string, Record<string, string>>>;
 
 /**

@@ -13,8 +13,8 @@
  *   write for every held message; presenceStoreSerde drops that field from older values).
  */
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
-import { compositeKey } from '../shared/keys.ts';
-import type { MessagePersisted } from '../shared/records.ts';
+import { compositeKey } from '../model/keys.ts';
+import type { MessagePersisted } from '../model/records.ts';
 
 /** Messages held for one (uid, device, conv), waiting for the device's ACK. */
 export interface HoldEntry {

@@ -16,10 +16,10 @@
  */
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
-import { compositeKey } from '../shared/keys.ts';
-import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
-import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
-import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../shared/records.ts';
+import { compositeKey } from '../model/keys.ts';
+import { classifyInput, classifyTombstone } from '../model/inputs.ts';
+import { decisionOutcome, type DecisionReason } from '../model/outcomes.ts';
+import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../model/records.ts';
 import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
 import { Holds, type HoldEntry } from './holds.ts';
 import { compileOnlineFilterOptions, type OnlineFilterConfig, type OnlineFilterOptions } from './options.ts';

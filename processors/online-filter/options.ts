@@ -1,8 +1,8 @@
 import type { ChildNames } from '../../topology/api.ts';
 import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
-import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
-import type { TableTopics } from '../shared/inputs.ts';
+import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../model/ingest.ts';
+import type { TableTopics } from '../model/inputs.ts';
 
 /** Options of the online-filter stage (docs/design.md §2.1). All durations in milliseconds. */
 export interface OnlineFilterOptions {
@@ -18,7 +18,7 @@ export interface OnlineFilterOptions {
   backgroundCooldownMs?: number;
   /** Wall-clock interval at which due hold windows are released, ms (no env key). Default 100; 1–60 000. */
   punctuateIntervalMs?: number;
-  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/shared/ingest.ts). */
+  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/model/ingest.ts). */
   ingest?: IngestOptions;
   /**
    * The token topic as the wiring names it: a tombstone on it removes the user's devices. Default

@@ -6,7 +6,7 @@
  * Every transition reports whether it changed anything, so the stage writes a device's presence
  * (one changelog record) only on a real change of state, never just because a message passed.
  */
-import type { PresenceEvent } from '../shared/records.ts';
+import type { PresenceEvent } from '../model/records.ts';
 import type { StoreSerde } from '../../topology/stores.ts';
 
 export type AppState = 'FOREGROUND' | 'BACKGROUND' | 'EXIT';

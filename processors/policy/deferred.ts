@@ -6,8 +6,8 @@
  * Releases are found through a timer store, never by scanning.
  */
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
-import { compositeKey } from '../shared/keys.ts';
-import type { PushMerged } from '../shared/records.ts';
+import { compositeKey } from '../model/keys.ts';
+import type { PushMerged } from '../model/records.ts';
 
 export interface DeferredPush {
   merged: PushMerged;

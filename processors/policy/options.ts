@@ -4,8 +4,8 @@ import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts'
 import { CONFIG_KEYS, type MENTION_RULES } from '../../common/config-keys.ts';
 import { isValidTimeZone } from './quiet-hours.ts';
 import type { DailyQuotas } from './quota.ts';
-import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../shared/ingest.ts';
-import type { TableTopics } from '../shared/inputs.ts';
+import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../model/ingest.ts';
+import type { TableTopics } from '../model/inputs.ts';
 
 /**
  * How @mentions interact with the user's filters: `none` (a mention is filtered like any message),
@@ -43,7 +43,7 @@ export interface PolicyOptions {
   deferredRelease?: boolean;
   /** Wall-clock interval at which due deferred releases are sent, ms (no env key). Default 1 000; 10–600 000. */
   releaseCheckIntervalMs?: number;
-  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/shared/ingest.ts). */
+  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/model/ingest.ts). */
   ingest?: IngestOptions;
   /**
    * The token and settings topics as the wiring names them: a tombstone on one deletes the user's

@@ -9,11 +9,11 @@
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { firstGraphemes } from '../../common/graphemes.ts';
-import { taskId } from '../shared/ids.ts';
-import { classifyInput, classifyTombstone } from '../shared/inputs.ts';
-import { canonicalZone } from '../shared/ingest.ts';
-import { decisionOutcome, type DecisionReason } from '../shared/outcomes.ts';
-import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../shared/records.ts';
+import { taskId } from '../model/ids.ts';
+import { classifyInput, classifyTombstone } from '../model/inputs.ts';
+import { canonicalZone } from '../model/ingest.ts';
+import { decisionOutcome, type DecisionReason } from '../model/outcomes.ts';
+import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../model/records.ts';
 import { DeferredReleases, type DeferredPush } from './deferred.ts';
 import { orderVendors, type VendorChannels } from './channels.ts';
 import { compilePolicyOptions, type PolicyConfig, type PolicyOptions } from './options.ts';

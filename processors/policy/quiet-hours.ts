@@ -16,7 +16,7 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
 
 /**
  * Whether Intl knows the zone. Settings naming an unknown zone are refused at ingest
- * (processors/shared/inputs.ts); one kept in state from before that rule falls back to UTC here.
+ * (processors/model/inputs.ts); one kept in state from before that rule falls back to UTC here.
  */
 const invalidZones = new Set<string>();
 

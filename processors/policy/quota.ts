@@ -4,7 +4,7 @@
  * hashed over partitions). A channel over its share is skipped; overflow is never retried.
  */
 import type { KeyValueStore } from '../../topology/stores.ts';
-import { compositeKey } from '../shared/keys.ts';
+import { compositeKey } from '../model/keys.ts';
 import { localDay } from './quiet-hours.ts';
 
 /** vendor → app id (or `*` for every app) → messages per day for the whole application. */

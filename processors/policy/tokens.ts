@@ -3,7 +3,7 @@
  * token per vendor, with its state. INVALID tokens are kept (so a stale VALID report cannot revive a
  * token invalidated after it) but are never chosen.
  */
-import type { TokenReport } from '../shared/records.ts';
+import type { TokenReport } from '../model/records.ts';
 
 export interface StoredToken {
   token: string;

@@ -2,8 +2,8 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
 import { writableReceipt } from './validate.ts';
-import { receiptEventId } from '../shared/ids.ts';
-import { TASK_STATUS } from '../shared/task-status.ts';
+import { receiptEventId } from '../model/ids.ts';
+import { TASK_STATUS } from '../model/task-status.ts';
 import { type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
 
 /** Header carrying the task's persisted_at (epoch ms) on matched receipts, for latency figures. */

@@ -5,11 +5,11 @@
  * submission and its receipts in one task.
  */
 import type { ParsedReceipt, Vendor } from '../fan-out/vendor-port.ts';
-import type { TASK_STATUS } from '../shared/task-status.ts';
+import type { TASK_STATUS } from '../model/task-status.ts';
 
-/** The join's topic records (processors/shared/records.ts, checked against schemas/ by test/schemas/record-types.test.ts). */
-export type { PushReceipt, ReceiptRaw, ReceiptStatus } from '../shared/records.ts';
-import type { ReceiptStatus } from '../shared/records.ts';
+/** The join's topic records (processors/model/records.ts, checked against schemas/ by test/schemas/record-types.test.ts). */
+export type { PushReceipt, ReceiptRaw, ReceiptStatus } from '../model/records.ts';
+import type { ReceiptStatus } from '../model/records.ts';
 
 /** What the join remembers of one vendor-accepted submission. */
 export interface SubmissionRef {
@@ -22,7 +22,7 @@ export interface SubmissionRef {
   seq: number;
   persisted_at: number;
   accepted_at: number;
-  /** `tokenHash` (processors/shared/ids.ts) of the token the vendor accepted (null in outcomes written before the field existed). */
+  /** `tokenHash` (processors/model/ids.ts) of the token the vendor accepted (null in outcomes written before the field existed). */
   token_hash?: string | null;
 }
 
@@ -62,7 +62,7 @@ export type ReceiptVendor = (typeof RECEIPT_VENDORS)[number];
 export interface TaskStatusUpdate {
   readonly taskId: string;
   readonly deviceId: string;
-  /** Delivered or failed (processors/shared/task-status.ts). */
+  /** Delivered or failed (processors/model/task-status.ts). */
   readonly status: typeof TASK_STATUS.delivered | typeof TASK_STATUS.failed;
   /** Epoch ms the vendor reported. */
   readonly at: number;

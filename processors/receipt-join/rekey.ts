@@ -1,9 +1,9 @@
 import { ContractError, errorMessage } from '../../common/errors.ts';
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import { VENDORS, type ParsedReceipt, type Vendor } from '../fan-out/vendor-port.ts';
-import { compositeKey } from '../shared/keys.ts';
-import { compileIngestRules, type IngestOptions } from '../shared/ingest.ts';
-import type { PushOutcome } from '../shared/records.ts';
+import { compositeKey } from '../model/keys.ts';
+import { compileIngestRules, type IngestOptions } from '../model/ingest.ts';
+import type { PushOutcome } from '../model/records.ts';
 import {
   RECEIPT_VENDORS,
   type ByMessageRecord,
@@ -15,7 +15,7 @@ import {
   type SubmissionRef,
 } from './records.ts';
 import { rawReceiptViolation, receiptViolation } from './validate.ts';
-import { tokenHash } from '../shared/ids.ts';
+import { tokenHash } from '../model/ids.ts';
 
 const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { delivered: 'DELIVERED', failed: 'FAILED', 'dead-token': 'DEAD_TOKEN' };
 

@@ -5,7 +5,7 @@
  * write (an `at` of 1e20 or 1.5 is no Avro long) gets past either.
  */
 import type { ParsedReceipt } from '../fan-out/vendor-port.ts';
-import { eventTime, id, text, type IngestRules } from '../shared/ingest.ts';
+import { eventTime, id, text, type IngestRules } from '../model/ingest.ts';
 
 /** im_push_task.vendor_message_id is VARCHAR(128). */
 export const MAX_VENDOR_MESSAGE_ID = 128;

@@ -1,7 +1,7 @@
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
-import { compositeKey } from '../shared/keys.ts';
-import type { PushOutcome, TokenReport, TokenSource } from '../shared/records.ts';
+import { compositeKey } from '../model/keys.ts';
+import type { PushOutcome, TokenReport, TokenSource } from '../model/records.ts';
 import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
 
 /**

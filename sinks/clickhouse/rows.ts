@@ -4,12 +4,12 @@
  * always gives the same row (same `event_id`, same sorting key), which is what makes replays and
  * duplicate receipts harmless.
  */
-import type { OutcomeStatus, PushOutcome, PushReceipt } from '../../processors/shared/records.ts';
+import type { OutcomeStatus, PushOutcome, PushReceipt } from '../../processors/model/records.ts';
 
-/** A push-outcome record as decoded from push.outcomes (the one type, processors/shared/records.ts). */
+/** A push-outcome record as decoded from push.outcomes (the one type, processors/model/records.ts). */
 export type PushOutcomeRecord = Readonly<PushOutcome>;
 
-/** A push-receipt record as decoded from push.receipts (processors/shared/records.ts). */
+/** A push-receipt record as decoded from push.receipts (processors/model/records.ts). */
 export type PushReceiptRecord = Readonly<PushReceipt>;
 
 export type PushEventKind =

@@ -1,7 +1,7 @@
 import type { Pool } from 'mysql2/promise';
 import { withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import type { TaskStatusUpdate, TaskStatusWriter } from '../../processors/receipt-join/records.ts';
-import { TASK_STATUS } from '../../processors/shared/task-status.ts';
+import { TASK_STATUS } from '../../processors/model/task-status.ts';
 
 export interface MysqlTaskStatusWriterOptions {
   readonly pool: Pool;

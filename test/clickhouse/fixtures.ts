@@ -1,5 +1,5 @@
 import type { PushOutcomeRecord, PushReceiptRecord } from '../../sinks/clickhouse/rows.ts';
-import { receiptEventId } from '../../processors/shared/ids.ts';
+import { receiptEventId } from '../../processors/model/ids.ts';
 
 /** A seeded generator, so every run builds the same workload. */
 export function seeded(seed: number): () => number {

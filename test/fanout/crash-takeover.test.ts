@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import { createLogger } from '../../common/log.ts';
 import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
-import type { PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
+import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../clickhouse/support.ts';

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { PushDispatch } from '../../processors/shared/records.ts';
+import type { PushDispatch } from '../../processors/model/records.ts';
 import { VENDORS, type Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { uniqueName } from '../support/stack.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import mysql from 'mysql2/promise';
 import { migrate, parseMysqlUrl } from '../../migrations/migrate.ts';
-import type { PushDispatch } from '../../processors/shared/records.ts';
+import type { PushDispatch } from '../../processors/model/records.ts';
 import { decodeTaskPayload } from '../../sinks/mysql/tasks.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { replayCommand } from '../../cli/commands/replay.ts';

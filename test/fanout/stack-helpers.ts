@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
-import type { PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
+import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 
 const endpoints = stackEndpoints();

@@ -11,7 +11,7 @@ import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/r
 import { decodeTaskPayload, TASK_PAYLOAD_MAX_BYTES } from '../../sinks/mysql/tasks.ts';
 import { graphemes } from '../../common/graphemes.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
-import type { PushDispatch } from '../../processors/shared/records.ts';
+import type { PushDispatch } from '../../processors/model/records.ts';
 import { DecisionsHarness, APP } from '../processors/harness.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from './support.ts';
 

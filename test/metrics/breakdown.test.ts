@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PipelineMetrics } from '../../sinks/metrics/pipeline-metrics.ts';
 import { delta, histogramQuantile, parseMetrics, stepBreakdown } from '../../bench/worker-metrics.ts';
-import type { PushDispatch } from '../../processors/shared/records.ts';
+import type { PushDispatch } from '../../processors/model/records.ts';
 
 const APP = 'offline-push-rtest';
 

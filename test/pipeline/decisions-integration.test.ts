@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { Admin } from 'kafkajs';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { buildDecisionsTopology, type DecisionsTopologyOptions } from '../../pipeline/apps/decisions.ts';
-import type { MessagePersisted, PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
+import type { MessagePersisted, PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { uniqueName } from '../support/stack.ts';
 import { APP, dispatchKey, expectedDispatches, makeUsers, messageRecords, setupRecords } from './decisions-workload.ts';
 import { createTestTopics, endpoints, kafka, produce, readDecoded, waitConsumed, type TestTopics } from './stack-io.ts';

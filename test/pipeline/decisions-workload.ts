@@ -4,7 +4,7 @@
  * no code with processors/): every device kind and setting below has its expected pushes spelled
  * out here.
  */
-import type { MessagePersisted, PresenceEvent, PushDispatch, TokenReport, UserSettings } from '../../processors/shared/records.ts';
+import type { MessagePersisted, PresenceEvent, PushDispatch, TokenReport, UserSettings } from '../../processors/model/records.ts';
 
 export const APP = 'im.integration';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { RowDataPacket } from 'mysql2/promise';
 import { receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PushOutcome, TokenReport, UserSettings } from '../../processors/shared/records.ts';
+import type { PushOutcome, TokenReport, UserSettings } from '../../processors/model/records.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { receiptBodies } from '../receipts/support.ts';

@@ -17,7 +17,7 @@ import { messageOf, recordings } from '../../chaos/verify.ts';
 import { sleep } from '../../chaos/drain.ts';
 import { registryValueSerdes, type ValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName, type TopicKey } from '../../pipeline/topics.ts';
-import type { MessagePersisted, TokenReport } from '../../processors/shared/records.ts';
+import type { MessagePersisted, TokenReport } from '../../processors/model/records.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { stackPath } from '../../stack/paths.ts';
 import type { ReceivedPush } from '../../emulators/index.ts';

@@ -17,7 +17,7 @@ import { loadSchema } from '../../pipeline/schemas.ts';
 import type { TopicKey } from '../../pipeline/topics.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import type { ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PresenceEvent, PushDispatch, UserSettings } from '../../processors/shared/records.ts';
+import type { PresenceEvent, PushDispatch, UserSettings } from '../../processors/model/records.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { registerSchema } from '../../topology/registry-serde.ts';

@@ -7,7 +7,7 @@ import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { buildDecisionsTopology, type DecisionsTopologyOptions } from '../../pipeline/apps/decisions.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
-import type { MessagePersisted, Mention, PresenceKind, PushDispatch, PushOutcome, TokenReport, UserSettings } from '../../processors/shared/records.ts';
+import type { MessagePersisted, Mention, PresenceKind, PushDispatch, PushOutcome, TokenReport, UserSettings } from '../../processors/model/records.ts';
 
 /** 2026-01-15 12:00:00 UTC. */
 export const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);

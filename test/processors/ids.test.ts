@@ -1,8 +1,8 @@
 /** Deterministic ids: the same inputs always give the same id; different inputs never collide in practice. */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { collapseId, notifyId, outcomeEventId, taskId } from '../../processors/shared/ids.ts';
-import { decisionOutcome } from '../../processors/shared/outcomes.ts';
+import { collapseId, notifyId, outcomeEventId, taskId } from '../../processors/model/ids.ts';
+import { decisionOutcome } from '../../processors/model/outcomes.ts';
 import { onlineFilterOptionsFromEnv, compileOnlineFilterOptions } from '../../processors/online-filter/options.ts';
 
 describe('ids', () => {

@@ -13,7 +13,7 @@ import { decisionsOptionsFromEnv } from '../../pipeline/apps/decisions.ts';
 import { POLICY_STORE_NAMES } from '../../processors/policy/options.ts';
 import { ONLINE_FILTER_STORE_NAMES } from '../../processors/online-filter/options.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
-import type { MessagePersisted, PresenceEvent, TokenReport, UserSettings } from '../../processors/shared/records.ts';
+import type { MessagePersisted, PresenceEvent, TokenReport, UserSettings } from '../../processors/model/records.ts';
 import { APP, DecisionsHarness, briefOutcome, type HarnessOptions } from './harness.ts';
 
 const MINUTE = 60_000;

@@ -11,7 +11,7 @@ import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { StreamTask, type OutputRecord } from '../../topology/task.ts';
 import { merge } from '../../processors/merge/merge.ts';
 import type { KeyValueStore } from '../../topology/stores.ts';
-import type { PresenceDecision, PushCandidate, PushMerged, PushOutcome } from '../../processors/shared/records.ts';
+import type { PresenceDecision, PushCandidate, PushMerged, PushOutcome } from '../../processors/model/records.ts';
 import { carry, type ConvWindows } from '../../processors/merge/window.ts';
 import { convWindowsStoreSerde, decodeConvWindows, dueOfEncoded, encodeConvWindows } from '../../processors/merge/window-codec.ts';
 

@@ -12,7 +12,7 @@ import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { StreamTask, type OutputRecord } from '../../topology/task.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
 import { ONLINE_FILTER_STORE_NAMES as OF } from '../../processors/online-filter/options.ts';
-import type { MessagePersisted, PresenceEvent, PushCandidate, TokenReport } from '../../processors/shared/records.ts';
+import type { MessagePersisted, PresenceEvent, PushCandidate, TokenReport } from '../../processors/model/records.ts';
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
 const TOPICS = { persisted: 'of-restore.persisted', presence: 'of-restore.presence', tokens: 'of-restore.tokens' };

@@ -1,10 +1,10 @@
-/** One token hash (processors/shared/ids.ts) for every record and store, with the online-filter's older state still honoured. */
+/** One token hash (processors/model/ids.ts) for every record and store, with the online-filter's older state still honoured. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { tokenHash } from '../../processors/shared/ids.ts';
+import { tokenHash } from '../../processors/model/ids.ts';
 import { applyTokenReport, type UserDevices } from '../../processors/online-filter/devices.ts';
-import type { TokenReport } from '../../processors/shared/records.ts';
+import type { TokenReport } from '../../processors/model/records.ts';
 
 const report = (token: string, state: TokenReport['state']): TokenReport => ({
   uid: 'u1',

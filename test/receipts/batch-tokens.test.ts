@@ -2,9 +2,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import avro from 'avsc';
-import { tokenHash } from '../../processors/shared/ids.ts';
+import { tokenHash } from '../../processors/model/ids.ts';
 import { fanOutOutcome, replayedAnswer } from '../../processors/fan-out/records.ts';
-import type { PushDispatch, PushOutcome } from '../../processors/shared/records.ts';
+import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { ReceiptsHarness, TOPICS, useReceiptsHarness } from '../tokens/harness.ts';
 import { TEST_APP } from './support.ts';
 

@@ -5,7 +5,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { buildReceiptTopology } from '../../pipeline/apps/receipts.ts';
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
+import type { PushOutcome, TokenReport } from '../../processors/model/records.ts';
 import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
 import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';

@@ -19,7 +19,7 @@ import { ReceiptReceiver } from '../../receipts/server.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
 import { type ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import { tokenHash } from '../../processors/shared/ids.ts';
+import { tokenHash } from '../../processors/model/ids.ts';
 import { messageKey } from '../../processors/receipt-join/rekey.ts';
 import type { MessageEntry } from '../../processors/receipt-join/entry.ts';
 import { TOPICS as PIPELINE_TOPICS, topicName } from '../../pipeline/topics.ts';

@@ -1,9 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
-import { tokenHash } from '../../processors/shared/ids.ts';
+import { tokenHash } from '../../processors/model/ids.ts';
 import { messageKey } from '../../processors/receipt-join/rekey.ts';
-import { compositeKey } from '../../processors/shared/keys.ts';
+import { compositeKey } from '../../processors/model/keys.ts';
 import { TOKEN_LIFECYCLE_STORES } from '../../processors/token-lifecycle/lifecycle.ts';
 import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
 import { StreamTask } from '../../topology/task.ts';

@@ -1,5 +1,5 @@
 /**
- * The TypeScript record types (processors/shared/records.ts) against schemas/*.avsc: each schema has
+ * The TypeScript record types (processors/model/records.ts) against schemas/*.avsc: each schema has
  * one interface naming it in its doc comment, with exactly the schema's fields (nested records
  * included), `| null` exactly where the schema has a union with null, `?` only where the schema has
  * a default, and each enum's symbols as its string literals.
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { ROOT } from '../../stack/paths.ts';
 
-const RECORDS = 'processors/shared/records.ts';
+const RECORDS = 'processors/model/records.ts';
 
 /**
  * Schemas without a TypeScript record, each with why: the DLQ forwards the failed record's own bytes
@@ -167,7 +167,7 @@ test('the check reports a drifted record type', () => {
   // The drift issue 14 found: a schema field (push-outcome's token_hash) missing from a copy of the type.
   const withoutTokenHash = recordsText.replace(/\n\s*token_hash\?: string \| null;/, '\n');
   assert.notEqual(withoutTokenHash, recordsText);
-  assert.deepEqual(check(withoutTokenHash), ['push-outcome.avsc PushOutcome.token_hash: missing in processors/shared/records.ts']);
+  assert.deepEqual(check(withoutTokenHash), ['push-outcome.avsc PushOutcome.token_hash: missing in processors/model/records.ts']);
   const notNullable = recordsText.replace('device_id: string | null;\n  conv_id: string;\n  seq: number;\n  msg_id: string;\n  app_id: string;\n  platform', 'device_id: string;\n  conv_id: string;\n  seq: number;\n  msg_id: string;\n  app_id: string;\n  platform');
   assert.deepEqual(check(notNullable), ['push-outcome.avsc PushOutcome.device_id: nullable in the schema, not in TypeScript']);
   const fewerKinds = recordsText.replace("export type DispatchKind = 'LEADING' | 'TRAILING' | 'IMMEDIATE' | 'DEFERRED';", "export type DispatchKind = 'LEADING' | 'TRAILING' | 'IMMEDIATE';");

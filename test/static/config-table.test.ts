@@ -14,7 +14,7 @@ import { resolveStreamsAppOptions } from '../../topology/runtime-options.ts';
 import { compileMergeOptions } from '../../processors/merge/options.ts';
 import { compileOnlineFilterOptions } from '../../processors/online-filter/options.ts';
 import { compilePolicyOptions } from '../../processors/policy/options.ts';
-import { compileIngestRules } from '../../processors/shared/ingest.ts';
+import { compileIngestRules } from '../../processors/model/ingest.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { fanOutConfig, fanOutOptionsFromEnv, type FanOutOptions } from '../../processors/fan-out/options.ts';
 

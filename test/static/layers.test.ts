@@ -14,7 +14,7 @@ const CASES: ReadonlyArray<{ file: string; imports: string; allowed: boolean }> 
   { file: 'processors/receipt-join/probe.ts', imports: '../../receipts/server.ts', allowed: false },
   { file: 'processors/probe.ts', imports: 'kafkajs', allowed: false },
   { file: 'topology/probe.ts', imports: '../pipeline/topics.ts', allowed: false },
-  { file: 'topology/probe.ts', imports: '../processors/shared/records.ts', allowed: false },
+  { file: 'topology/probe.ts', imports: '../processors/model/records.ts', allowed: false },
   { file: 'sinks/vendors/probe.ts', imports: '../../pipeline/topics.ts', allowed: false },
   { file: 'receipts/probe.ts', imports: '../pipeline/topics.ts', allowed: false },
   { file: 'pipeline/probe.ts', imports: '../cli/commands/topics.ts', allowed: false },

@@ -4,7 +4,7 @@ import { buildReceiptTopology, receiptsByMessageTopic } from '../../pipeline/app
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PushOutcome, TokenReport } from '../../processors/shared/records.ts';
+import type { PushOutcome, TokenReport } from '../../processors/model/records.ts';
 import type { TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
 import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';

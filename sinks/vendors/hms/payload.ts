@@ -1,5 +1,5 @@
 import type { HmsAppConfig } from '../apps-config.ts';
-import { notifyId } from '../../../processors/shared/ids.ts';
+import { notifyId } from '../../../processors/model/ids.ts';
 import type { PushMessage } from '../../../processors/fan-out/vendor-port.ts';
 import { fitJsonPayload, type NotificationText } from '../text.ts';
 

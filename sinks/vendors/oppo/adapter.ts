@@ -4,7 +4,7 @@ import type { MintedCredential } from '../credential.ts';
 import { deadlineAfter, joinUrl, jsonOf, type HttpAnswer } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
-import { notifyId } from '../../../processors/shared/ids.ts';
+import { notifyId } from '../../../processors/model/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';

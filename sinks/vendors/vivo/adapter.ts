@@ -4,7 +4,7 @@ import type { MintedCredential } from '../credential.ts';
 import { joinUrl, jsonOf } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
-import { notifyId } from '../../../processors/shared/ids.ts';
+import { notifyId } from '../../../processors/model/ids.ts';
 import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';

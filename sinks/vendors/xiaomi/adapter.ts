@@ -2,7 +2,7 @@ import type { XiaomiAppConfig } from '../apps-config.ts';
 import { joinUrl, jsonOf } from '../http.ts';
 import { answerOf, HttpVendorAdapter, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
-import { notifyId } from '../../../processors/shared/ids.ts';
+import { notifyId } from '../../../processors/model/ids.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
