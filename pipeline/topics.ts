@@ -22,6 +22,12 @@ export const TOPICS = {
   candidates: { name: 'push.candidates', valueSchema: 'push-candidate.avsc' },
   merged: { name: 'push.merged', valueSchema: 'push-merged.avsc' },
   dispatch: { name: 'push.dispatch', valueSchema: 'push-dispatch.avsc' },
+  // Business pushes (issue 16, docs/entry.md): requests from senders and the campaign expansion, the
+  // campaigns themselves (keyed by campaign_id, not uid), and the business lane's own dispatch topic,
+  // read by a fan-out of its own consumer group so IM dispatches never queue behind them.
+  requests: { name: 'push.requests', valueSchema: 'push-request.avsc' },
+  campaigns: { name: 'push.campaigns', valueSchema: 'push-campaign.avsc' },
+  dispatchBusiness: { name: 'push.dispatch.business', valueSchema: 'push-dispatch.avsc' },
   outcomes: { name: 'push.outcomes', valueSchema: 'push-outcome.avsc' },
   receiptsRaw: { name: 'push.receipts.raw', valueSchema: 'receipt-raw.avsc' },
   receipts: { name: 'push.receipts', valueSchema: 'push-receipt.avsc' },

@@ -63,6 +63,10 @@ export interface UserSettings {
   muted_conversations: string[];
   private_mode: boolean;
   updated_at: number;
+  /** Business push categories the user turned off (issue 16; absent in records written before). */
+  opted_out_categories?: string[];
+  /** Business senders the user turned off. */
+  muted_senders?: string[];
 }
 
 /** The message fields a candidate and a merged notification carry for one device: the persisted message and the device. */
@@ -117,6 +121,19 @@ export interface PushDispatch {
   merged_count: number;
   persisted_at: number;
   decided_at: number;
+  /** Business pushes only (push.dispatch.business); null or absent on IM pushes. */
+  business?: BusinessTag | null;
+  /** Why this push went out this way (`k=v;...`, processors/model/outcomes.ts); null or absent when not recorded. */
+  detail?: string | null;
+}
+
+/** Who sent a business push and why (push-dispatch and push-outcome `business`). */
+export interface BusinessTag {
+  sender: string;
+  category: string;
+  campaign_id: string | null;
+  /** Epoch ms after which the push must not be delivered. */
+  expire_at: number | null;
 }
 
 export type OutcomeStatus = 'SUBMITTED' | 'ACCEPTED' | 'FAILED' | 'DEAD_TOKEN' | 'THROTTLED' | 'MERGED' | 'SUPPRESSED' | 'DROPPED' | 'SKIPPED_DUPLICATE';
@@ -148,6 +165,10 @@ export interface PushOutcome {
    * 32 chars). Null or absent elsewhere and in records written before the field existed.
    */
   token_hash?: string | null;
+  /** Business pushes only: sender, category and campaign, for accounting. */
+  business?: BusinessTag | null;
+  /** The facts behind the decision (`k=v;...`, processors/model/outcomes.ts); null or absent when none were recorded. */
+  detail?: string | null;
 }
 
 /** push.receipts.raw (receipt-raw.avsc). */

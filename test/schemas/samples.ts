@@ -39,6 +39,15 @@ export const SAMPLES: Record<string, Record<string, unknown>> = {
     event_id: 'e-2', vendor: 'hms', vendor_message_id: 'vm-1', status: 'DELIVERED', code: '0', at: 1764400001000, received_at: 1764400002000, matched: true,
     task_id: 't-1', uid: 'u-1', device_id: 'd-1', app_id: 'im.demo', platform: 'android', conv_id: 'g-42', seq: 12,
   },
+  'push-request': {
+    uid: 'u-1', sender: 'order-service', app_id: 'im.demo', idempotency_key: 'order-77:shipped', category: 'REMINDER', priority: 'HIGH', title: null, body: null,
+    template_id: 'order_shipped', template_params: { order: '77' }, data: { link: 'app://orders/77' }, device_id: null, collapse_key: 'order-77',
+    expire_at: 1764403600000, campaign_id: null, requested_at: 1764400000000,
+  },
+  'push-campaign': {
+    campaign_id: 'c-9', action: 'CREATE', sender: 'marketing', app_id: 'im.demo', category: 'CAMPAIGN', priority: 'LOW', title: 'Sale', body: 'Today only',
+    template_id: null, template_params: {}, data: {}, collapse_key: 'sale', expire_at: null, uids: ['u-1', 'u-2'], uid_file: null, requested_at: 1764400000000,
+  },
   'dlq-envelope': {
     source_topic: 'im.message.persisted', source_partition: 3, source_offset: '12345678901234', stage: 'decisions', error_code: 'DESERIALIZATION',
     error_message: 'unknown magic byte', key: Buffer.from('u-1'), value: Buffer.from([0, 1, 2]), headers: { origin: 'test' }, timestamp: 1764400000000, failed_at: 1764400000100,
