@@ -6,7 +6,9 @@
 import mysql from 'mysql2/promise';
 import { readEndpoints } from '../common/endpoints.ts';
 import { connectionFromEndpoints, createClickhouseClient, sqlString } from '../sinks/clickhouse/client.ts';
+import { parseDetail } from '../processors/model/outcomes.ts';
 import { parseDuration } from './duration.ts';
+import { eventWords, vendorName } from './trace-words.ts';
 
 /** One line of the timeline (`--json` prints these, one per line; the fields are stable). */
 export interface TraceLine {
@@ -28,6 +30,12 @@ export interface TraceLine {
   merge: 'leading' | 'trailing' | '';
   /** The line in words. */
   words: string;
+  /**
+   * The facts the stage recorded behind the decision (the outcome's `detail`, keys in
+   * processors/model/outcomes.ts: `hb`, `hold`, `ack`, `tz`, `qh`, `local`, `mention`, `over`,
+   * `private`, `on`, `ch`, `why`, `skip`, `by`, `win`); empty when none.
+   */
+  facts: Record<string, string>;
 }
 
 /** A row of push_events as trace reads it (migrations/clickhouse/001_push_events.sql, 004_trace_columns.sql). */
@@ -50,6 +58,8 @@ export interface TraceEvent {
   persisted_ms: number | null;
   collapse_id: string | null;
   token_hash: string | null;
+  /** `k=v;...` (migrations/clickhouse/005_decision_detail.sql); null when none was recorded. */
+  detail: string | null;
 }
 
 /** A row of im_push_task (migrations/mysql/001_im_push_task.sql; merge_kind where the table has it). */
@@ -73,88 +83,6 @@ export interface TraceToken {
   invalid_reason: string | null;
   invalidated_at: Date | null;
   token_hash: string;
-}
-
-const VENDOR_NAMES: Readonly<Record<string, string>> = { apns: 'APNs', fcm: 'FCM', hms: 'Huawei (HMS)', xiaomi: 'Xiaomi', oppo: 'OPPO', vivo: 'vivo' };
-const vendorName = (v: string) => VENDOR_NAMES[v] ?? (v || 'the vendor');
-
-/** What a fan-out or receipt failure reason means, in words. */
-const FAILURE_WORDS: Readonly<Record<string, string>> = {
-  rate_limited: 'the vendor throttled the request',
-  quota: "the app's daily quota on this vendor was used up",
-  payload_too_large: 'the notification was too large for the vendor',
-  payload_rejected: 'the vendor refused a field of the notification',
-  unknown_code: 'the vendor answered with a code we do not know',
-  auth_failed: "the vendor refused the app's credentials",
-  permanent: 'the vendor refused the request for good',
-  retries_exhausted: 'the vendor kept failing until every retry was used',
-  vendor_unreachable: 'the vendor could not be reached (the request never got to it)',
-  max_age_exceeded: 'the vendor kept failing until the message was too old to push',
-  parked_evicted: 'it waited too long for a retry while the push service was overloaded',
-  no_adapter: 'the app has no account with that vendor',
-  duplicate: 'it had already been sent once',
-};
-
-const ms = (n: number) => `${Math.max(0, Math.round(n))} ms`;
-const tries = (n: number) => (n > 1 ? ` (it took ${n} attempts)` : '');
-
-/** The words of one push_events row. `merge` is the row's place in a burst, `mergedCount` the messages merged into its conversation. */
-export function eventWords(e: TraceEvent, merge: TraceLine['merge'], mergedCount: number): string {
-  const v = vendorName(e.vendor);
-  const since = e.persisted_ms !== null ? e.event_ms - e.persisted_ms : null;
-  const code = e.code ? ` (code ${e.code})` : '';
-  if (e.source === 'receipt') {
-    if (e.kind === 'delivered')
-      return `${v} reported the notification delivered to the device${since === null && e.latency_ms === null ? '' : ` ${ms(e.latency_ms ?? since!)} after the message`}`;
-    if (e.kind === 'dead_token')
-      return `${v} reported the device's push token is no longer valid${code} (the app was uninstalled or its token expired): the token was marked invalid`;
-    return `${v} reported it could not deliver the notification to the device${code}`;
-  }
-  switch (`${e.kind}/${e.reason}`) {
-    case 'suppressed/online_ack':
-      return `not pushed: the device was online and acknowledged the message${since === null ? '' : ` ${ms(since)} later`}`;
-    case 'suppressed/read':
-      return 'not pushed: the user read the conversation before the notification went out';
-    case 'suppressed/background_cooldown':
-      return 'not pushed: the app was in the background and the device had been woken less than 10 s before';
-    case 'suppressed/dnd':
-      return "not pushed: the message arrived during the user's quiet hours (do not disturb, in the user's time zone)";
-    case 'suppressed/mute':
-      return 'not pushed: the user muted this conversation';
-    case 'dropped/no_token':
-      return e.device_id
-        ? 'not pushed: the device has no valid push token for this app (it never registered one, or every token was invalidated)'
-        : 'not pushed: none of the user’s devices has a valid push token for this app';
-    case 'dropped/quota':
-      return `not pushed: every push channel of the device (${v} first) had used up today's quota`;
-    case 'merged/merged':
-      return `not pushed on its own: merged into one notification for this conversation with the messages around it (a burst)`;
-  }
-  switch (e.kind) {
-    case 'accepted': {
-      const when = e.latency_ms !== null ? ` ${ms(e.latency_ms)} after the message` : '';
-      if (merge === 'leading') return `pushed: ${v} accepted the notification${when}${tries(e.attempts)}; it was the first of a burst, pushed at once`;
-      if (merge === 'trailing')
-        return `pushed: ${v} accepted the notification${when}${tries(e.attempts)}; it was the update for the burst, sent when its merge window closed, covering the ${mergedCount} message(s) merged into it`;
-      return `pushed: ${v} accepted the notification${when}${tries(e.attempts)}`;
-    }
-    case 'submitted':
-      return `sent to ${v}; no answer recorded yet`;
-    case 'dead_token':
-      return `${v} refused the device's push token${e.token_hash ? ` (fingerprint ${e.token_hash.slice(0, 10)})` : ''} as no longer valid${code}: the token was marked invalid and the next channel of the device, if any, was tried`;
-    case 'throttled':
-      return `${v} throttled the request${code}: ${e.reason === 'quota' ? "the app's daily quota there was used up, the next channel was tried" : 'it was retried later or on another channel'}`;
-    case 'failed':
-      return `not delivered by ${v}: ${FAILURE_WORDS[e.reason] ?? `the request failed (${e.reason || 'no reason recorded'})`}${code}${tries(e.attempts)}`;
-    case 'skipped_duplicate':
-      return `not sent again: the notification had already been sent to ${v} (a replay or a retry)`;
-    case 'suppressed':
-      return `not pushed: ${e.reason === 'read' ? 'the user read the conversation before the notification went out' : `suppressed (${e.reason})`}`;
-    case 'dropped':
-      return `not pushed: ${FAILURE_WORDS[e.reason] ?? `dropped (${e.reason})`}`;
-    default:
-      return `${e.kind}${e.reason ? ` (${e.reason})` : ''}`;
-  }
 }
 
 const iso = (msValue: number) => new Date(msValue).toISOString();
@@ -211,6 +139,7 @@ export function buildTimeline(events: readonly TraceEvent[], tasks: readonly Tra
       vendor: '',
       merge: '',
       words: `message ${msgId} (conversation ${e.conv_id}, seq ${e.seq}) was stored by IM`,
+      facts: {},
     });
   }
   const pushKinds = new Set(['accepted', 'submitted']);
@@ -230,6 +159,7 @@ export function buildTimeline(events: readonly TraceEvent[], tasks: readonly Tra
       vendor: e.vendor,
       merge: m.merge,
       words: eventWords(e, m.merge, m.count),
+      facts: parseDetail(e.detail),
     });
   }
   for (const t of tokens) {
@@ -249,6 +179,7 @@ export function buildTimeline(events: readonly TraceEvent[], tasks: readonly Tra
       vendor: t.vendor,
       merge: '',
       words: `the device's ${vendorName(t.vendor)} token (fingerprint ${t.token_hash.slice(0, 10)}) was marked invalid${t.invalid_reason ? ` (${t.invalid_reason})` : ''}: no push goes to it until the app registers a new one`,
+      facts: {},
     });
   }
   lines.sort((a, b) => a.at - b.at || a.order - b.order || a.device_id.localeCompare(b.device_id) || a.conv_id.localeCompare(b.conv_id));
@@ -270,7 +201,7 @@ async function readEvents(uid: string, conv: string | undefined, sinceMs: number
   const client = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
   try {
     // Messages persisted before the range may still have events in it; a minute of slack on event_time.
-    const query = `SELECT event_id, event_ms, kind, source, stage, task_id, device_id, conv_id, seq, msg_id, vendor, reason, code, attempts, latency_ms, persisted_ms, collapse_id, token_hash
+    const query = `SELECT event_id, event_ms, kind, source, stage, task_id, device_id, conv_id, seq, msg_id, vendor, reason, code, attempts, latency_ms, persisted_ms, collapse_id, token_hash, detail
 FROM push_events
 WHERE uid = ${sqlString(uid)} AND event_time >= ${Math.floor(sinceMs / 1000) - 60}${conv === undefined ? '' : ` AND conv_id = ${sqlString(conv)}`}
 ORDER BY event_ms, event_id`;
@@ -295,6 +226,7 @@ ORDER BY event_ms, event_id`;
       persisted_ms: numOrNull(r.persisted_ms),
       collapse_id: r.collapse_id === null || r.collapse_id === undefined ? null : String(r.collapse_id),
       token_hash: r.token_hash === null || r.token_hash === undefined ? null : String(r.token_hash),
+      detail: r.detail === null || r.detail === undefined ? null : String(r.detail),
     }));
   } finally {
     await client.close();

@@ -12,7 +12,9 @@ export const traceHelp = `pushctl trace <uid> [--conv C] [--since 24h] [--json]
   --conv C     one conversation only
   --since D    how far back (90m, 24h, 7d; default 24h)
   --json       one JSON object per line: time, msg_id, conv_id, seq, device_id, stage, outcome,
-               reason, vendor, merge, words (stable fields). Tokens appear as fingerprints at most.`;
+               reason, vendor, merge, words, facts (the recorded why: heartbeat age, hold window,
+               quiet hours and zone, mention override, private mode, channel and why; stable
+               fields). Tokens appear as fingerprints at most.`;
 
 /** One line of text: the time, what it is about, and why, as a sentence. */
 export function formatLine(l: TraceLine): string {

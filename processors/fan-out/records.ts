@@ -97,6 +97,8 @@ export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): Pus
     at,
     latency_ms: a.status === 'ACCEPTED' ? Math.max(0, at - d.persisted_at) : null,
     token_hash: token === undefined ? null : tokenHash(token),
+    // The policy's why (channel chosen, online judgement), so the trace reads it from this outcome.
+    detail: d.detail ?? null,
   };
 }
 

@@ -25,7 +25,7 @@ import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
 import { collapseId } from '../model/ids.ts';
 import { classifyInput } from '../model/inputs.ts';
 import { compositeKey, keyParts } from '../model/keys.ts';
-import { decisionOutcome, type DecisionReason } from '../model/outcomes.ts';
+import { decisionOutcome, detailString, type DecisionReason } from '../model/outcomes.ts';
 import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../model/records.ts';
 import { compileMergeOptions, mergeStores, type MergeConfig, type MergeOptions } from './options.ts';
 import { carry, coveredSeq, earliestUntil, isRepeat, strongerMention, uncarry, type ConvWindows, type DeviceWindow } from './window.ts';
@@ -81,14 +81,14 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
       this.outcome('SUPPRESSED', 'read', c, at);
     } else if (w && c.seq <= coveredSeq(w)) {
       // Out of order, or already carried: a push with a higher seq stands for it.
-      this.outcome('MERGED', 'merged', c, at);
+      this.outcome('MERGED', 'merged', c, at, this.mergedDetail(coveredSeq(w)));
       if (w.open) w.count += 1;
       changed ||= w.open;
     } else if (!w || !w.open) {
       w = this.open(c, at, w);
       changed = true;
     } else {
-      if (w.carried) this.outcome('MERGED', 'merged', uncarry(w.carried, c.uid, c.device_id, c.conv_id, at), at);
+      if (w.carried) this.outcome('MERGED', 'merged', uncarry(w.carried, c.uid, c.device_id, c.conv_id, at), at, this.mergedDetail(c.seq));
       w.carried = carry(c);
       w.count += 1;
       w.mention = strongerMention(w.mention, c.mention);
@@ -243,8 +243,13 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.merged);
   }
 
-  private outcome(status: 'MERGED' | 'SUPPRESSED', reason: DecisionReason, c: PushCandidate, at: number): void {
-    const value = decisionOutcome('merge', status, reason, { ...c, collapse_id: collapseId(c.uid, c.conv_id) }, at);
+  /** A merged trigger's detail: the seq whose push carries it and the window's length. */
+  private mergedDetail(bySeq: number): string | null {
+    return detailString({ by: bySeq, win: this.config.windowMs });
+  }
+
+  private outcome(status: 'MERGED' | 'SUPPRESSED', reason: DecisionReason, c: PushCandidate, at: number, detail: string | null = null): void {
+    const value = decisionOutcome('merge', status, reason, { ...c, collapse_id: collapseId(c.uid, c.conv_id) }, at, detail);
     this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.outcomes);
   }
 }

@@ -24,7 +24,50 @@ export type DecisionReason =
 export type OutcomeSubject = Pick<PushOutcome, 'uid' | 'device_id' | 'conv_id' | 'seq' | 'msg_id' | 'app_id' | 'persisted_at'> &
   Partial<Pick<PushOutcome, 'platform' | 'vendor' | 'collapse_id'>>;
 
-export function decisionOutcome(stage: DecisionStage, status: OutcomeStatus, reason: DecisionReason, subject: OutcomeSubject, at: number): PushOutcome {
+/**
+ * The facts behind a decision, as the `detail` of an outcome or a dispatch: `k=v` pairs joined by
+ * `;`, in the order given, empty values left out; null when there is nothing to say. Values are
+ * numbers, vendor names, zone names, enum symbols, never user text or tokens. The keys
+ * (docs/data.md, "Decision details"):
+ * - online-filter: `hb` heartbeat age at the decision, ms; `hold` hold window, ms; `ack` ms from
+ *   persist to the ACK (or `before` when it came before the message); `on` the online judgement of
+ *   a pushed message (OFFLINE, HALF_OPEN, SUSPECT, BACKGROUND)
+ * - merge: `by` the seq whose push carries a merged message; `win` the merge window, ms
+ * - policy: `tz` the user's zone, `qh` quiet hours `HH:MM-HH:MM`, `local` the user's local time;
+ *   `mention` a mention and `over` what it overrode (mute, dnd); `private` 1 in private mode,
+ *   `sensitive` 1 for a sensitive conversation; `ch` the channel chosen, `why` why (`only` the
+ *   device's one token, `maker` the device maker's vendor, `order` the fallback order, `quota` the
+ *   earlier ones over quota), `skip` the vendors skipped for quota
+ */
+export function detailString(facts: Readonly<Record<string, string | number | null | undefined>>): string | null {
+  let out = '';
+  for (const key in facts) {
+    const value = facts[key];
+    if (value === null || value === undefined || value === '') continue;
+    out += `${out ? ';' : ''}${key}=${String(value).replace(/[;=]/g, '_')}`;
+  }
+  return out || null;
+}
+
+/** The pairs of a `detail` string (see detailString); empty for null or an empty string. */
+export function parseDetail(detail: string | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!detail) return out;
+  for (const pair of detail.split(';')) {
+    const at = pair.indexOf('=');
+    if (at > 0) out[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return out;
+}
+
+export function decisionOutcome(
+  stage: DecisionStage,
+  status: OutcomeStatus,
+  reason: DecisionReason,
+  subject: OutcomeSubject,
+  at: number,
+  detail: string | null = null,
+): PushOutcome {
   const task = taskId(subject.uid, subject.conv_id, subject.seq, subject.device_id ?? '');
   return {
     event_id: outcomeEventId(stage, status, task, reason),
@@ -47,5 +90,6 @@ export function decisionOutcome(stage: DecisionStage, status: OutcomeStatus, rea
     persisted_at: subject.persisted_at,
     at,
     latency_ms: null,
+    detail,
   };
 }

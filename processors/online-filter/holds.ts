@@ -21,7 +21,8 @@ export interface HoldEntry {
   uid: string;
   device_id: string;
   conv_id: string;
-  messages: Array<{ message: MessagePersisted; due_at: number }>;
+  /** `hb`: the device's heartbeat age when the message was held, ms (absent in entries held before it was recorded). */
+  messages: Array<{ message: MessagePersisted; due_at: number; hb?: number }>;
 }
 
 const NONE: readonly string[] = Object.freeze([]);

@@ -18,7 +18,7 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';
 import { classifyInput, classifyTombstone } from '../model/inputs.ts';
-import { decisionOutcome, type DecisionReason } from '../model/outcomes.ts';
+import { decisionOutcome, detailString, type DecisionReason } from '../model/outcomes.ts';
 import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../model/records.ts';
 import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
 import { Holds, type HoldEntry } from './holds.ts';
@@ -120,7 +120,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
   private decide(message: MessagePersisted, deviceId: string, p: DevicePresence, at: number): void {
     if (ackedSeq(p, message.conv_id) >= message.seq) {
       // The gateway delivered (or the user read) this message before its persisted record got here.
-      this.outcome('SUPPRESSED', 'online_ack', message, deviceId, at);
+      this.outcome('SUPPRESSED', 'online_ack', message, deviceId, at, detailString({ hb: heartbeatAge(p, at), ack: 'before' }));
       return;
     }
     switch (decide(p, at, this.config.heartbeatTimeoutMs)) {
@@ -136,7 +136,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       case 'suspect':
         return this.push(message, deviceId, 'SUSPECT', p, at);
       case 'online':
-        return this.hold(message, deviceId, at);
+        return this.hold(message, deviceId, heartbeatAge(p, at), at);
     }
   }
 
@@ -193,7 +193,8 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.presenceChanged = false;
   }
 
-  private hold(message: MessagePersisted, deviceId: string, at: number): void {
+  /** `hb`: the heartbeat's age when the device was judged online, kept for the outcome's detail. */
+  private hold(message: MessagePersisted, deviceId: string, hb: number | null, at: number): void {
     const key = compositeKey(message.uid, deviceId, message.conv_id);
     const held = this.holds.get(key);
     if (held?.messages.some((h) => h.message.seq === message.seq)) return; // a redelivered input: already held
@@ -202,7 +203,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     // lags just as much) has been read.
     const dueAt = Math.max(at, this.ctx.wallClockTimeMs()) + this.config.holdWindowMs;
     const entry: HoldEntry = held ?? { uid: message.uid, device_id: deviceId, conv_id: message.conv_id, messages: [] };
-    entry.messages.push({ message, due_at: dueAt });
+    entry.messages.push(hb === null ? { message, due_at: dueAt } : { message, due_at: dueAt, hb });
     this.holds.put(key, entry);
   }
 
@@ -213,7 +214,11 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     if (!entry) return;
     const keep = entry.messages.filter((h) => h.message.seq > seq);
     if (keep.length === entry.messages.length) return;
-    for (const h of entry.messages) if (h.message.seq <= seq) this.outcome('SUPPRESSED', reason, h.message, deviceId, at);
+    for (const h of entry.messages) {
+      if (h.message.seq > seq) continue;
+      const detail = detailString({ hb: h.hb, hold: this.config.holdWindowMs, ack: at - h.message.persisted_at });
+      this.outcome('SUPPRESSED', reason, h.message, deviceId, at, detail);
+    }
     this.storeHold(key, entry, keep);
   }
 
@@ -289,8 +294,20 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.ctx.forward({ key: message.uid, value: candidate, timestamp: at }, this.config.outputs.candidates);
   }
 
-  private outcome(status: 'SUPPRESSED' | 'DROPPED', reason: DecisionReason, message: MessagePersisted, deviceId: string | null, at: number): void {
-    const value = decisionOutcome('online-filter', status, reason, { ...message, device_id: deviceId }, at);
+  private outcome(
+    status: 'SUPPRESSED' | 'DROPPED',
+    reason: DecisionReason,
+    message: MessagePersisted,
+    deviceId: string | null,
+    at: number,
+    detail: string | null = null,
+  ): void {
+    const value = decisionOutcome('online-filter', status, reason, { ...message, device_id: deviceId }, at, detail);
     this.ctx.forward({ key: message.uid, value, timestamp: at }, this.config.outputs.outcomes);
   }
+}
+
+/** Ms since the device's last heartbeat (or CONNECT) at `at`; null when it never sent one. */
+function heartbeatAge(p: DevicePresence, at: number): number | null {
+  return p.lastHeartbeatAt === null ? null : Math.max(0, at - p.lastHeartbeatAt);
 }

@@ -12,12 +12,12 @@ import { firstGraphemes } from '../../common/graphemes.ts';
 import { taskId } from '../model/ids.ts';
 import { classifyInput, classifyTombstone } from '../model/inputs.ts';
 import { canonicalZone } from '../model/ingest.ts';
-import { decisionOutcome, type DecisionReason } from '../model/outcomes.ts';
+import { decisionOutcome, detailString, type DecisionReason } from '../model/outcomes.ts';
 import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../model/records.ts';
 import { DeferredReleases, type DeferredPush } from './deferred.ts';
 import { orderVendors, type VendorChannels } from './channels.ts';
 import { compilePolicyOptions, type PolicyConfig, type PolicyOptions } from './options.ts';
-import { inQuietHours, quietHoursEnd } from './quiet-hours.ts';
+import { inQuietHours, quietDetail, quietHoursEnd } from './quiet-hours.ts';
 import { QuotaLedger } from './quota.ts';
 import { applyTokenReport, validTokens, type UserTokens } from './tokens.ts';
 
@@ -140,22 +140,33 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
     const platform = device?.platform ?? null;
     const mentioned = m.mention === 'DIRECT' || (this.config.mentionAllCounts && m.mention === 'ALL');
     const rule = this.config.mentionRule;
+    const mention = m.mention === 'NONE' ? null : m.mention;
+    // What a mention overrode (mute, dnd), for the dispatch's detail.
+    let over = '';
 
-    if (settings?.muted_conversations.includes(m.conv_id) && !(mentioned && rule !== 'none')) {
-      return this.outcome('SUPPRESSED', 'mute', m, platform, null, at);
+    if (settings?.muted_conversations.includes(m.conv_id)) {
+      if (!(mentioned && rule !== 'none')) return this.outcome('SUPPRESSED', 'mute', m, platform, null, at, detailString({ mention }));
+      over = 'mute';
     }
-    if (settings?.quiet_hours && inQuietHours(at, settings.time_zone, settings.quiet_hours) && !(mentioned && rule === 'mute-and-quiet-hours')) {
-      if (!this.config.deferredRelease) return this.outcome('SUPPRESSED', 'dnd', m, platform, null, at);
-      const superseded = this.deferred.defer(m, quietHoursEnd(at, settings.time_zone, settings.quiet_hours));
-      if (superseded) this.outcome('SUPPRESSED', 'dnd', superseded, platform, null, at);
-      return;
+    if (settings?.quiet_hours && inQuietHours(at, settings.time_zone, settings.quiet_hours)) {
+      if (!(mentioned && rule === 'mute-and-quiet-hours')) {
+        const detail = quietDetail(settings.time_zone, settings.quiet_hours, at, mention);
+        if (!this.config.deferredRelease) return this.outcome('SUPPRESSED', 'dnd', m, platform, null, at, detail);
+        const superseded = this.deferred.defer(m, quietHoursEnd(at, settings.time_zone, settings.quiet_hours));
+        if (superseded) this.outcome('SUPPRESSED', 'dnd', superseded, platform, null, at, detail);
+        return;
+      }
+      over = over ? `${over},dnd` : 'dnd';
     }
     const valid = validTokens(device, m.app_id);
     if (!device || valid.size === 0) return this.outcome('DROPPED', 'no_token', m, platform, null, at);
-    const ordered = orderVendors([...valid.keys()], this.vendors.preferredVendor(device.platform, device.manufacturer), this.vendors.priority);
+    const preferred = this.vendors.preferredVendor(device.platform, device.manufacturer);
+    const ordered = orderVendors([...valid.keys()], preferred, this.vendors.priority);
     const usable = ordered.filter((vendor) => this.ledger.hasRoom(vendor, m.app_id, at));
-    if (usable.length === 0) return this.outcome('DROPPED', 'quota', m, platform, ordered[0]!, at);
+    if (usable.length === 0) return this.outcome('DROPPED', 'quota', m, platform, ordered[0]!, at, detailString({ skip: ordered.join(',') }));
     this.ledger.charge(usable[0]!, m.app_id, at);
+    const skipped = ordered.slice(0, ordered.indexOf(usable[0]!));
+    const why = skipped.length > 0 ? 'quota' : ordered.length === 1 ? 'only' : ordered[0] === preferred ? 'maker' : 'order';
 
     const generic = m.sensitive || settings?.private_mode === true;
     const dispatch: PushDispatch = {
@@ -177,12 +188,30 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
       merged_count: m.merged_count,
       persisted_at: m.persisted_at,
       decided_at: at,
+      detail: detailString({
+        on: m.presence,
+        ch: usable[0],
+        why,
+        skip: skipped.join(','),
+        mention: over ? mention : null,
+        over,
+        private: settings?.private_mode === true ? 1 : null,
+        sensitive: m.sensitive ? 1 : null,
+      }),
     };
     this.ctx.forward({ key: m.uid, value: dispatch, timestamp: at }, this.config.outputs.dispatch);
   }
 
-  private outcome(status: 'SUPPRESSED' | 'DROPPED', reason: DecisionReason, m: PushMerged, platform: string | null, vendor: string | null, at: number): void {
-    const value = decisionOutcome('policy', status, reason, { ...m, platform, vendor }, at);
+  private outcome(
+    status: 'SUPPRESSED' | 'DROPPED',
+    reason: DecisionReason,
+    m: PushMerged,
+    platform: string | null,
+    vendor: string | null,
+    at: number,
+    detail: string | null = null,
+  ): void {
+    const value = decisionOutcome('policy', status, reason, { ...m, platform, vendor }, at, detail);
     this.ctx.forward({ key: m.uid, value, timestamp: at }, this.config.outputs.outcomes);
   }
 }

@@ -3,6 +3,8 @@
  * database), so DST changes are handled by the zone rules: a range is compared with the local
  * wall-clock minute of the moment, whatever the UTC offset on that day.
  */
+import { detailString } from '../model/outcomes.ts';
+
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 function formatter(timeZone: string): Intl.DateTimeFormat {
@@ -84,4 +86,19 @@ export function quietHoursEnd(at: number, timeZone: string, range: QuietRange): 
   // Step to the first minute after it that is no longer quiet.
   for (let i = 0; i < 180 && inQuietHours(candidate, timeZone, range); i++) candidate += minute;
   return candidate <= at ? candidate + 1440 * minute : candidate;
+}
+
+const hhmm = (minute: number) => `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
+
+/**
+ * A quiet-hours suppression's detail (processors/model/outcomes.ts): the user's zone, the range and
+ * the local time of `at` there, and the mention that did not override it, if any.
+ */
+export function quietDetail(timeZone: string, range: QuietRange, at: number, mention: string | null): string | null {
+  return detailString({
+    tz: timeZone,
+    qh: `${hhmm(range.start_minute)}-${hhmm(range.end_minute)}`,
+    local: hhmm(localMinuteOfDay(at, timeZone)),
+    mention,
+  });
 }

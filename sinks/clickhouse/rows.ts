@@ -47,6 +47,8 @@ export interface PushEventRow {
   collapse_id: string | null;
   /** sha256 of the token a fan-out outcome used, hex; never the token. */
   token_hash: string | null;
+  /** The facts behind the decision, `k=v;...` (migrations/clickhouse/005_decision_detail.sql); null on receipts. */
+  detail: string | null;
 }
 
 const OUTCOME_KIND: Readonly<Record<OutcomeStatus, PushEventKind>> = {
@@ -98,6 +100,7 @@ export function rowFromOutcome(outcome: PushOutcomeRecord): PushEventRow {
     persisted_ms: Math.max(0, Math.floor(outcome.persisted_at)),
     collapse_id: outcome.collapse_id ?? null,
     token_hash: outcome.token_hash ?? null,
+    detail: outcome.detail ?? null,
   };
 }
 
@@ -132,6 +135,7 @@ export function rowFromReceipt(receipt: PushReceiptRecord, persistedAt?: number)
     persisted_ms: null,
     collapse_id: null,
     token_hash: null,
+    detail: null,
   };
 }
 
