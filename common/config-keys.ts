@@ -124,6 +124,14 @@ export const CONFIG_KEYS = {
     max: MINUTE,
     doc: 'commit interval of the event path (decisions, fan-out), ms',
   }),
+  PUSH_CAUGHT_UP_COMMIT_MS: int({
+    key: 'PUSH_CAUGHT_UP_COMMIT_MS',
+    section: 'workers',
+    default: 10,
+    min: 1,
+    max: MINUTE,
+    doc: 'a decisions task that has caught up commits its pushes this long after its previous commit instead of waiting for the commit interval, ms; at most PUSH_COMMIT_INTERVAL_MS',
+  }),
   PUSH_BACKGROUND_COMMIT_INTERVAL_MS: int({
     key: 'PUSH_BACKGROUND_COMMIT_INTERVAL_MS',
     section: 'workers',

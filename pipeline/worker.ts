@@ -35,6 +35,8 @@ export interface WorkerConfig {
   readonly guarantee: ProcessingGuarantee;
   /** PUSH_COMMIT_INTERVAL_MS: commit interval of the persist → vendor path (decisions, fan-out); default 100 under exactly_once, 1000 otherwise; 10–60 000. */
   readonly commitIntervalMs: number;
+  /** PUSH_CAUGHT_UP_COMMIT_MS: a caught-up decisions task commits its pushes this long after its previous commit (topology/runtime-options.ts caughtUpCommitMs); default 10; 1–commitIntervalMs. */
+  readonly caughtUpCommitMs: number;
   /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts and the ClickHouse sink; default 1000; 10–60 000. */
   readonly backgroundCommitIntervalMs: number;
   /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
@@ -64,12 +66,15 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
   const partitions = readKey(env, CONFIG_KEYS.PUSH_PARTITIONS);
   const backoffInitialMs = readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_INITIAL_MS);
   const backoffMax = CONFIG_KEYS.PUSH_RESTART_BACKOFF_MAX_MS;
+  const commitIntervalMs = readKey(env, CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS, guarantee === 'exactly_once' ? CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS.default : 1000);
+  const caughtUp = CONFIG_KEYS.PUSH_CAUGHT_UP_COMMIT_MS;
   return Object.freeze({
     applicationId: readKey(env, CONFIG_KEYS.PUSH_APPLICATION_ID),
     stages,
     receiver,
     guarantee,
-    commitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS, guarantee === 'exactly_once' ? CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS.default : 1000),
+    commitIntervalMs,
+    caughtUpCommitMs: readKey(env, caughtUp, Math.min(caughtUp.default, commitIntervalMs), { min: caughtUp.min, max: commitIntervalMs }),
     backgroundCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COMMIT_INTERVAL_MS),
     partitions,
     concurrentPartitions: readKey(env, CONFIG_KEYS.PUSH_CONCURRENT_PARTITIONS, partitions),
@@ -147,6 +152,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         brokers: endpoints.kafkaBrokers,
         processingGuarantee: stage.atLeastOnce ? 'at_least_once' : config.guarantee,
         commitIntervalMs: stage.eventPath ? config.commitIntervalMs : config.backgroundCommitIntervalMs,
+        ...(stage.commitWhenCaughtUp ? { caughtUpCommitMs: config.caughtUpCommitMs } : {}),
         // Tasks commit transactions with several broker round trips each: working on every assigned
         // partition at once keeps the pipeline from being bound by one partition's latency.
         partitionsConsumedConcurrently: config.concurrentPartitions,

@@ -19,6 +19,15 @@ export interface StreamsAppOptions {
   processingGuarantee?: ProcessingGuarantee;
   /** Commit interval in ms. Default 100 under exactly_once, 5000 under at_least_once. Range 10–600 000. */
   commitIntervalMs?: number;
+  /**
+   * A task that has caught up (no fetched record waiting) and holds output records commits this
+   * long after its previous commit instead of waiting out the whole interval, so a lone record's
+   * outputs reach their readers in about one transaction's time. Under a backlog the interval
+   * applies and batches records into few transactions. For applications whose outputs are on a
+   * latency path (the decisions feeding fan-out). Default: the commit interval (off).
+   * Range 1–commitIntervalMs.
+   */
+  caughtUpCommitMs?: number;
   /** DLQ topic for undecodable records (and processing errors under policy `dlq`); the application's wiring names it. */
   dlqTopic: string;
   /** What a non-retriable processing error does: `fail` stops the app, `dlq` dead-letters the record. Default `dlq`. */
@@ -78,6 +87,7 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
   const eos = (options.processingGuarantee ?? 'exactly_once') === 'exactly_once';
   if (!/^[a-zA-Z0-9._-]+$/.test(options.applicationId)) throw new ConfigError('applicationId', 'must be a valid Kafka topic and group name');
   if (options.brokers.length === 0) throw new ConfigError('brokers', 'at least one broker is required');
+  const commitIntervalMs = checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 });
   const initialMs = checkRange('restartBackoffInitialMs', options.restartBackoffInitialMs ?? 200, { min: 10, max: 60_000 });
   return {
     processingGuarantee: 'exactly_once',
@@ -88,7 +98,8 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
     partitionsConsumedConcurrently: 4,
     maxBufferedRecords: 1000,
     ...options,
-    commitIntervalMs: checkRange('commitIntervalMs', options.commitIntervalMs ?? (eos ? 100 : 5000), { min: 10, max: 600_000 }),
+    commitIntervalMs,
+    caughtUpCommitMs: checkRange('caughtUpCommitMs', options.caughtUpCommitMs ?? commitIntervalMs, { min: 1, max: commitIntervalMs }),
     ...(options.maxBufferedRecords === undefined
       ? {}
       : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),

@@ -112,7 +112,7 @@ export class StreamsApp {
       await this.sharedProducer.connect();
     }
     await this.supervisor.start();
-    const tickMs = Math.max(5, Math.min(50, Math.floor(this.options.commitIntervalMs / 2)));
+    const tickMs = Math.max(5, Math.min(50, Math.floor(this.options.commitIntervalMs / 2), this.options.caughtUpCommitMs));
     this.tick = setInterval(() => this.tasks.tick(), tickMs);
     this.log.info('streams app started', { guarantee: this.options.processingGuarantee, subtopologies: topology.subtopologies.length });
   }

@@ -19,14 +19,23 @@ export class TaskCommits {
   constructor(
     private readonly applicationId: string,
     private readonly intervalMs: number,
+    /** See StreamsAppOptions.caughtUpCommitMs. */
+    private readonly caughtUpMs: number,
     private readonly metrics: ReturnType<typeof safeMetrics>,
     /** A background commit failed (the task is marked; the runtime restarts from the last commit). */
     private readonly onFailed: (handle: TaskHandle, error: unknown) => void,
+    /** A commit of the task settled: the next one may be due already (outputs waited behind it). */
+    private readonly onSettled: (handle: TaskHandle) => void,
   ) {}
 
-  /** The task has work, the interval has passed, and nothing stops a commit (one in flight, an earlier failure). */
+  /**
+   * The task has work, nothing stops a commit (one in flight, an earlier failure), and either the
+   * interval has passed or the task has caught up with outputs waiting and caughtUpMs has passed.
+   */
   due(handle: TaskHandle): boolean {
-    return !handle.commitInFlight && !handle.commitFailed && handle.task.hasUncommittedWork() && Date.now() - handle.lastCommitMs >= this.intervalMs;
+    if (handle.commitInFlight || handle.commitFailed || !handle.task.hasUncommittedWork()) return false;
+    const sinceLast = Date.now() - handle.lastCommitMs;
+    return sinceLast >= this.intervalMs || (sinceLast >= this.caughtUpMs && handle.input.size === 0 && handle.task.hasOutputs());
   }
 
   /**
@@ -48,7 +57,9 @@ export class TaskCommits {
         },
       )
       .finally(() => {
-        if (handle.commitInFlight === inFlight) handle.commitInFlight = undefined;
+        if (handle.commitInFlight !== inFlight) return;
+        handle.commitInFlight = undefined;
+        if (!handle.commitFailed) this.onSettled(handle);
       });
     handle.commitInFlight = inFlight;
   }

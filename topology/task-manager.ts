@@ -64,7 +64,17 @@ export class TaskManager {
   private memberId?: string;
 
   constructor(private readonly ctx: TaskManagerContext) {
-    this.commits = new TaskCommits(ctx.options.applicationId, ctx.options.commitIntervalMs, ctx.metrics, (handle, error) => this.onTaskError(handle, error));
+    const { applicationId, commitIntervalMs, caughtUpCommitMs } = ctx.options;
+    this.commits = new TaskCommits(
+      applicationId,
+      commitIntervalMs,
+      caughtUpCommitMs,
+      ctx.metrics,
+      (handle, error) => this.onTaskError(handle, error),
+      (handle) => {
+        if (this.commits.due(handle)) this.queueTurn(handle, false);
+      },
+    );
   }
 
   /** Task ids currently owned by this instance. */
@@ -352,19 +362,23 @@ export class TaskManager {
     if (this.halted()) return;
     const now = Date.now();
     for (const handle of this.handles.values()) {
-      if (handle.lifecycle.state !== 'running' || handle.tickQueued) continue;
       const wallDue = (handle.task.nextWallClockMs() ?? Infinity) <= now;
-      if (!wallDue && !this.commits.due(handle)) continue;
-      handle.tickQueued = true;
-      handle.exec
-        .run(async () => {
-          handle.tickQueued = false;
-          if (handle.lifecycle.state !== 'running' || this.ctx.restarting()) return;
-          if (wallDue) await handle.task.punctuateWallClock(Date.now());
-          if (this.commits.due(handle)) await this.commits.start(handle);
-        })
-        .catch((error) => this.onTaskError(handle, error));
+      if (wallDue || this.commits.due(handle)) this.queueTurn(handle, wallDue);
     }
+  }
+
+  /** Queues a turn of wall-clock punctuation (when `wallDue`) and a due commit in the task's executor. */
+  private queueTurn(handle: TaskHandle, wallDue: boolean): void {
+    if (this.halted() || handle.lifecycle.state !== 'running' || handle.tickQueued) return;
+    handle.tickQueued = true;
+    handle.exec
+      .run(async () => {
+        handle.tickQueued = false;
+        if (handle.lifecycle.state !== 'running' || this.ctx.restarting()) return;
+        if (wallDue) await handle.task.punctuateWallClock(Date.now());
+        if (this.commits.due(handle)) await this.commits.start(handle);
+      })
+      .catch((error) => this.onTaskError(handle, error));
   }
 
   private onTaskError(handle: TaskHandle, error: unknown): void {

@@ -188,6 +188,11 @@ export class StreamTask {
     return false;
   }
 
+  /** Output records (sinks, DLQ) wait for the next commit. */
+  hasOutputs(): boolean {
+    return this.outputs.length > 0;
+  }
+
   /**
    * Runs one input record through the graph, then any stream-time punctuators it made due.
    * Synchronous (no promise) when the serdes answer from their caches and every processor the

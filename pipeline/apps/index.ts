@@ -63,6 +63,12 @@ export interface Stage {
    */
   readonly eventPath: boolean;
   /**
+   * Its outputs are the next hop's input on the persist → vendor path (decisions → push.dispatch):
+   * a task that has caught up commits PUSH_CAUGHT_UP_COMMIT_MS after its previous commit rather
+   * than waiting for the interval, so a push waits about one transaction, not up to an interval.
+   */
+  readonly commitWhenCaughtUp?: boolean;
+  /**
    * Always at-least-once, whatever PUSH_PROCESSING_GUARANTEE says (the ClickHouse sink: its events
    * dedupe by id, and it may wait out an outage longer than a transaction may stay open).
    */
@@ -78,7 +84,14 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'decisions': {
       const options = decisionsOptionsFromEnv(ctx.env);
       const merge = { ...options.merge, listener: ctx.metrics.mergeListener };
-      return { name, eventPath: true, internalTopics: [], close: none, topology: buildDecisionsTopology({ ...wiring, ...options, merge }) };
+      return {
+        name,
+        eventPath: true,
+        commitWhenCaughtUp: true,
+        internalTopics: [],
+        close: none,
+        topology: buildDecisionsTopology({ ...wiring, ...options, merge }),
+      };
     }
     case 'fan-out': {
       const ledger = new MysqlPushTaskLedger({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener });
