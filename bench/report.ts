@@ -303,7 +303,11 @@ export function describeStep(s: StepResult): string {
   const requests = Object.entries(b.kafkaRequestsPerMessageByApi ?? {})
     .map(([api, n]) => `${api} ${n}`)
     .join(', ');
-  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
+  const topics = Object.entries(b.producedPerMessageByTopic ?? {})
+    .filter(([, n]) => n >= 0.01)
+    .map(([topic, n]) => `${topic} ${n}`)
+    .join(', ');
+  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}; by topic: ${topics}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
 }
 
 function pad(cells: string[], widths: number[]): string {

@@ -226,7 +226,13 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     workerRssMb,
     breakdown:
       metrics0 && metrics1
-        ? stepBreakdown(delta(metrics0, metrics1), { applicationId: put.applicationId, persistedMessages, seconds: cpuSeconds, workerCpuMs: cpu1 - cpu0 })
+        ? stepBreakdown(delta(metrics0, metrics1), {
+            applicationId: put.applicationId,
+            topicPrefix: put.topicPrefix,
+            persistedMessages,
+            seconds: cpuSeconds,
+            workerCpuMs: cpu1 - cpu0,
+          })
         : null,
   };
 }

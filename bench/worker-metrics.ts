@@ -135,6 +135,8 @@ export interface StepBreakdown {
   readonly changelogRecordsPerMessage: number;
   /** Produced records per persisted message by stage group. */
   readonly producedPerMessageByApp: Readonly<Record<string, { readonly output: number; readonly changelog: number }>>;
+  /** Produced records per persisted message by topic (run prefix and application id left off), busiest first. */
+  readonly producedPerMessageByTopic: Readonly<Record<string, number>>;
   /** Records fetched by every application (transaction markers excluded) per persisted message. */
   readonly recordsFetchedPerMessage: number;
   /** Kafka requests the workers sent (consumers and task producers) per persisted message, and the busiest APIs. */
@@ -168,7 +170,7 @@ function requestsByApi(requests: ReturnType<typeof series>, per: (n: number) => 
 /** The breakdown of one span from the workers' counter deltas. */
 export function stepBreakdown(
   d: MetricsSnapshot,
-  o: { applicationId: string; persistedMessages: number; seconds: number; workerCpuMs: number },
+  o: { applicationId: string; topicPrefix?: string; persistedMessages: number; seconds: number; workerCpuMs: number },
 ): StepBreakdown {
   const stage = (app: string) => (app.startsWith(`${o.applicationId}-`) ? app.slice(o.applicationId.length + 1) : app);
   const per = (n: number) => (o.persistedMessages > 0 ? r2(n / o.persistedMessages) : 0);
@@ -179,6 +181,12 @@ export function stepBreakdown(
     if (labels.kind === 'changelog') entry.changelog += value;
     else entry.output += value;
   }
+  const shortTopic = (topic: string) => {
+    for (const prefix of [`${o.applicationId}-`, o.topicPrefix ?? '']) if (prefix !== '' && topic.startsWith(prefix)) return topic.slice(prefix.length);
+    return topic;
+  };
+  const byTopic = new Map<string, number>();
+  for (const { labels, value } of produced) byTopic.set(shortTopic(labels.topic ?? '?'), (byTopic.get(shortTopic(labels.topic ?? '?')) ?? 0) + value);
   const commitsByApp: Record<string, number> = {};
   for (const { labels, value } of series(d, 'push_transactions_total'))
     commitsByApp[stage(labels.app ?? '')] = (commitsByApp[stage(labels.app ?? '')] ?? 0) + value;
@@ -190,6 +198,7 @@ export function stepBreakdown(
     outputRecordsPerMessage: per(sum(produced.filter((p) => p.labels.kind !== 'changelog'))),
     changelogRecordsPerMessage: per(sum(produced.filter((p) => p.labels.kind === 'changelog'))),
     producedPerMessageByApp: Object.fromEntries(Object.entries(byApp).map(([app, v]) => [app, { output: per(v.output), changelog: per(v.changelog) }])),
+    producedPerMessageByTopic: Object.fromEntries([...byTopic].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([topic, n]) => [topic, per(n)])),
     recordsFetchedPerMessage: per(sum(series(d, 'push_records_fetched_total'))),
     recordsProcessedPerMessage: per(sum(series(d, 'push_records_processed_total'))),
     kafkaRequestsPerMessage: per(sum(series(d, 'push_kafka_requests_total'))),

@@ -9,7 +9,16 @@ export interface MetricsListener {
   /** Records processed by a node since the last report (reported at each commit, per task). */
   onNodeRecords?(event: { applicationId: string; taskId: string; node: string; recordsIn: number; recordsOut: number }): void;
   /** One commit of a task: latency in ms from flush start to broker acknowledgement. */
-  onCommit?(event: { applicationId: string; taskId: string; latencyMs: number; outputRecords: number; changelogRecords: number; inputRecords: number }): void;
+  onCommit?(event: {
+    applicationId: string;
+    taskId: string;
+    latencyMs: number;
+    outputRecords: number;
+    changelogRecords: number;
+    inputRecords: number;
+    /** Records written, by topic (outputs, DLQ and changelogs). */
+    recordsByTopic: ReadonlyMap<string, number>;
+  }): void;
   /** Restore progress of one store of one task; `done` on the last call. */
   onRestoreProgress?(event: { applicationId: string; taskId: string; store: string; restoredRecords: number; done: boolean }): void;
   /** Consumer lag of an input partition (high watermark − position), from each fetched batch. */

@@ -99,7 +99,15 @@ export class TaskCommits {
       outputRecords: batch.records.length,
       changelogRecords: batch.changelog.length,
       inputRecords,
+      recordsByTopic: countByTopic(batch),
     });
     for (const c of handle.task.drainNodeCounts()) this.metrics.onNodeRecords({ applicationId, taskId: handle.id, ...c });
   }
+}
+
+/** Records of a commit by topic: a few topics per task, so one small map per commit. */
+function countByTopic({ records, changelog }: CommitBatch): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const list of [records, changelog]) for (const r of list) counts.set(r.topic, (counts.get(r.topic) ?? 0) + 1);
+  return counts;
 }

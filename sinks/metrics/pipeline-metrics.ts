@@ -4,6 +4,9 @@ import type { MergeListener } from '../../processors/merge/options.ts';
 import { LATENCY_BUCKETS_MS, MetricsRegistry } from './prometheus.ts';
 import { observeGarbageCollection } from './gc.ts';
 
+/** Changelog topics end so (topology/changelog.ts, changelogTopicName). */
+const CHANGELOG_SUFFIX = '-changelog';
+
 /** Dispatches remembered between the decisions and the fan-out of one process (bounded). */
 const DECIDED_LIMIT = 50_000;
 
@@ -85,7 +88,7 @@ export class PipelineMetrics {
   );
   readonly recordsProduced = this.registry.counter(
     'push_records_produced_total',
-    'Records written by committed tasks, by application and kind (output, changelog); transaction markers not included',
+    'Records written by committed tasks, by application, kind (output, changelog) and topic; transaction markers not included',
   );
   readonly recordsProcessed = this.registry.counter('push_records_processed_total', 'Input records processed by committed tasks, by application');
   readonly kafkaRequests = this.registry.counter(
@@ -154,8 +157,8 @@ export class PipelineMetrics {
       if (e.outputRecords + e.changelogRecords + e.inputRecords === 0) return;
       this.transactions.inc({ app: e.applicationId });
       this.commitLatency.observe({ app: e.applicationId }, e.latencyMs);
-      if (e.outputRecords > 0) this.recordsProduced.inc({ app: e.applicationId, kind: 'output' }, e.outputRecords);
-      if (e.changelogRecords > 0) this.recordsProduced.inc({ app: e.applicationId, kind: 'changelog' }, e.changelogRecords);
+      for (const [topic, n] of e.recordsByTopic)
+        if (n > 0) this.recordsProduced.inc({ app: e.applicationId, kind: topic.endsWith(CHANGELOG_SUFFIX) ? 'changelog' : 'output', topic }, n);
       if (e.inputRecords > 0) this.recordsProcessed.inc({ app: e.applicationId }, e.inputRecords);
     },
     onRestoreProgress: (e) => this.restored.set({ app: e.applicationId, task: e.taskId, store: e.store }, e.restoredRecords),

@@ -39,7 +39,18 @@ test('records produced, fetched and non-empty commits per application come out p
   try {
     const before = parseMetrics(metrics.registry.render());
     const commit = (stage: string, outputRecords: number, changelogRecords: number, inputRecords: number) =>
-      metrics.listener.onCommit?.({ applicationId: `${APP}-${stage}`, taskId: '0_0', latencyMs: 20, outputRecords, changelogRecords, inputRecords });
+      metrics.listener.onCommit?.({
+        applicationId: `${APP}-${stage}`,
+        taskId: '0_0',
+        latencyMs: 20,
+        outputRecords,
+        changelogRecords,
+        inputRecords,
+        recordsByTopic: new Map([
+          [`run1.push.${stage}-out`, outputRecords],
+          [`${APP}-${stage}-store-changelog`, changelogRecords],
+        ]),
+      });
     commit('decisions', 30, 20, 100);
     commit('decisions', 10, 0, 0); // punctuation output only
     commit('fan-out', 40, 0, 40);
@@ -50,11 +61,22 @@ test('records produced, fetched and non-empty commits per application come out p
     metrics.listener.onFetch?.({ applicationId: `${APP}-fan-out`, topic: 't', partition: 1, records: 40 });
     const after = parseMetrics(metrics.registry.render());
 
-    const b = stepBreakdown(delta(before, after), { applicationId: APP, persistedMessages: 50, seconds: 2, workerCpuMs: 1000 });
+    const b = stepBreakdown(delta(before, after), { applicationId: APP, topicPrefix: 'run1.', persistedMessages: 50, seconds: 2, workerCpuMs: 1000 });
     assert.equal(b.recordsProducedPerMessage, 2.4); // (40 + 20 + 40 + 20) / 50
     assert.equal(b.outputRecordsPerMessage, 1.8);
     assert.equal(b.changelogRecordsPerMessage, 0.6);
     assert.deepEqual(b.producedPerMessageByApp.decisions, { output: 0.8, changelog: 0.4 });
+    assert.deepEqual(
+      Object.entries(b.producedPerMessageByTopic),
+      [
+        ['push.decisions-out', 0.8],
+        ['push.fan-out-out', 0.8],
+        ['decisions-store-changelog', 0.4],
+        ['push.receipts-out', 0.2],
+        ['receipts-store-changelog', 0.2],
+      ],
+      'by topic, run prefix and application id left off, busiest first, then by name (topics with no record absent)',
+    );
     assert.equal(b.recordsFetchedPerMessage, 2.8);
     assert.equal(b.recordsProcessedPerMessage, 4.6);
     assert.equal(b.commitsPerSecond, 2.5);
