@@ -6,14 +6,14 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
-import { queryArrival, type ArrivalDimension, type ArrivalRow } from '../sinks/clickhouse/arrival-query.ts';
+import { ARRIVAL_DIMENSIONS, queryArrival, type ArrivalDimension, type ArrivalRow } from '../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../sinks/clickhouse/client.ts';
 import { parseDuration } from './duration.ts';
 
 export interface ArrivalQueryOptions {
   /** How far back, e.g. `90m`, `24h`, `7d`, `2w` (default 24h). Pairs submitted in this range count. */
   readonly since?: string;
-  /** Group rows by `vendor`, `app` or `hour` (default vendor). */
+  /** Group rows by `vendor`, `app`, `hour`, `campaign` or `sender` (default vendor; the last two count business pushes only). */
   readonly by?: string;
   /** A ClickHouse client to use (default: one from PUSH_CLICKHOUSE_*). */
   readonly client?: ClickHouseClient;
@@ -50,12 +50,12 @@ export function distinctTotal(byApp: readonly ArrivalRow[]): ArrivalCounts {
 }
 
 /**
- * The arrival rows of the range `since` back from now, grouped `by` vendor, app or hour, read from
+ * The arrival rows of the range `since` back from now, grouped `by` vendor, app, hour, campaign or sender, read from
  * ClickHouse; by vendor also the distinct total (a device that fell back is in two vendors' rows).
  */
 export async function readArrival(options: ArrivalQueryOptions = {}): Promise<ArrivalReport> {
   const by = (options.by ?? 'vendor') as ArrivalDimension;
-  if (!['vendor', 'app', 'hour'].includes(by)) throw new ConfigError('--by', `expected vendor | app | hour, got ${JSON.stringify(options.by)}`);
+  if (!ARRIVAL_DIMENSIONS.includes(by)) throw new ConfigError('--by', `expected ${ARRIVAL_DIMENSIONS.join(' | ')}, got ${JSON.stringify(options.by)}`);
   const sinceMs = parseDuration(options.since ?? '24h');
   const now = (options.now ?? Date.now)();
   const sinceSeconds = Math.floor((now - sinceMs) / 1000);

@@ -5,7 +5,7 @@ import { distinctTotal, readArrival, type ArrivalCounts } from '../../pipeline/a
 export interface ArrivalCommandOptions {
   /** How far back, e.g. `90m`, `24h`, `7d`, `2w` (default 24h). Pairs submitted in this range count. */
   readonly since?: string;
-  /** Group rows by `vendor`, `app` or `hour` (default vendor). */
+  /** Group rows by `vendor`, `app`, `hour`, `campaign` or `sender` (default vendor). */
   readonly by?: string;
   /** Where the table goes. Default process.stdout. */
   readonly out?: NodeJS.WritableStream;
@@ -65,11 +65,12 @@ export function formatArrivalTable(by: ArrivalDimension, rows: readonly ArrivalR
   return out.join('\n') + '\n';
 }
 
-export const arrivalHelp = `pushctl arrival [--since 24h] [--by vendor|app|hour]
+export const arrivalHelp = `pushctl arrival [--since 24h] [--by vendor|app|hour|campaign|sender]
 
   the exact arrival rate from ClickHouse: distinct submitted (task, device) pairs the vendor
   accepted or reported delivered ÷ distinct submitted pairs, with delivered-only and unknown
-  (no receipt yet) beside it (docs/data.md)`;
+  (no receipt yet) beside it (docs/data.md); by campaign or sender, business pushes only
+  (docs/entry.md, "Accounting")`;
 
 export async function arrivalCommand(args: string[]): Promise<number> {
   const option = (name: string) => {

@@ -12,10 +12,15 @@ import type { ClickHouseClient } from '@clickhouse/client';
  * counts when it was submitted in that range. No query parameters (ClickHouse 18.16): the only
  * value in the SQL text is an integer.
  */
-export type ArrivalDimension = 'vendor' | 'app' | 'hour';
+export type ArrivalDimension = 'vendor' | 'app' | 'hour' | 'campaign' | 'sender';
+
+export const ARRIVAL_DIMENSIONS: readonly ArrivalDimension[] = ['vendor', 'app', 'hour', 'campaign', 'sender'];
+
+/** Business dimensions (migrations/clickhouse/006_business.sql): a pair takes them from its outcome rows; IM pairs (empty) are left out. */
+const BUSINESS_COLUMN: Partial<Record<ArrivalDimension, string>> = { campaign: 'campaign_id', sender: 'sender' };
 
 export interface ArrivalRow {
-  /** Vendor, app id, or the hour as 'YYYY-MM-DD hh:00:00' (UTC). */
+  /** Vendor, app id, the hour as 'YYYY-MM-DD hh:00:00' (UTC), campaign id or sender. */
   readonly key: string;
   readonly submitted: number;
   readonly arrived: number;
@@ -38,7 +43,15 @@ export function arrivalQuery(by: ArrivalDimension, sinceSeconds: number, appId?:
   // Per vendor a pair is (task, device, vendor): a device that fell back from one vendor to another
   // counts once under each. By app and hour a pair is (task, device), counted once.
   const pairKey = by === 'vendor' ? 'task_id, device_id, vendor' : 'task_id, device_id';
-  const dimension = by === 'vendor' ? 'vendor' : by === 'app' ? 'app_id' : "formatDateTime(toStartOfHour(first_submit), '%Y-%m-%d %H:00:00')";
+  const business = BUSINESS_COLUMN[by];
+  const dimension =
+    business !== undefined
+      ? `pair_${business}`
+      : by === 'vendor'
+        ? 'vendor'
+        : by === 'app'
+          ? 'app_id'
+          : "formatDateTime(toStartOfHour(first_submit), '%Y-%m-%d %H:00:00')";
   return `
 SELECT
     ${dimension} AS key,
@@ -50,7 +63,7 @@ FROM
 (
     SELECT
         ${pairKey},
-        any(app_id) AS app_id,
+        any(app_id) AS app_id,${business === undefined ? '' : `\n        max(${business}) AS pair_${business},`}
         minIf(event_time, ${SUBMISSION}) AS first_submit,
         max(${SUBMISSION}) AS pair_submitted,
         max(kind IN ('accepted', 'delivered')) AS pair_arrived,
@@ -61,7 +74,7 @@ FROM
     WHERE event_time >= toDateTime(${sinceSeconds}) AND vendor != '' AND task_id != ''
     GROUP BY ${pairKey}
 )
-WHERE pair_submitted = 1
+WHERE pair_submitted = 1${business === undefined ? '' : ` AND pair_${business} != ''`}
 GROUP BY key
 ORDER BY key`;
 }

@@ -49,6 +49,10 @@ export interface PushEventRow {
   token_hash: string | null;
   /** The facts behind the decision, `k=v;...` (migrations/clickhouse/005_decision_detail.sql); null on receipts. */
   detail: string | null;
+  /** Business pushes only (migrations/clickhouse/006_business.sql): the sender, category and campaign; absent (the column's '') otherwise. */
+  sender?: string;
+  category?: string;
+  campaign_id?: string;
 }
 
 const OUTCOME_KIND: Readonly<Record<OutcomeStatus, PushEventKind>> = {
@@ -101,6 +105,7 @@ export function rowFromOutcome(outcome: PushOutcomeRecord): PushEventRow {
     collapse_id: outcome.collapse_id ?? null,
     token_hash: outcome.token_hash ?? null,
     detail: outcome.detail ?? null,
+    ...(outcome.business ? { sender: outcome.business.sender, category: outcome.business.category, campaign_id: outcome.business.campaign_id ?? '' } : {}),
   };
 }
 
