@@ -154,6 +154,18 @@ export class EmulatorCore {
     this.limitedClassCounts.clear();
   }
 
+  /**
+   * Forgets the recordings made in [fromMs, untilMs) by the emulator's clock, nothing else (a
+   * "vendor lost them" drill: dead tokens, faults and later recordings stay). Returns how many.
+   */
+  forget(fromMs: number, untilMs: number): number {
+    const kept = this.received.filter((r) => r.at < fromMs || r.at >= untilMs);
+    const forgotten = this.received.length - kept.length;
+    this.received.length = 0;
+    for (const r of kept) this.received.push(r);
+    return forgotten;
+  }
+
   /** The fault that applies to a request carrying `tokens` (consumed), if any. */
   takeFault(tokens: readonly string[]): Fault | undefined {
     const rule = this.rules.find((r) => r.remaining > 0 && (r.token === undefined || tokens.includes(r.token)));

@@ -54,6 +54,8 @@ export interface StartedEmulators {
   all(): EmulatorCore[];
   /** Clears faults, dead tokens and recordings of every emulator. */
   reset(): void;
+  /** Every emulator forgets its recordings made in [fromMs, untilMs) (EmulatorCore.forget); returns how many in all. */
+  forget(fromMs: number, untilMs: number): number;
   /** Restarts one vendor's server: connections dropped, port refusing for `downMs`, then back on the same port. */
   restart(vendor: Vendor, downMs: number, hooks?: RestartHooks): Promise<void>;
   close(): Promise<void>;
@@ -177,6 +179,7 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     token: (vendor, seed) => (vendor === 'apns' ? Buffer.from(seed).toString('hex').padEnd(64, '0').slice(0, 64) : `${vendor}-${seed}`),
     all,
     reset: () => all().forEach((e) => e.reset()),
+    forget: (fromMs, untilMs) => all().reduce((n, e) => n + e.forget(fromMs, untilMs), 0),
     restart: (vendor, downMs, hooks) => restartEmulator({ apns, fcm, hms, xiaomi, oppo, vivo }[vendor], tls, downMs, hooks),
     close: async () => {
       await Promise.all([apns.close(), fcm.close(), hms.close(), xiaomi.close(), oppo.close(), vivo.close()]);

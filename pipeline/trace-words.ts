@@ -107,7 +107,7 @@ export function eventWords(e: TraceEvent, merge: TraceLine['merge'], mergedCount
       return `not pushed: every push channel of the device (${f.skip ? vendorList(f.skip) : `${v} first`}) had used up today's quota`;
     case 'merged/merged':
       return f.by
-        ? `not pushed on its own: merged into the notification for seq ${f.by} of this conversation (messages within ${ms(Number(f.win ?? 0))} of each other go out as one)`
+        ? `not pushed on its own: merged into the notification for seq ${f.by} of this conversation (the messages of a conversation within ${ms(Number(f.win ?? 0))} of a burst's first push go out as one update)`
         : `not pushed on its own: merged into one notification for this conversation with the messages around it (a burst)`;
   }
   switch (e.kind) {

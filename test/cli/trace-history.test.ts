@@ -14,11 +14,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEnvironment, type Environment } from '../../demo/environment.ts';
 import { trafficProducer, type TrafficProducer } from '../../demo/traffic.ts';
-import { chaosAdmin, sleep, waitDrained } from '../../chaos/drain.ts';
+import { sleep, waitDrained } from '../../chaos/drain.ts';
 import { recordings } from '../../chaos/verify.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { connectionFromEndpoints, createClickhouseClient, sqlString } from '../../sinks/clickhouse/client.ts';
 import { trace, type TraceLine } from '../../pipeline/trace.ts';
+import { deleteRunTopics } from '../support/run-topics.ts';
 import { pushctl } from './pushctl-process.ts';
 import {
   buildHistories,
@@ -70,7 +71,11 @@ function checkWords(l: TraceLine): void {
     );
   if (l.reason === 'dnd') assert.ok(l.words.includes(`quiet hours (${f.qh!.replace('-', ' to ')} in ${QUIET_ZONE}; it was ${f.local} there)`), l.words);
   if (l.reason === 'mute') assert.match(l.words, /muted this conversation$/);
-  if (l.outcome === 'merged') assert.match(l.words, /merged into the notification for seq 3 of this conversation \(messages within 3000 ms/);
+  if (l.outcome === 'merged')
+    assert.match(
+      l.words,
+      /merged into the notification for seq 3 of this conversation \(the messages of a conversation within 3000 ms of a burst's first push/,
+    );
   if (l.outcome !== 'accepted') return;
   assert.match(l.words, /the device was offline/);
   if (f.why === 'quota') assert.match(l.words, /sent through FCM because Xiaomi had used up today's quota \(re-routed\)/);
@@ -98,17 +103,6 @@ async function waitEvents(appId: string, min: number, timeoutMs: number): Promis
     }
   } finally {
     await client.close();
-  }
-}
-
-async function deleteTopics(prefix: string): Promise<void> {
-  const admin = chaosAdmin();
-  await admin.connect();
-  try {
-    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    if (mine.length > 0) await admin.deleteTopics({ topics: mine });
-  } finally {
-    await admin.disconnect();
   }
 }
 
@@ -194,7 +188,7 @@ test(
     } finally {
       await traffic?.close().catch(() => undefined);
       await env?.close();
-      if (env) await deleteTopics(env.topicPrefix).catch(() => undefined);
+      if (env) await deleteRunTopics(env.topicPrefix).catch(() => undefined);
     }
   },
 );
