@@ -1,5 +1,7 @@
 import { readInt, readKey, type Env } from './config.ts';
 import { CONFIG_KEYS as KEYS } from './config-keys.ts';
+import { ConfigError } from './errors.ts';
+import { parseMysqlUrl } from './mysql-url.ts';
 
 /**
  * Where the pipeline's external parts are. Defaults point at the local stack (`pushctl stack up`);
@@ -13,6 +15,11 @@ export interface Endpoints {
   readonly schemaRegistryUrl: string;
   /** PUSH_MYSQL_URL, mysql://user:password@host:port/database. */
   readonly mysqlUrl: string;
+  /**
+   * PUSH_MYSQL_SHARDS: the uid shards' mysql:// URLs in shard order (sinks/mysql/shards.ts routes by
+   * uid); `[mysqlUrl]` when unset. Each is validated here, so a bad one fails at start naming its item.
+   */
+  readonly mysqlShards: readonly string[];
   /** PUSH_CLICKHOUSE_URL, the HTTP interface. Default http://127.0.0.1:8123. */
   readonly clickhouseUrl: string;
   /** PUSH_CLICKHOUSE_DATABASE. Default offline_push. */
@@ -39,13 +46,34 @@ export function localStackPort(env: Env, name: keyof typeof DEFAULT_PORTS, stack
 /** The endpoints from their PUSH_* keys (common/config-keys.ts; the declared defaults are these with the default ports). */
 export function readEndpoints(env: Env = process.env): Endpoints {
   const port = (name: keyof typeof DEFAULT_PORTS, stackKey: string) => localStackPort(env, name, stackKey);
+  const mysqlUrl = readKey(env, KEYS.PUSH_MYSQL_URL, `mysql://root@127.0.0.1:${port('mysql', 'MYSQL')}/offline_push`);
   return Object.freeze({
     kafkaBrokers: readKey(env, KEYS.PUSH_KAFKA_BROKERS, [`127.0.0.1:${port('kafka', 'KAFKA')}`]),
     schemaRegistryUrl: readKey(env, KEYS.PUSH_SCHEMA_REGISTRY_URL, `http://127.0.0.1:${port('registry', 'REGISTRY')}/apis/ccompat/v7`),
-    mysqlUrl: readKey(env, KEYS.PUSH_MYSQL_URL, `mysql://root@127.0.0.1:${port('mysql', 'MYSQL')}/offline_push`),
+    mysqlUrl,
+    mysqlShards: readMysqlShards(env, mysqlUrl),
     clickhouseUrl: readKey(env, KEYS.PUSH_CLICKHOUSE_URL, `http://127.0.0.1:${port('clickhouseHttp', 'CLICKHOUSE')}`),
     clickhouseDatabase: readKey(env, KEYS.PUSH_CLICKHOUSE_DATABASE),
     clickhouseUser: readKey(env, KEYS.PUSH_CLICKHOUSE_USER),
     clickhousePassword: readKey(env, KEYS.PUSH_CLICKHOUSE_PASSWORD),
   });
+}
+
+/**
+ * PUSH_MYSQL_SHARDS as a list of validated mysql:// URLs (an error names the key and the item's
+ * position, never the URL: it may hold a password). Unset or empty: the one database of PUSH_MYSQL_URL.
+ * Two shards naming the same database would split its users' rows under two shard numbers and are refused.
+ */
+export function readMysqlShards(env: Env, mysqlUrl: string): string[] {
+  const urls = readKey(env, KEYS.PUSH_MYSQL_SHARDS);
+  if (urls.length === 0) return [mysqlUrl];
+  const seen = new Map<string, number>();
+  urls.forEach((url, i) => {
+    const { connection, database } = parseMysqlUrl(url, `PUSH_MYSQL_SHARDS[${i}]`);
+    const where = `${connection.host}:${connection.port}/${database}`;
+    const first = seen.get(where);
+    if (first !== undefined) throw new ConfigError(`PUSH_MYSQL_SHARDS[${i}]`, `names the same database as shard ${first}`);
+    seen.set(where, i);
+  });
+  return urls;
 }

@@ -2,9 +2,11 @@
  * Moves push tasks older than the hot retention (7 days, docs/design.md §3) from im_push_task into
  * im_push_task_archive, in batches, each batch one transaction (copy, then delete), so the hot table
  * is never locked for long and a crash mid-way loses and duplicates nothing (INSERT IGNORE on the
- * archive's primary key makes a repeated batch harmless).
+ * archive's primary key makes a repeated batch harmless). With uid shards (sinks/mysql/shards.ts)
+ * every shard archives its own rows (`archiveShards`): a row and its archive stay on the user's shard.
  */
 import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { allSettledOrThrow } from '../common/settle.ts';
 
 export interface ArchiveOptions {
   /** Rows older than this (by created_at) move, in days. Default 7. */
@@ -53,4 +55,13 @@ export async function archiveTasks(pool: Pool, options: ArchiveOptions = {}): Pr
       conn.release();
     }
   }
+}
+
+/**
+ * `archiveTasks` on every shard at once (pools in shard order, e.g. ShardedPools.all()). Returns
+ * the rows moved per shard. A shard that fails does not stop the others; the first error is thrown
+ * once all have finished (the job runs again and picks up where it stopped, as on one database).
+ */
+export async function archiveShards(pools: readonly Pool[], options: ArchiveOptions = {}): Promise<number[]> {
+  return allSettledOrThrow(pools.map((pool) => archiveTasks(pool, options)));
 }

@@ -9,7 +9,8 @@ import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { readEndpoints } from '../common/endpoints.ts';
-import { ConfigError, ContractError } from '../common/errors.ts';
+import { ConfigError, ContractError, errorMessage } from '../common/errors.ts';
+import { parseMysqlUrl } from '../common/mysql-url.ts';
 import type { Logger } from '../common/log.ts';
 import { chIdent, chString, clickhouseQuery, type ClickHouseTarget } from './clickhouse-http.ts';
 import { readMigrations, type MigrationFile } from './files.ts';
@@ -20,6 +21,11 @@ export const CLICKHOUSE_MIGRATIONS_DIR = fileURLToPath(new URL('./clickhouse', i
 export interface MigrateOptions {
   /** mysql://user:password@host:port/database (PUSH_MYSQL_URL). The database is created when missing. */
   mysqlUrl: string;
+  /**
+   * The uid shards' URLs (PUSH_MYSQL_SHARDS, Endpoints.mysqlShards): each is migrated, in shard
+   * order, instead of `mysqlUrl` alone. The same files, so every shard has the same tables.
+   */
+  mysqlShards?: readonly string[];
   /** ClickHouse HTTP target (PUSH_CLICKHOUSE_*); omit to migrate MySQL only. */
   clickhouse?: ClickHouseTarget;
   /** Default migrations/mysql. */
@@ -44,35 +50,32 @@ export interface AppliedSide {
 }
 
 export interface MigrateResult {
+  /** Shard 0's (the one database without shards). */
   mysql: AppliedSide;
+  /** Every shard's, in shard order (one entry without shards). */
+  mysqlShards: AppliedSide[];
   clickhouse?: AppliedSide;
 }
 
-/** Splits a mysql:// URL into connection options and the database name. */
-export function parseMysqlUrl(raw: string): { connection: mysql.ConnectionOptions; database: string } {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('PUSH_MYSQL_URL', 'expected mysql://user:password@host:port/database');
-  }
-  if (url.protocol !== 'mysql:') throw new ConfigError('PUSH_MYSQL_URL', `expected the mysql: scheme, got ${url.protocol}`);
-  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z0-9_]+$/.test(database)) throw new ConfigError('PUSH_MYSQL_URL', 'the path must name the database (letters, digits, _)');
-  return {
-    connection: {
-      host: url.hostname,
-      port: url.port ? Number(url.port) : 3306,
-      user: decodeURIComponent(url.username || 'root'),
-      password: decodeURIComponent(url.password),
-      charset: 'utf8mb4',
-    },
-    database,
-  };
-}
+/** Splits a mysql:// URL into connection options and the database name (common/mysql-url.ts). */
+export { parseMysqlUrl };
 
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
-  const result: MigrateResult = { mysql: await migrateMysql(options) };
+  const urls = options.mysqlShards && options.mysqlShards.length > 0 ? options.mysqlShards : [options.mysqlUrl];
+  // Every shard is tried, so one that is down does not keep the others behind; the failures are reported together.
+  const sides: AppliedSide[] = [];
+  const failures: string[] = [];
+  for (const [i, mysqlUrl] of urls.entries()) {
+    try {
+      sides.push(await migrateMysql({ ...options, mysqlUrl }));
+    } catch (error) {
+      if (urls.length === 1) throw error;
+      failures.push(`shard ${i}: ${errorMessage(error)}`);
+    }
+  }
+  if (failures.length > 0)
+    throw new ContractError('MIGRATION_FAILED', `mysql migration failed on ${failures.length} of ${urls.length} shards:\n  ${failures.join('\n  ')}`);
+  const result: MigrateResult = { mysql: sides[0]!, mysqlShards: sides };
   if (options.clickhouse) result.clickhouse = await migrateClickHouse(options.clickhouse, options.clickhouseDir ?? CLICKHOUSE_MIGRATIONS_DIR, options);
   return result;
 }
@@ -169,11 +172,12 @@ async function applyInOrder(
   return out;
 }
 
-/** Applies every pending migration to the MySQL and ClickHouse the environment names (PUSH_MYSQL_URL, PUSH_CLICKHOUSE_*). */
+/** Applies every pending migration to the MySQL shards and ClickHouse the environment names (PUSH_MYSQL_SHARDS or PUSH_MYSQL_URL, PUSH_CLICKHOUSE_*). */
 export async function migrateAll(options: { mysqlOnly?: boolean } = {}): Promise<MigrateResult> {
   const e = readEndpoints();
   return migrate({
     mysqlUrl: e.mysqlUrl,
+    mysqlShards: e.mysqlShards,
     ...(options.mysqlOnly
       ? {}
       : { clickhouse: { url: e.clickhouseUrl, database: e.clickhouseDatabase, user: e.clickhouseUser, password: e.clickhousePassword } }),

@@ -23,7 +23,8 @@ export interface RunningReceiver {
  * Starts the receipt receiver from the environment: PUSH_RECEIPTS_* (receipts/config.ts),
  * PUSH_APPS_CONFIG (the vendor apps file, whose adapters parse receipt bodies), PUSH_KAFKA_BROKERS,
  * PUSH_SCHEMA_REGISTRY_URL, PUSH_TOPIC_PREFIX and PUSH_MYSQL_URL (the HMS nonce table,
- * migrations/mysql/005_push_receipt_nonce.sql, shared by every receiver). Every key is validated
+ * migrations/mysql/005_push_receipt_nonce.sql, shared by every receiver; with PUSH_MYSQL_SHARDS
+ * it lives on shard 0, docs/data.md "Shards"). Every key is validated
  * before anything is opened.
  */
 export async function startReceiptReceiver(
@@ -36,7 +37,8 @@ export async function startReceiptReceiver(
   if (appsPath === '') throw new ConfigError('PUSH_APPS_CONFIG', 'expected the path of the vendor apps JSON file');
   const endpoints = readEndpoints(env);
   const registry = createVendorRegistry(loadAppsConfig(appsPath));
-  const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 4, timezone: 'Z' });
+  // The nonce table is not per user: shard 0 holds it (the first of PUSH_MYSQL_SHARDS, else PUSH_MYSQL_URL).
+  const pool = mysql.createPool({ uri: endpoints.mysqlShards[0]!, connectionLimit: 4, timezone: 'Z' });
   const nonces = new MysqlNonceStore({ pool, ttlMs: 2 * config.hmsMaxSkewMs });
   const publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX)) });
   const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), nonces, metrics, logger });

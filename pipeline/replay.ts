@@ -19,6 +19,7 @@ import { REPLAY_HEADER } from '../processors/fan-out/fan-out.ts';
 import { TASK_STATUS } from '../processors/model/task-status.ts';
 import type { DispatchKind, PushDispatch } from '../processors/model/records.ts';
 import { decodeTaskPayload } from '../sinks/mysql/tasks.ts';
+import { groupByShard, shardOf, shardUrlOf } from '../sinks/mysql/shards.ts';
 import { VENDOR_CHANNELS } from '../sinks/vendors/channels.ts';
 
 interface FailedTask {
@@ -170,31 +171,57 @@ export async function replayTasks(options: TaskReplayOptions, progress: TaskRepl
   const endpoints = readEndpoints();
   const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
   const silentTrailing = readKey(process.env, CONFIG_KEYS.PUSH_MERGE_MODE) === 'leading';
-  const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
+  // The user's shard with --uid, else every shard (sinks/mysql/shards.ts); a task's tokens are on its user's shard.
+  const shards = await openShards(endpoints.mysqlShards, uid);
   try {
     // Submitted, delivered and failed tasks (a pending one is still in the fan-out's hands); by
     // (uid, status, created_at) with --uid, else by created_at.
     const resent = [TASK_STATUS.submitted, TASK_STATUS.delivered, TASK_STATUS.failed];
-    const [rows] = await db.query(
-      'SELECT task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, unread_cnt, payload, collapse_key, merge_kind, created_at ' +
-        `FROM im_push_task WHERE status IN (?) AND created_at >= ? AND created_at < ?${uid ? ' AND uid = ?' : ''}${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''} ORDER BY id`,
-      [resent, new Date(fromMs), new Date(untilMs), ...(uid ? [uid] : []), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
-    );
-    const tasks = rows as StoredTaskRow[];
-    progress.onTasks?.(tasks.length);
-    if (tasks.length === 0) return 0;
-    const [tokenRows] = await db.query('SELECT device_id, vendor, app_id, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
-      [...new Set(tasks.map((t) => t.device_id))],
-    ]);
-    const tokens = tokenRows as Array<{ device_id: string; vendor: string; app_id: string; token: string }>;
-    const replayable = tasks.flatMap((t) => dispatchOfTask(t, tokens, silentTrailing, now) ?? []);
-    const noPayload = tasks.filter((t) => decodeTaskPayload(t.payload) === null).length;
-    progress.onSelected?.({ replayable: replayable.length, noPayload, noToken: tasks.length - replayable.length - noPayload });
-    if (options.dryRun || replayable.length === 0) return 0;
-    await resend(db, resent, { endpoints, prefix, replayable, now });
-    return replayable.length;
+    const found: Array<{ db: mysql.Connection; tasks: StoredTaskRow[] }> = [];
+    for (const db of shards) {
+      const [rows] = await db.query(
+        'SELECT task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, unread_cnt, payload, collapse_key, merge_kind, created_at ' +
+          `FROM im_push_task WHERE status IN (?) AND created_at >= ? AND created_at < ?${uid ? ' AND uid = ?' : ''}${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''} ORDER BY id`,
+        [resent, new Date(fromMs), new Date(untilMs), ...(uid ? [uid] : []), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
+      );
+      found.push({ db, tasks: rows as StoredTaskRow[] });
+    }
+    const total = found.reduce((n, f) => n + f.tasks.length, 0);
+    progress.onTasks?.(total);
+    if (total === 0) return 0;
+    const targets: ResetTarget[] = [];
+    let noPayload = 0;
+    for (const { db, tasks } of found) {
+      if (tasks.length === 0) continue;
+      const [tokenRows] = await db.query('SELECT device_id, vendor, app_id, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+        [...new Set(tasks.map((t) => t.device_id))],
+      ]);
+      const tokens = tokenRows as Array<{ device_id: string; vendor: string; app_id: string; token: string }>;
+      targets.push({ db, replayable: tasks.flatMap((t) => dispatchOfTask(t, tokens, silentTrailing, now) ?? []) });
+      noPayload += tasks.filter((t) => decodeTaskPayload(t.payload) === null).length;
+    }
+    const replayable = targets.reduce((n, t) => n + t.replayable.length, 0);
+    progress.onSelected?.({ replayable, noPayload, noToken: total - replayable - noPayload });
+    if (options.dryRun || replayable === 0) return 0;
+    await resend(targets, resent, { endpoints, prefix, now });
+    return replayable;
   } finally {
-    await db.end();
+    await Promise.allSettled(shards.map((db) => db.end()));
+  }
+}
+
+/**
+ * A connection to each shard in shard order, or to `uid`'s shard alone (sinks/mysql/shards.ts).
+ * All or nothing: a shard that cannot be reached fails the operation before anything is changed.
+ */
+async function openShards(urls: readonly string[], uid?: string): Promise<mysql.Connection[]> {
+  const connections: mysql.Connection[] = [];
+  try {
+    for (const url of uid === undefined ? urls : [shardUrlOf(urls, uid)]) connections.push(await mysql.createConnection({ uri: url, timezone: 'Z' }));
+    return connections;
+  } catch (error) {
+    await Promise.allSettled(connections.map((db) => db.end()));
+    throw error;
   }
 }
 
@@ -227,13 +254,16 @@ export async function replayFailed(options: FailedReplayOptions, progress: Faile
   const { fromMs, untilMs, vendor, app, now } = options;
   const endpoints = readEndpoints();
   const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
-  const db = await mysql.createConnection({ uri: endpoints.mysqlUrl, timezone: 'Z' });
+  const shards = await openShards(endpoints.mysqlShards);
   try {
-    const [rows] = await db.query(
-      `SELECT task_id, vendor FROM im_push_task WHERE status = ${TASK_STATUS.failed} AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
-      [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
-    );
-    const failed = rows as FailedTask[];
+    const failed: FailedTask[] = [];
+    for (const db of shards) {
+      const [rows] = await db.query(
+        `SELECT task_id, vendor FROM im_push_task WHERE status = ${TASK_STATUS.failed} AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
+        [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
+      );
+      failed.push(...(rows as FailedTask[]));
+    }
     progress.onFailed?.(failed.length);
     if (failed.length === 0) return 0;
 
@@ -249,20 +279,31 @@ export async function replayFailed(options: FailedReplayOptions, progress: Faile
       async (b) => (await serde.deserialize(topic, b)) as PushDispatch,
     );
 
-    const [tokenRows] = await db.query('SELECT device_id, vendor, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
-      [...new Set([...dispatches.values()].map((d) => d.value.device_id))].concat(['']),
-    ]);
-    const valid = new Set((tokenRows as Array<{ device_id: string; vendor: string; token: string }>).map((t) => `${t.device_id}|${t.vendor}|${t.token}`));
-    const replayable = [...dispatches.values()]
-      .map(({ key, value }) => ({ key, value: { ...value, channels: value.channels.filter((c) => valid.has(`${value.device_id}|${c.vendor}|${c.token}`)) } }))
-      .filter((d) => d.value.channels.length > 0);
-    progress.onDispatches?.({ found: dispatches.size, replayable: replayable.length });
-    if (options.dryRun || replayable.length === 0) return 0;
+    // Each dispatch's tokens are on its user's shard.
+    const targets: ResetTarget[] = [];
+    for (const [shard, found] of groupByShard(
+      { count: shards.length, shardOf: (uid) => shardOf(uid, shards.length) },
+      [...dispatches.values()],
+      (d) => d.value.uid,
+    )) {
+      const db = shards[shard]!;
+      const [tokenRows] = await db.query('SELECT device_id, vendor, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+        [...new Set(found.map((d) => d.value.device_id))].concat(['']),
+      ]);
+      const valid = new Set((tokenRows as Array<{ device_id: string; vendor: string; token: string }>).map((t) => `${t.device_id}|${t.vendor}|${t.token}`));
+      const replayable = found
+        .map(({ key, value }) => ({ key, value: { ...value, channels: value.channels.filter((c) => valid.has(`${value.device_id}|${c.vendor}|${c.token}`)) } }))
+        .filter((d) => d.value.channels.length > 0);
+      targets.push({ db, replayable });
+    }
+    const replayable = targets.reduce((n, t) => n + t.replayable.length, 0);
+    progress.onDispatches?.({ found: dispatches.size, replayable });
+    if (options.dryRun || replayable === 0) return 0;
 
-    await resend(db, [TASK_STATUS.failed], { endpoints, prefix, replayable, now });
-    return replayable.length;
+    await resend(targets, [TASK_STATUS.failed], { endpoints, prefix, now });
+    return replayable;
   } finally {
-    await db.end();
+    await Promise.allSettled(shards.map((db) => db.end()));
   }
 }
 
@@ -273,13 +314,22 @@ interface Replay {
   readonly now: number;
 }
 
-/** Sets the tasks (those in one of `statuses`) back to pending, then produces their dispatches again. */
-async function resend(db: mysql.Connection, statuses: readonly number[], replay: Replay): Promise<void> {
-  await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
-    statuses,
-    replay.replayable.map((d) => d.value.task_id),
-  ]);
-  await produceReplays(replay);
+/** The dispatches to re-send of one shard, with that shard's connection. */
+interface ResetTarget {
+  readonly db: mysql.Connection;
+  readonly replayable: ReadonlyArray<{ key: string; value: PushDispatch }>;
+}
+
+/** Sets the tasks (those in one of `statuses`) back to pending on their shards, then produces their dispatches again. */
+async function resend(targets: readonly ResetTarget[], statuses: readonly number[], replay: Omit<Replay, 'replayable'>): Promise<void> {
+  for (const { db, replayable } of targets) {
+    if (replayable.length === 0) continue;
+    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
+      statuses,
+      replayable.map((d) => d.value.task_id),
+    ]);
+  }
+  await produceReplays({ ...replay, replayable: targets.flatMap((t) => t.replayable) });
 }
 
 /** Produces the dispatches to push.dispatch with the replay header (the fan-out reads their task rows again). */

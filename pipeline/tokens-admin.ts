@@ -14,6 +14,7 @@ import type { TokenReport } from '../processors/model/records.ts';
 import { registerSchemas } from './schemas.ts';
 import { registryValueSerdes } from './serdes.ts';
 import { topicName } from './topics.ts';
+import { shardUrlOf } from '../sinks/mysql/shards.ts';
 
 /** A row of im_push_token (migrations/mysql/003_im_push_token.sql). `token` is a secret: never print it. */
 export interface TokenRow {
@@ -30,9 +31,9 @@ export interface TokenRow {
   invalidated_at: Date | null;
 }
 
-/** The user's tokens from im_push_token, by device and vendor. */
+/** The user's tokens from im_push_token (on the user's shard, sinks/mysql/shards.ts), by device and vendor. */
 export async function tokensOf(uid: string): Promise<TokenRow[]> {
-  const connection = await mysql.createConnection({ uri: readEndpoints().mysqlUrl, timezone: 'Z' });
+  const connection = await mysql.createConnection({ uri: shardUrlOf(readEndpoints().mysqlShards, uid), timezone: 'Z' });
   try {
     const [rows] = await connection.query(
       'SELECT uid, device_id, vendor, platform, app_id, token, status, consecutive_failures, invalid_reason, refreshed_at, invalidated_at FROM im_push_token WHERE uid = ? ORDER BY device_id, vendor',

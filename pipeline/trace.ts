@@ -5,6 +5,7 @@
  */
 import mysql from 'mysql2/promise';
 import { readEndpoints } from '../common/endpoints.ts';
+import { shardUrlOf } from '../sinks/mysql/shards.ts';
 import { connectionFromEndpoints, createClickhouseClient, sqlString } from '../sinks/clickhouse/client.ts';
 import { parseDetail } from '../processors/model/outcomes.ts';
 import { parseDuration } from './duration.ts';
@@ -234,7 +235,8 @@ ORDER BY event_ms, event_id`;
 }
 
 async function readMysql(uid: string, conv: string | undefined, sinceMs: number): Promise<{ tasks: TraceTask[]; tokens: TraceToken[] }> {
-  const connection = await mysql.createConnection({ uri: readEndpoints().mysqlUrl, timezone: 'Z' });
+  // The user's shard (sinks/mysql/shards.ts) holds their tasks and tokens.
+  const connection = await mysql.createConnection({ uri: shardUrlOf(readEndpoints().mysqlShards, uid), timezone: 'Z' });
   try {
     // SELECT *: merge_kind is read where the table has it (migrations/mysql/006_im_push_task_row.sql).
     const [taskRows] = await connection.query(

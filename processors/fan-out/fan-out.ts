@@ -3,12 +3,13 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
-import { TASK_STATUS, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskRow } from './ledger.ts';
+import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskRow } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
 import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';
 import {
   ACCEPTED_DISCRIMINATOR,
   deadTokenReport,
+  isExpired,
   fanOutOutcome,
   pushMessage,
   replayedAnswer,
@@ -33,6 +34,13 @@ const RECENT_LIMIT = 100_000;
  * pending): the task's stored state is read from MySQL again instead of the recent-task cache.
  */
 export const REPLAY_HEADER = 'push-replay';
+
+/**
+ * `waitingOn` of a dispatch parked unclaimed because its user's MySQL shard is down (ledger.ts
+ * TaskStoreUnavailableError): resumed after STORE_WAIT_MS, it claims first. Not a vendor code.
+ */
+const STORE_UNAVAILABLE = 'TASK_STORE_UNAVAILABLE';
+const STORE_WAIT_MS = 1_000;
 
 /** Retryable codes of calls the vendor never processed; a push that ends on one was not submitted. */
 const UNREACHED_CODES = new Set(['CONNECTION_LOST']);
@@ -250,11 +258,18 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   private async run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
     const d = p.dispatch;
     const task = taskRowOf(d);
-    if (fresh) {
+    if (isExpired(d, this.config.clock.now()))
+      return this.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
+    if (fresh || p.waitingOn === STORE_UNAVAILABLE) {
       if (d.channels.length === 0)
         return this.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
-      if (this.parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
-      const known = await this.claim(d, task);
+      if (fresh && this.parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
+      const known = await this.claim(d, task).catch((error: unknown) => {
+        if (error instanceof TaskStoreUnavailableError) return undefined;
+        throw error;
+      });
+      // The user's shard is down: park unclaimed (the input offset commits with the parked entry) and claim again later.
+      if (known === undefined) return this.parked.park({ ...p, waitingOn: STORE_UNAVAILABLE }, this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
       if (known.status !== TASK_STATUS.pending) return this.replay(p, known, ready);
     }
     const walk: Walk = {

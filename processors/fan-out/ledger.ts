@@ -3,6 +3,7 @@
  * most once. Injected, so the processor stays pure; `sinks/mysql/tasks.ts` implements it on MySQL.
  */
 
+import { PushError } from '../../common/errors.ts';
 import { TASK_STATUS } from '../model/task-status.ts';
 import type { TaskStatus } from '../model/task-status.ts';
 
@@ -86,7 +87,8 @@ export interface PushTaskLedger {
   /**
    * Records the task as pending (status 0) unless a row exists, and resolves to the row now
    * stored. Calls made close together are written in one batch. Waits (retrying) while the store
-   * is unreachable; rejects only on errors a retry cannot fix.
+   * is unreachable; rejects only on errors a retry cannot fix, or with a TaskStoreUnavailableError
+   * when only the task's part of a sharded store is unreachable.
    */
   claim(task: TaskRow): Promise<StoredTask>;
   /**
@@ -96,4 +98,15 @@ export interface PushTaskLedger {
   record(task: TaskRow, result: TaskResult): void;
   /** Writes everything buffered; resolves when it is durable. Called before every commit. */
   flush(): Promise<void>;
+}
+
+/**
+ * The claim's store is unreachable for this task's user only (one MySQL shard of several is down,
+ * docs/data.md "Shards"): the fan-out parks the dispatch and claims it again later, so that the
+ * other users' pushes go on meanwhile. A ledger on a single store waits instead, never throwing it.
+ */
+export class TaskStoreUnavailableError extends PushError {
+  constructor(shard: number, code: string) {
+    super('TASK_STORE_UNAVAILABLE', `im_push_task shard ${shard} unavailable (${code})`, { retriable: true });
+  }
 }

@@ -166,7 +166,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
       headers: { [PERSISTED_AT_HEADER]: String(sub.persisted_at) },
     });
     const status = r.status === 'DELIVERED' ? TASK_STATUS.delivered : TASK_STATUS.failed;
-    this.options.taskStatus.update({ taskId: sub.task_id, deviceId: sub.device_id, status, at: r.at });
+    this.options.taskStatus.update({ taskId: sub.task_id, uid: sub.uid, deviceId: sub.device_id, status, at: r.at });
     return true;
   }
 

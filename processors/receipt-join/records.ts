@@ -61,6 +61,8 @@ export type ReceiptVendor = (typeof RECEIPT_VENDORS)[number];
 
 export interface TaskStatusUpdate {
   readonly taskId: string;
+  /** The task's user: im_push_task is sharded by uid (sinks/mysql/shards.ts), so the update goes to this user's shard. */
+  readonly uid: string;
   readonly deviceId: string;
   /** Delivered or failed (processors/model/task-status.ts). */
   readonly status: typeof TASK_STATUS.delivered | typeof TASK_STATUS.failed;

@@ -1,13 +1,15 @@
 import type { Pool } from 'mysql2/promise';
-import { ContractError } from '../../common/errors.ts';
+import { ContractError, errorCode } from '../../common/errors.ts';
 import { fitJsonPayload, type NotificationText } from '../vendors/text.ts';
 import { oppoText } from '../vendors/oppo/payload.ts';
 import { vivoText } from '../vendors/vivo/payload.ts';
 import { xiaomiText } from '../vendors/xiaomi/payload.ts';
 import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
-import { isMysqlDataError, leavingOutRefusedRows, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
+import { classifyMysqlError, isMysqlDataError, leavingOutRefusedRows, mysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
+import { eachShard, groupByShard, shardedPools, type ShardedPools } from './shards.ts';
 import {
   TASK_STATUS,
+  TaskStoreUnavailableError,
   type ChannelAnswer,
   type PushTaskLedger,
   type StoredTask,
@@ -17,7 +19,10 @@ import {
 } from '../../processors/fan-out/ledger.ts';
 
 export interface MysqlPushTaskLedgerOptions {
-  readonly pool: Pool;
+  /** The one database (tests, a single-database deployment); or `shards`. */
+  readonly pool?: Pool;
+  /** The uid shards (sinks/mysql/shards.ts): each task's row goes to its uid's shard. */
+  readonly shards?: ShardedPools;
   /** Default `im_push_task`. */
   readonly table?: string;
   /** Buffered results are also written this often, ms, to keep the crash window small. Default 50. */
@@ -32,6 +37,9 @@ export interface MysqlPushTaskLedgerOptions {
 }
 
 const WRITER = 'im_push_task';
+
+/** How long a shard whose claim failed is taken as down (its claims are refused without a query), ms. */
+const SHARD_DOWN_MS = 1_000;
 
 /** Widths of columns a vendor's answer fills (migrations/mysql/001_im_push_task.sql). */
 const FAIL_CODE_CHARS = 64;
@@ -168,7 +176,11 @@ interface PendingClaim {
 }
 
 /**
- * `im_push_task` for the fan-out. Claims made in one tick become one `INSERT IGNORE` (status 0,
+ * `im_push_task` for the fan-out. Every row goes to its uid's shard (sinks/mysql/shards.ts); the
+ * statements below run once per shard of the batch, the shards in parallel. With several shards, a
+ * claim on a shard that fails transiently is not waited for: it rejects with TaskStoreUnavailableError
+ * (the fan-out parks the dispatch) and the shard's claims are refused for SHARD_DOWN_MS, so a shard
+ * that is down holds up only its own users. Claims made in one tick become one `INSERT IGNORE` (status 0,
  * with the unread count, payload, collapse key and merge kind sent: docs/data.md),
  * plus one `SELECT` of the stored statuses only when some row existed already; results become one `INSERT … ON DUPLICATE KEY UPDATE`
  * per batch that never moves a row backwards (1 over 0 and 3; 3 only over 0). Idempotent: a replay
@@ -182,8 +194,13 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   private writing: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private readonly table: string;
+  private readonly shards: ShardedPools;
+  /** Shards whose last claim failed transiently: until when their claims are refused (several shards only). */
+  private readonly downUntil = new Map<number, number>();
 
   constructor(private readonly options: MysqlPushTaskLedgerOptions) {
+    if (!options.shards && !options.pool) throw new Error('MysqlPushTaskLedger: a pool or shards');
+    this.shards = options.shards ?? shardedPools([options.pool!]);
     this.table = `\`${(options.table ?? 'im_push_task').replace(/`/g, '')}\``;
     this.timer = setInterval(() => {
       // Dropping the error is safe: withMysqlRetry retries transient errors (telling the listener), a
@@ -212,7 +229,13 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     const batch = this.claims;
     this.claims = [];
     const size = this.options.maxBatchRows ?? 500;
-    for (let i = 0; i < batch.length; i += size) await this.writeClaimChunk(batch.slice(i, i + size));
+    // writeClaimChunk never throws: each shard's claims settle on their own.
+    await eachShard(
+      groupByShard(this.shards, batch, (c) => c.task.uid),
+      async (shard, claims) => {
+        for (let i = 0; i < claims.length; i += size) await this.writeClaimChunk(shard, claims.slice(i, i + size));
+      },
+    );
   }
 
   /**
@@ -220,18 +243,22 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
    * fails the whole statement: the chunk is then claimed row by row, so only that task's claim
    * rejects (its dispatch goes to the DLQ) and the others go on. Transient errors are waited out.
    */
-  private async writeClaimChunk(chunk: PendingClaim[]): Promise<void> {
+  private async writeClaimChunk(shard: number, chunk: PendingClaim[]): Promise<void> {
     try {
-      const [inserted] = await this.run(`INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [chunk.map((c) => rowValues(c.task, c.task.firstVendor))]);
+      const [inserted] = await this.claimQuery(shard, `INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [
+        chunk.map((c) => rowValues(c.task, c.task.firstVendor)),
+      ]);
       // Every row new (the usual case): all are pending, and the claim took one round trip.
       // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
       const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
       const rows = allNew
         ? []
         : ((
-            await this.run(`SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`, [
-              chunk.map((c) => c.task.taskId),
-            ])
+            await this.claimQuery(
+              shard,
+              `SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`,
+              [chunk.map((c) => c.task.taskId)],
+            )
           )[0] as StoredRow[]);
       const stored = new Map(rows.map((r) => [r.task_id, r]));
       for (const c of chunk) {
@@ -251,7 +278,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       }
     } catch (error) {
       if (isMysqlDataError(error) && chunk.length > 1) {
-        for (const c of chunk) await this.writeClaimChunk([c]);
+        for (const c of chunk) await this.writeClaimChunk(shard, [c]);
         return;
       }
       for (const c of chunk) c.reject(error);
@@ -277,12 +304,17 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     const batch = [...this.results.values()];
     this.results = new Map();
     const size = this.options.maxBatchRows ?? 500;
-    try {
-      for (let i = 0; i < batch.length; i += size) await this.writeResultChunk(batch.slice(i, i + size));
-    } catch (error) {
-      for (const { task, result } of batch) if (!this.results.has(task.taskId)) this.results.set(task.taskId, { task, result });
-      throw error;
-    }
+    await eachShard(
+      groupByShard(this.shards, batch, (r) => r.task.uid),
+      async (shard, rows) => {
+        try {
+          for (let i = 0; i < rows.length; i += size) await this.writeResultChunk(shard, rows.slice(i, i + size));
+        } catch (error) {
+          for (const { task, result } of rows) if (!this.results.has(task.taskId)) this.results.set(task.taskId, { task, result });
+          throw error;
+        }
+      },
+    );
   }
 
   /**
@@ -291,7 +323,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
    * row still refused is left out and reported: its dispatch has already been answered, and
    * stopping the partition would not make the row fit.
    */
-  private async writeResultChunk(chunk: Array<{ task: TaskRow; result: TaskResult }>): Promise<void> {
+  private async writeResultChunk(shard: number, chunk: Array<{ task: TaskRow; result: TaskResult }>): Promise<void> {
     const rows = chunk.map(({ task, result }) => [
       ...rowValues(task, result.vendor),
       result.status,
@@ -310,6 +342,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       chunk,
       () =>
         this.run(
+          shard,
           `INSERT INTO ${this.table} (${COLUMNS}, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, submitted_at) VALUES ? ` +
             `ON DUPLICATE KEY UPDATE vendor = IF(${advance}, VALUES(vendor), vendor), ` +
             `vendor_message_id = IF(${advance}, VALUES(vendor_message_id), vendor_message_id), ` +
@@ -322,12 +355,32 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
             `status = IF(${advance}, VALUES(status), status)`,
           [rows],
         ),
-      (one) => this.writeResultChunk([one]),
+      (one) => this.writeResultChunk(shard, [one]),
     );
   }
 
-  private run(sql: string, params: unknown[]): Promise<[unknown, unknown]> {
-    return withMysqlRetry(WRITER, 'im_push_task write', this.options, () => this.options.pool.query(sql, params) as Promise<[unknown, unknown]>);
+  private run(shard: number, sql: string, params: unknown[]): Promise<[unknown, unknown]> {
+    const pool = this.shards.shard(shard);
+    return withMysqlRetry(WRITER, 'im_push_task write', this.options, () => pool.query(sql, params) as Promise<[unknown, unknown]>);
+  }
+
+  /**
+   * A claim's statement. On one database, transient errors are waited out (`run`). With several
+   * shards, one attempt: a transient error marks the shard down for SHARD_DOWN_MS and rejects with
+   * TaskStoreUnavailableError, as does any claim on a shard marked down, so its users' dispatches
+   * wait parked instead of in flight ahead of other shards' users.
+   */
+  private async claimQuery(shard: number, sql: string, params: unknown[]): Promise<[unknown, unknown]> {
+    if (this.shards.count === 1) return this.run(shard, sql, params);
+    if (Date.now() < (this.downUntil.get(shard) ?? 0)) throw new TaskStoreUnavailableError(shard, 'SHARD_DOWN');
+    try {
+      return (await this.shards.shard(shard).query(sql, params)) as [unknown, unknown];
+    } catch (error) {
+      if (classifyMysqlError(error) === 'data') throw mysqlDataError('im_push_task write', error);
+      this.downUntil.set(shard, Date.now() + SHARD_DOWN_MS);
+      this.options.listener?.onRetry?.(WRITER, errorCode(error), 1, SHARD_DOWN_MS);
+      throw new TaskStoreUnavailableError(shard, errorCode(error));
+    }
   }
 
   /** Stops the background flush (call `flush` first to write what is buffered). */

@@ -1,6 +1,7 @@
 import type { Pool, ResultSetHeader } from 'mysql2/promise';
 import { PushError } from '../../common/errors.ts';
 import { leavingOutRefusedRows, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
+import { eachShard, groupByShard, shardedPools, type ShardedPools } from './shards.ts';
 import type { TokenRecordWriter, TokenRow } from '../../processors/token-lifecycle/lifecycle.ts';
 
 /** Column names of im_push_token this writer fills (migrations/mysql/003_im_push_token.sql). */
@@ -40,7 +41,10 @@ export const DEFAULT_TOKEN_COLUMNS: TokenColumns = {
 };
 
 export interface MysqlTokenWriterOptions {
-  readonly pool: Pool;
+  /** The one database (tests, a single-database deployment); or `shards`. */
+  readonly pool?: Pool;
+  /** The uid shards (sinks/mysql/shards.ts): each row goes to its uid's shard. */
+  readonly shards?: ShardedPools;
   /** Default `im_push_token`. */
   readonly table?: string;
   readonly columns?: TokenColumns;
@@ -71,8 +75,11 @@ export class MysqlTokenWriter implements TokenRecordWriter {
   private readonly table: string;
   private readonly c: TokenColumns;
   private readonly maxBatchRows: number;
+  private readonly shards: ShardedPools;
 
   constructor(private readonly options: MysqlTokenWriterOptions) {
+    if (!options.shards && !options.pool) throw new Error('MysqlTokenWriter: a pool or shards');
+    this.shards = options.shards ?? shardedPools([options.pool!]);
     this.table = options.table ?? 'im_push_token';
     this.c = options.columns ?? DEFAULT_TOKEN_COLUMNS;
     this.maxBatchRows = options.maxBatchRows ?? 500;
@@ -89,21 +96,28 @@ export class MysqlTokenWriter implements TokenRecordWriter {
   }
 
   async flush(): Promise<void> {
-    const rows = [...this.pending.values()];
+    const all = [...this.pending.values()];
     this.pending = new Map();
-    try {
-      for (let i = 0; i < rows.length; i += this.maxBatchRows) await this.write(rows.slice(i, i + this.maxBatchRows));
-    } catch (error) {
-      // Put unstored rows back (unless newer ones arrived meanwhile) so the next flush retries them.
-      for (const row of rows) {
-        const key = `${row.device_id}\u001f${row.vendor}`;
-        if (!this.pending.has(key)) this.pending.set(key, row);
-      }
-      throw error;
-    }
+    // Each row to its uid's shard, the shards in parallel (a down shard holds up only its own rows).
+    await eachShard(
+      groupByShard(this.shards, all, (r) => r.uid),
+      async (shard, rows) => {
+        try {
+          for (let i = 0; i < rows.length; i += this.maxBatchRows) await this.write(shard, rows.slice(i, i + this.maxBatchRows));
+        } catch (error) {
+          // Put unstored rows back (unless newer ones arrived meanwhile) so the next flush retries them.
+          for (const row of rows) {
+            const key = `${row.device_id}\u001f${row.vendor}`;
+            if (!this.pending.has(key)) this.pending.set(key, row);
+          }
+          throw error;
+        }
+      },
+    );
   }
 
-  private async write(rows: TokenRow[]): Promise<void> {
+  private async write(shard: number, rows: TokenRow[]): Promise<void> {
+    const pool = this.shards.shard(shard);
     const c = this.c;
     const cols = [
       c.uid,
@@ -154,8 +168,8 @@ export class MysqlTokenWriter implements TokenRecordWriter {
       WRITER,
       this.options.listener,
       rows,
-      () => withMysqlRetry(WRITER, 'im_push_token upsert', { ...this.options, listener }, () => this.options.pool.query<ResultSetHeader>(sql, [values])),
-      (row) => this.write([row]),
+      () => withMysqlRetry(WRITER, 'im_push_token upsert', { ...this.options, listener }, () => pool.query<ResultSetHeader>(sql, [values])),
+      (row) => this.write(shard, [row]),
     );
   }
 }

@@ -4,18 +4,17 @@
  * im_push_task in MySQL. Configured by env: FANOUT_APP_ID (Kafka application id), FANOUT_TOPIC_PREFIX,
  * FANOUT_APPS_CONFIG (the apps file), FANOUT_TASK_TABLE (default im_push_task), FANOUT_GUARANTEE,
  * FANOUT_COMMIT_INTERVAL_MS (default 200),
- * plus the PUSH_* endpoints. Prints {"event":"started"} and {"event":"committed",...} lines.
+ * plus the PUSH_* endpoints (PUSH_MYSQL_SHARDS: the task rows go to their uid's shard). Prints {"event":"started"} and {"event":"committed",...} lines.
  */
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import mysql from 'mysql2/promise';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { createLogger } from '../../common/log.ts';
-import { parseMysqlUrl } from '../../migrations/migrate.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import { fanOutOptionsFromEnv } from '../../processors/fan-out/options.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
+import { openShardedPools } from '../../sinks/mysql/shards.ts';
 import { loadAppsConfig } from '../../sinks/vendors/apps-config.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import { StreamsApp, type ProcessingGuarantee } from '../../topology/runtime.ts';
@@ -28,9 +27,8 @@ const endpoints = readEndpoints(env);
 const prefix = env.FANOUT_TOPIC_PREFIX ?? '';
 
 const vendors = createVendorRegistry(loadAppsConfig(env.FANOUT_APPS_CONFIG!));
-const { connection, database } = parseMysqlUrl(endpoints.mysqlUrl);
-const pool = mysql.createPool({ ...connection, database, connectionLimit: 4 });
-const ledger = new MysqlPushTaskLedger({ pool, table: env.FANOUT_TASK_TABLE ?? 'im_push_task' });
+const shards = openShardedPools(endpoints.mysqlShards, { connectionLimit: 4 });
+const ledger = new MysqlPushTaskLedger({ shards, table: env.FANOUT_TASK_TABLE ?? 'im_push_task' });
 const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
 
 const app = new StreamsApp({
@@ -64,7 +62,7 @@ closeOnSignals(
         await ledger.flush();
         ledger.close();
         await vendors.close();
-        await pool.end();
+        await shards.end();
       },
     },
   ],
