@@ -4,20 +4,22 @@ import tseslint from 'typescript-eslint';
 /**
  * Layers (docs/design.md, "Layers"): each folder lists the project folders it must not import.
  * Lower layers never reach up: common ← topology ← processors ← sinks ← receipts ← pipeline ← cli,
- * with migrations and stack beside common, the vendor emulators (on processors' and sinks' types)
+ * with migrations and stack beside common, the HTTP entry (entry/) above pipeline, the vendor emulators (on processors' and sinks' types)
  * beside the pipeline, and demo ← bench ← chaos above both. Nothing but cli/ itself and the tests
  * (which drive the commands they test) imports cli/.
  */
 const FORBIDDEN = {
-  common: ['topology', 'processors', 'sinks', 'receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  topology: ['processors', 'sinks', 'receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  processors: ['sinks', 'receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  sinks: ['receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  receipts: ['pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  migrations: ['topology', 'processors', 'sinks', 'receipts', 'pipeline', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  stack: ['topology', 'processors', 'sinks', 'receipts', 'pipeline', 'migrations', 'emulators', 'demo', 'bench', 'chaos', 'test'],
-  pipeline: ['emulators', 'demo', 'bench', 'chaos', 'test'],
-  emulators: ['topology', 'receipts', 'pipeline', 'migrations', 'stack', 'demo', 'bench', 'chaos', 'test'],
+  common: ['topology', 'processors', 'sinks', 'receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  topology: ['processors', 'sinks', 'receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  processors: ['sinks', 'receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  sinks: ['receipts', 'pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  receipts: ['pipeline', 'migrations', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  migrations: ['topology', 'processors', 'sinks', 'receipts', 'pipeline', 'stack', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  stack: ['topology', 'processors', 'sinks', 'receipts', 'pipeline', 'migrations', 'emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  pipeline: ['emulators', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  emulators: ['topology', 'receipts', 'pipeline', 'migrations', 'stack', 'demo', 'bench', 'chaos', 'test', 'entry'],
+  // The HTTP entry (`pushctl entry`): beside cli/, above the pipeline whose topics and serdes it produces with.
+  entry: ['emulators', 'demo', 'bench', 'chaos', 'test'],
   demo: ['bench', 'chaos'],
   bench: ['chaos'],
 };

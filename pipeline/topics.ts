@@ -27,6 +27,9 @@ export const TOPICS = {
   // read by a fan-out of its own consumer group so IM dispatches never queue behind them.
   requests: { name: 'push.requests', valueSchema: 'push-request.avsc' },
   campaigns: { name: 'push.campaigns', valueSchema: 'push-campaign.avsc' },
+  // The CANCELs the campaign expansion accepted (uid lists emptied), compacted by campaign_id: read
+  // whole by the stages after the expansion to drop requests of cancelled campaigns (pipeline/campaign-control.ts).
+  campaignControl: { name: 'push.campaign-control', valueSchema: 'push-campaign.avsc', configs: { 'cleanup.policy': 'compact' } },
   dispatchBusiness: { name: 'push.dispatch.business', valueSchema: 'push-dispatch.avsc' },
   outcomes: { name: 'push.outcomes', valueSchema: 'push-outcome.avsc' },
   receiptsRaw: { name: 'push.receipts.raw', valueSchema: 'receipt-raw.avsc' },

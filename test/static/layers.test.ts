@@ -24,6 +24,9 @@ const CASES: ReadonlyArray<{ file: string; imports: string; allowed: boolean }> 
   { file: 'common/probe.ts', imports: '../topology/api.ts', allowed: false },
   { file: 'pipeline/probe.ts', imports: '../emulators/index.ts', allowed: false },
   { file: 'emulators/probe.ts', imports: '../pipeline/topics.ts', allowed: false },
+  { file: 'pipeline/probe.ts', imports: '../entry/server.ts', allowed: false },
+  { file: 'receipts/probe.ts', imports: '../entry/keys.ts', allowed: false },
+  { file: 'entry/probe.ts', imports: '../demo/workload.ts', allowed: false },
   // The directions the layers allow.
   { file: 'processors/fan-out/probe.ts', imports: '../../topology/api.ts', allowed: true },
   { file: 'sinks/vendors/probe.ts', imports: '../../processors/fan-out/vendor-port.ts', allowed: true },
@@ -32,6 +35,8 @@ const CASES: ReadonlyArray<{ file: string; imports: string; allowed: boolean }> 
   { file: 'emulators/probe.ts', imports: '../sinks/vendors/apps-config.ts', allowed: true },
   { file: 'demo/probe.ts', imports: '../emulators/index.ts', allowed: true },
   { file: 'cli/commands/probe.ts', imports: '../../pipeline/topics-admin.ts', allowed: true },
+  { file: 'entry/probe.ts', imports: '../pipeline/serdes.ts', allowed: true },
+  { file: 'cli/commands/probe.ts', imports: '../../entry/start.ts', allowed: true },
   { file: 'test/cli/probe.test.ts', imports: '../../cli/commands/arrival.ts', allowed: true },
 ];
 

@@ -1,0 +1,95 @@
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { readKey, type Env } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
+import { withStores } from '../../topology/api.ts';
+import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
+import { keyValueStore } from '../../topology/stores.ts';
+import { CampaignExpansion, type CampaignMeta, type CampaignProgressSink, type UidFileReader } from '../../processors/campaigns/expansion.ts';
+import { topicIo, type WiringOptions } from './wiring.ts';
+
+/** Stable node and store names (they appear in `describe()` and in the changelog topics' names). */
+export const CAMPAIGN_NODES = {
+  source: 'campaigns-source',
+  processor: 'campaign-expansion',
+  requests: 'requests-sink',
+  control: 'campaign-control-sink',
+  metaStore: 'campaign-meta',
+  uidStore: 'campaign-uids',
+} as const;
+
+export interface CampaignExpansionOptions {
+  /** PUSH_CAMPAIGN_EXPANSION_RATE. */
+  readonly ratePerSecond: number;
+  /** PUSH_CAMPAIGN_MAX_UIDS. */
+  readonly maxUids: number;
+  /** Uids per changelogged chunk. Default 500. */
+  readonly chunkSize?: number;
+  /** Punctuator interval, ms. Default 100. */
+  readonly tickMs?: number;
+  /** PUSH_CAMPAIGN_UID_DIR: reads `uid_file`s below it; absent: uid files are refused (DLQ). */
+  readonly readUidFile?: UidFileReader;
+}
+
+export interface CampaignsTopologyOptions extends WiringOptions {
+  readonly expansion: CampaignExpansionOptions;
+  readonly progress?: CampaignProgressSink;
+}
+
+/**
+ * The campaign expansion application: push.campaigns (key campaign_id) → `campaign-expansion` →
+ * push.requests (one per distinct uid, key uid) and push.campaign-control (accepted CANCELs). Its
+ * two changelogged stores hold each campaign's cursor and its uids not expanded yet; run with
+ * exactly-once tasks, which makes the expansion resumable and exactly once
+ * (processors/campaigns/expansion.ts).
+ */
+export function buildCampaignsTopology(o: CampaignsTopologyOptions): Topology {
+  const { source, sink } = topicIo(o);
+  const n = CAMPAIGN_NODES;
+  const e = o.expansion;
+  const supplier = withStores(
+    () =>
+      new CampaignExpansion({
+        stores: { meta: n.metaStore, uids: n.uidStore },
+        outputs: { requests: n.requests, control: n.control },
+        chunkSize: e.chunkSize ?? 500,
+        tickMs: e.tickMs ?? 100,
+        ratePerSecond: e.ratePerSecond,
+        maxUids: e.maxUids,
+        ...(e.readUidFile ? { readUidFile: e.readUidFile } : {}),
+        ...(o.progress ? { progress: o.progress } : {}),
+      }),
+    [keyValueStore<CampaignMeta>(n.metaStore), keyValueStore<readonly string[]>(n.uidStore)],
+  );
+  return new TopologyBuilder()
+    .addSource(n.source, source('campaigns'))
+    .addProcessor(n.processor, supplier, n.source)
+    .addSink(n.requests, sink('requests'), n.processor)
+    .addSink(n.control, sink('campaignControl'), n.processor)
+    .build();
+}
+
+/** PUSH_CAMPAIGN_EXPANSION_RATE, PUSH_CAMPAIGN_MAX_UIDS, PUSH_CAMPAIGN_UID_DIR. */
+export function campaignExpansionOptionsFromEnv(env: Env): CampaignExpansionOptions {
+  const dir = readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_UID_DIR);
+  return {
+    ratePerSecond: readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_EXPANSION_RATE),
+    maxUids: readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_MAX_UIDS),
+    ...(dir === '' ? {} : { readUidFile: uidFileReader(dir) }),
+  };
+}
+
+/** Reads `<dir>/<name>`, one uid per line (blank lines and `\r` ignored); a name leading out of `dir` is refused. */
+export function uidFileReader(dir: string): UidFileReader {
+  const root = resolve(dir);
+  return async (name) => {
+    const path = resolve(root, name);
+    const inside = relative(root, path);
+    if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) throw new Error('outside PUSH_CAMPAIGN_UID_DIR');
+    const text = await readFile(path, 'utf8');
+    return text
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '');
+  };
+}
