@@ -14,6 +14,15 @@ import { sleep } from './drain.ts';
 import { errorMessage } from '../common/errors.ts';
 import { malformedProducer, stopWorker, type MalformedKind } from './faults.ts';
 import { restartKafka } from '../stack/kafka.ts';
+import {
+  brokerLoss,
+  checkReplication,
+  clusterRecovered,
+  reassignment,
+  type BrokerLossFigures,
+  type ClusterFigures,
+  type ReassignmentFigures,
+} from './cluster-faults.ts';
 import { checkStorms, type StormCheck, type StormWindow } from './retries.ts';
 import { recordings } from './verify.ts';
 import { inputKey, pushKey } from './scenario.ts';
@@ -35,6 +44,14 @@ export interface ChaosOptions {
   readonly clickhouseOutageMs: number;
   /** Restart the stack's Kafka broker once (never in the shared test suite). Default false. */
   readonly brokerRestart?: boolean;
+  /**
+   * 3: the run is on the 3-broker cluster (the caller points PUSH_KAFKA_BROKERS at it, see chaos/run.ts)
+   * and its broker faults are chaos/cluster-faults.ts': a broker SIGKILLed at 25 % of the run and
+   * started again `brokerDownMs` later, then every partition reassigned at 60 %. Default 1.
+   */
+  readonly brokers?: 1 | 3;
+  /** How long the killed broker stays down, ms. Default 20 000. */
+  readonly brokerDownMs?: number;
   /** Vendor storms. Default true. */
   readonly storms?: boolean;
   readonly seed?: number;
@@ -67,6 +84,8 @@ export interface ChaosReport {
   readonly storms: StormCheck[];
   /** Worker exits the run did not cause. */
   readonly crashes: Array<{ worker: number; code: number | null; signal: string | null; atMs: number }>;
+  /** On the cluster: the broker loss and reassignment figures and the replication check. */
+  readonly cluster?: ClusterFigures;
   readonly summary: {
     readonly nothingLost: boolean;
     readonly noVisibleDuplicate: boolean;
@@ -76,6 +95,8 @@ export interface ChaosReport {
     readonly malformedAllInDlq: boolean;
     /** No worker exited on its own and no stage stalled with partitions left behind. */
     readonly noCrash: boolean;
+    /** On the cluster: every run topic replicated as configured, and every recovery milestone reached (chaos/cluster-faults.ts). */
+    readonly clusterRecovered?: boolean;
   };
 }
 
@@ -208,7 +229,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     actions.push(outage(0.35, 'mysql', options.mysqlOutageMs));
     actions.push(outage(0.45, 'clickhouse', options.clickhouseOutageMs));
 
-    if (options.brokerRestart) {
+    const cluster: { brokerLoss?: BrokerLossFigures; reassignment?: ReassignmentFigures; errors: string[] } = { errors: [] };
+    if (options.brokers === 3) {
+      actions.push(
+        (async () => {
+          try {
+            await at(0.25);
+            cluster.brokerLoss = await brokerLoss(env.topicPrefix, env.applicationId, options.brokerDownMs ?? 20_000, note);
+            await at(0.6);
+            cluster.reassignment = await reassignment(env.topicPrefix, env.applicationId, note);
+          } catch (error) {
+            cluster.errors.push(errorMessage(error));
+            note('cluster-fault-failed', errorMessage(error));
+          }
+        })(),
+      );
+    } else if (options.brokerRestart) {
       actions.push(
         (async () => {
           await at(0.8);
@@ -237,6 +273,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     say('[chaos] all faults over; waiting for the pipeline to drain ...');
     await run.drain(600_000);
     const verdict = await run.verdict(options.arrivalWaitMs ?? 180_000);
+    const clusterFigures: ClusterFigures | undefined =
+      options.brokers === 3 ? { ...cluster, replication: await checkReplication(env.topicPrefix, env.applicationId) } : undefined;
     const received = recordings(env.emulators, env.appId);
     const stormChecks = checkStorms(received, storms, new Set(run.scenario.deadTokens.map((d) => d.token)));
     const persistedTopic = `${env.topicPrefix}im.message.persisted`;
@@ -259,6 +297,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       malformedInDlq,
       storms: stormChecks,
       crashes,
+      ...(clusterFigures ? { cluster: clusterFigures } : {}),
       summary: {
         // A push that failed after bounded retries is accounted (FAILED, replayable), not lost.
         nothingLost: verdict.pushes.lost.length === failedNotLost && verdict.outcomes.missing.length === 0,
@@ -268,6 +307,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         noHotRetryLoop: stormChecks.every((s) => s.tooEarly === 0),
         malformedAllInDlq: malformedInDlq === malformedTotal,
         noCrash: crashes.length === 0 && verdict.stuckPartitions.length === 0,
+        ...(clusterFigures ? { clusterRecovered: clusterRecovered(clusterFigures) } : {}),
       },
     };
   } finally {

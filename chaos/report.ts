@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDir, stackPath } from '../stack/paths.ts';
 import type { ChaosReport } from './chaos.ts';
+import type { ClusterFigures } from './cluster-faults.ts';
 
 const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
 
@@ -76,12 +77,41 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push(
     `worker crashes    ${r.crashes.length}${r.crashes.map((c) => ` [worker ${c.worker} at +${(c.atMs / 1000).toFixed(0)} s: code ${c.code} signal ${c.signal}]`).join('')}`,
   );
+  if (r.cluster) lines.push(...formatClusterFigures(r.cluster));
   lines.push('');
   const s = r.summary;
   lines.push(
-    `nothing lost ${yes(s.nothingLost)} | no visible duplicate ${yes(s.noVisibleDuplicate)} | one class per input ${yes(s.everyInputOneClass)} | arrival exact ${yes(s.arrivalExact)} | no hot retry loop ${yes(s.noHotRetryLoop)} | malformed all in DLQ ${yes(s.malformedAllInDlq)} | no crash ${yes(s.noCrash)}`,
+    `nothing lost ${yes(s.nothingLost)} | no visible duplicate ${yes(s.noVisibleDuplicate)} | one class per input ${yes(s.everyInputOneClass)} | arrival exact ${yes(s.arrivalExact)} | no hot retry loop ${yes(s.noHotRetryLoop)} | malformed all in DLQ ${yes(s.malformedAllInDlq)} | no crash ${yes(s.noCrash)}${s.clusterRecovered === undefined ? '' : ` | cluster recovered ${yes(s.clusterRecovered)}`}`,
   );
   return lines.join('\n');
+}
+
+const secs = (ms: number | null) => (ms === null ? 'NOT reached' : `${(ms / 1000).toFixed(1)} s`);
+
+const byStage = (c: Record<string, number | null>) =>
+  Object.entries(c)
+    .map(([stage, ms]) => `${stage} ${secs(ms)}`)
+    .join(', ');
+
+function formatClusterFigures(c: ClusterFigures): string[] {
+  const lines = [
+    `replication       ${c.replication.topics} topics checked (the run's and Kafka's offsets and transaction state); not as configured: ${c.replication.offenders.length === 0 ? 'none' : c.replication.offenders.join('; ')}`,
+  ];
+  const b = c.brokerLoss;
+  if (b)
+    lines.push(
+      `broker loss       broker ${b.broker}${b.wasController ? ' (active controller)' : ''}, leader of ${b.partitionsLed} run partitions, SIGKILLed, down ${secs(b.downMs)}`,
+      `  leaders moved   ${secs(b.leadersMovedMs)} after the kill; stages caught up with the inputs at the kill ${secs(b.caughtUpMs)} (${byStage(b.caughtUpByStage)})`,
+      `  restart         answering ${secs(b.restartMs)} after its start; ISR whole ${secs(b.isrWholeMs)}, stages caught up ${secs(b.caughtUpAfterRestartMs)} after it`,
+    );
+  const a = c.reassignment;
+  if (a)
+    lines.push(
+      `reassignment      ${a.partitions} partitions: leader replica dropped ${secs(a.dropPhaseMs)} (every leader moved ${secs(a.leadersMovedMs)}), added back ${secs(a.addPhaseMs)}, ISR whole ${secs(a.isrWholeMs)} after that`,
+      `  caught up       ${secs(a.caughtUpMs)} after the reassignment started (${byStage(a.caughtUpByStage)})`,
+    );
+  for (const e of c.errors) lines.push(`cluster fault failed: ${e}`);
+  return lines;
 }
 
 function summarizeFaults(r: ChaosReport): string {

@@ -3,14 +3,22 @@
  *
  *   tsx chaos/run.ts [--users N] [--seconds S] [--kills N] [--malformed N] [--instances N]
  *                    [--mysql-down S] [--clickhouse-down S] [--no-broker-restart] [--no-storms]
+ *                    [--brokers 1|3] [--broker-down S]
  *
  * Defaults: 1500 users × 3 messages over 240 s, 3 workers, 10 SIGKILLs, 10 000 malformed inputs,
  * MySQL cut off for 30 s, ClickHouse for 60 s, one restart of the stack's Kafka broker, vendor
  * storms. Writes .stack/chaos/chaos-<run>.json and .txt and prints the summary; exits 1 when a
  * verdict fails.
+ *
+ * --brokers 3 runs on the 3-broker cluster (stack/kafka-cluster.ts, started if it is not running)
+ * with replication factor 3 and min.insync.replicas 2, and replaces the broker restart with the
+ * cluster's faults (chaos/cluster-faults.ts): a broker SIGKILLed and started again after
+ * --broker-down seconds (default 20), and every partition of the run reassigned.
  */
 import { readInt } from '../common/config.ts';
 import { runChaos } from './chaos.ts';
+import { stackBrokers } from '../stack/index.ts';
+import { clusterClientEnv } from '../stack/kafka-cluster.ts';
 import { formatChaosReport, writeChaosReport } from './report.ts';
 
 const args = process.argv.slice(2);
@@ -19,7 +27,14 @@ const flag = (name: string, fallback: number, max: number) => {
   return readInt({ [name]: i >= 0 ? args[i + 1] : undefined }, name, fallback, { min: 0, max });
 };
 
+const brokersAt = args.indexOf('--brokers');
+const brokers = stackBrokers(brokersAt >= 0 ? { PUSH_STACK_BROKERS: args[brokersAt + 1] } : process.env);
+// The run's own clients, the environment's stack and its workers all read these.
+if (brokers === 3) Object.assign(process.env, { PUSH_STACK_BROKERS: '3', ...clusterClientEnv() });
+
 const report = await runChaos({
+  brokers,
+  brokerDownMs: flag('--broker-down', 20, 600) * 1000,
   instances: flag('--instances', 3, 8),
   users: flag('--users', 1500, 100_000),
   messagesPerUser: 3,

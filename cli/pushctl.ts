@@ -24,7 +24,7 @@ import { checkArgs, UsageError, type CommandUsage } from './args.ts';
  * named with its PUSH_* key at once (run, receiver and demo retry a restarting broker themselves).
  */
 const commands: Record<string, { help: string; usage: CommandUsage; needs?: (args: string[]) => Service[]; run: (args: string[]) => Promise<number> }> = {
-  stack: { help: stackHelp, usage: { actions: ['up', 'down', 'status'], maxArguments: 1 }, run: stackCommand },
+  stack: { help: stackHelp, usage: { actions: ['up', 'down', 'status'], maxArguments: 1, values: ['--brokers'] }, run: stackCommand },
   topics: {
     help: topicsHelp,
     needs: () => ['kafka'],

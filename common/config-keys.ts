@@ -148,6 +148,23 @@ export const CONFIG_KEYS = {
     max: 256,
     doc: 'partitions of topics created when missing; also splits vendor quotas per partition',
   }),
+  PUSH_REPLICATION_FACTOR: int({
+    key: 'PUSH_REPLICATION_FACTOR',
+    section: 'workers',
+    default: 1,
+    min: 1,
+    max: 16,
+    doc: 'replicas of every topic the pipeline creates when missing (its topics, changelogs, DLQ); 3 on a cluster of 3 or more brokers (docs/operations.md, "Cluster mode")',
+  }),
+  PUSH_MIN_INSYNC_REPLICAS: int({
+    key: 'PUSH_MIN_INSYNC_REPLICAS',
+    section: 'workers',
+    default: 1,
+    min: 1,
+    max: 16,
+    rangeDoc: '1–`PUSH_REPLICATION_FACTOR`',
+    doc: '`min.insync.replicas` of the topics the pipeline creates: an acks=all write (every write of the pipeline) needs this many replicas; 2 with a replication factor of 3, so one broker may be lost without losing or refusing a record',
+  }),
   PUSH_CONCURRENT_PARTITIONS: int({
     key: 'PUSH_CONCURRENT_PARTITIONS',
     section: 'workers',

@@ -3,13 +3,29 @@
  * worker at start, by `pushctl topics` and by the demo.
  */
 import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
+import { readKey, type Env } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { readEndpoints } from '../common/endpoints.ts';
+import { replicatedTopic, type TopicReplication } from '../topology/changelog.ts';
 import { TOPICS, topicName, type TopicKey } from './topics.ts';
 
 /** How many partitions the topics get and the prefix of their names (PUSH_TOPIC_PREFIX). */
 export interface TopicPlan {
   readonly partitions: number;
   readonly prefix: string;
+  /** Replicas and min.insync.replicas. Default PUSH_REPLICATION_FACTOR and PUSH_MIN_INSYNC_REPLICAS. */
+  readonly replication?: TopicReplication;
+}
+
+/**
+ * PUSH_REPLICATION_FACTOR and PUSH_MIN_INSYNC_REPLICAS (default 1 and 1, the single broker): the
+ * replication of every topic the pipeline creates. min.insync.replicas above the factor would
+ * refuse every write, so it is refused at start, naming the key.
+ */
+export function readReplication(env: Env = process.env): TopicReplication {
+  const factor = readKey(env, CONFIG_KEYS.PUSH_REPLICATION_FACTOR);
+  const minKey = CONFIG_KEYS.PUSH_MIN_INSYNC_REPLICAS;
+  return Object.freeze({ factor, minInsyncReplicas: readKey(env, minKey, Math.min(factor, minKey.default), { min: minKey.min, max: factor }) });
 }
 
 /** One pipeline topic as found on the cluster. */
@@ -22,6 +38,7 @@ function admin(brokers: string[]) {
 
 /** Creates the pipeline's topics that are missing (idempotent); returns the names it created. */
 export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoints().kafkaBrokers): Promise<string[]> {
+  const replication = plan.replication ?? readReplication();
   const client = admin(brokers);
   await client.connect();
   try {
@@ -31,12 +48,7 @@ export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoi
       .filter(({ name }) => !existing.has(name))
       .map(({ key, name }) => {
         const configs = 'configs' in TOPICS[key] ? (TOPICS[key] as { configs: Record<string, string> }).configs : {};
-        return {
-          topic: name,
-          numPartitions: plan.partitions,
-          replicationFactor: 1,
-          configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
-        };
+        return { topic: name, numPartitions: plan.partitions, ...replicatedTopic(configs, replication) };
       });
     if (wanted.length > 0) await client.createTopics({ topics: wanted, waitForLeaders: true });
     return wanted.map((t) => t.topic);

@@ -18,7 +18,8 @@ import { startMetricsServer } from '../sinks/metrics/server.ts';
 import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
 import { startReceiptReceiver, type RunningReceiver } from './receiver.ts';
-import { createPipelineTopics } from './topics-admin.ts';
+import { createPipelineTopics, readReplication } from './topics-admin.ts';
+import { replicatedTopic, type TopicReplication } from '../topology/changelog.ts';
 import { registerSchemas } from './schemas.ts';
 import { buildStage, type Stage, type StageName } from './apps/index.ts';
 import { topicName } from './topics.ts';
@@ -41,6 +42,8 @@ export interface WorkerConfig {
   readonly backgroundCommitIntervalMs: number;
   /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
   readonly partitions: number;
+  /** PUSH_REPLICATION_FACTOR / PUSH_MIN_INSYNC_REPLICAS: replication of every topic this worker creates. Default 1 / 1. */
+  readonly replication: TopicReplication;
   /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS; 1–256. */
   readonly concurrentPartitions: number;
   /** PUSH_TOPIC_PREFIX: prefix of every topic name. Default none. */
@@ -77,6 +80,7 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     caughtUpCommitMs: readKey(env, caughtUp, Math.min(caughtUp.default, commitIntervalMs), { min: caughtUp.min, max: commitIntervalMs }),
     backgroundCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COMMIT_INTERVAL_MS),
     partitions,
+    replication: readReplication(env),
     concurrentPartitions: readKey(env, CONFIG_KEYS.PUSH_CONCURRENT_PARTITIONS, partitions),
     topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
     metricsPort: readKey(env, CONFIG_KEYS.PUSH_METRICS_PORT),
@@ -138,12 +142,13 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   let reportFailure!: (error: unknown) => void;
   const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
   try {
-    await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix }, endpoints.kafkaBrokers);
+    await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix, replication: config.replication }, endpoints.kafkaBrokers);
     await registerSchemas(registry, { prefix: config.topicPrefix });
     await ensureInternalTopics(
       endpoints.kafkaBrokers,
       stages.flatMap((s) => s.internalTopics),
       config.partitions,
+      config.replication,
     );
     for (const stage of stages) {
       const app = new StreamsApp({
@@ -161,6 +166,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         restartBackoffInitialMs: config.restartBackoff.initialMs,
         restartBackoffMaxMs: config.restartBackoff.maxMs,
         restartBackoffResetMs: config.restartBackoff.resetMs,
+        replication: config.replication,
         metricsListener: metrics.listener,
         logger: logger.child({ stage: stage.name }),
         onFatalError: (error) => {
@@ -201,14 +207,18 @@ export function isTransientStartError(error: unknown): boolean {
   );
 }
 
-async function ensureInternalTopics(brokers: string[], topics: readonly string[], partitions: number): Promise<void> {
+async function ensureInternalTopics(brokers: string[], topics: readonly string[], partitions: number, replication: TopicReplication): Promise<void> {
   if (topics.length === 0) return;
   const admin = new Kafka({ clientId: 'push-worker', brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
     const missing = topics.filter((t) => !existing.has(t));
-    if (missing.length > 0) await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: true });
+    if (missing.length > 0)
+      await admin.createTopics({
+        topics: missing.map((topic) => ({ topic, numPartitions: partitions, ...replicatedTopic({}, replication) })),
+        waitForLeaders: true,
+      });
   } finally {
     await admin.disconnect();
   }

@@ -15,20 +15,33 @@ export interface TopicToEnsure {
   readonly configs?: Readonly<Record<string, string>>;
 }
 
+/** How many replicas a created topic gets and how many must have a write (`min.insync.replicas`). */
+export interface TopicReplication {
+  readonly factor: number;
+  readonly minInsyncReplicas: number;
+}
+
+/**
+ * A created topic's replication factor and configs: `replication`'s when given, else the broker's
+ * defaults (replication factor -1, no `min.insync.replicas` of its own).
+ */
+export function replicatedTopic(
+  configs: Readonly<Record<string, string>>,
+  replication?: TopicReplication,
+): { replicationFactor: number; configEntries: Array<{ name: string; value: string }> } {
+  const all = replication ? { ...configs, 'min.insync.replicas': String(replication.minInsyncReplicas) } : configs;
+  return { replicationFactor: replication?.factor ?? -1, configEntries: Object.entries(all).map(([name, value]) => ({ name, value })) };
+}
+
 /** Creates the topics that do not exist yet (concurrent creators are fine). */
-export async function ensureTopics(admin: Admin, topics: readonly TopicToEnsure[]): Promise<void> {
+export async function ensureTopics(admin: Admin, topics: readonly TopicToEnsure[], replication?: TopicReplication): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t.topic));
   if (missing.length === 0) return;
   try {
     await admin.createTopics({
       waitForLeaders: true,
-      topics: missing.map((t) => ({
-        topic: t.topic,
-        numPartitions: t.numPartitions,
-        replicationFactor: -1,
-        configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
-      })),
+      topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, ...replicatedTopic(t.configs ?? {}, replication) })),
     });
   } catch (error) {
     if ((error as { type?: string }).type !== 'TOPIC_ALREADY_EXISTS' && !/already exists/i.test(String((error as Error).message))) throw error;

@@ -2,6 +2,7 @@ import { ConfigError } from '../common/errors.ts';
 import { checkRange } from '../common/config.ts';
 import type { Logger } from '../common/log.ts';
 import type { Topology } from './builder.ts';
+import type { TopicReplication } from './changelog.ts';
 import type { MetricsListener } from './metrics.ts';
 import type { ProcessingErrorPolicy } from './task.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from './record-size.ts';
@@ -72,6 +73,8 @@ export interface StreamsAppOptions {
    * waits restartBackoffInitialMs again. Default 60 000. Range 1 000–3 600 000.
    */
   restartBackoffResetMs?: number;
+  /** Replication of the changelog and DLQ topics the app creates when missing. Default the broker's defaults. */
+  replication?: TopicReplication;
   /** kafkajs client id. Default `<applicationId>`. */
   clientId?: string;
   metricsListener?: MetricsListener;
@@ -80,7 +83,8 @@ export interface StreamsAppOptions {
   onFatalError?: (error: unknown) => void;
 }
 
-export type ResolvedStreamsAppOptions = Required<Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId'>> & StreamsAppOptions;
+export type ResolvedStreamsAppOptions = Required<Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId' | 'replication'>> &
+  StreamsAppOptions;
 
 /** The options with their defaults, validated (a bad value throws a ConfigError naming it). */
 export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedStreamsAppOptions {

@@ -92,19 +92,23 @@ export class StreamsApp {
       this.partitionsBySubtopology.set(sub.id, [...counts][0]!);
     }
     const maxPartitions = Math.max(...this.partitionsBySubtopology.values());
-    await ensureTopics(this.admin, [
-      ...topology.subtopologies.flatMap((sub) =>
-        sub.stores
-          .filter((s) => s.changelog !== false)
-          .map((s) => ({
-            topic: changelogTopicName(applicationId, s.name),
-            numPartitions: this.partitionsBySubtopology.get(sub.id)!,
-            configs: { 'cleanup.policy': 'compact' },
-          })),
-      ),
-      // The DLQ must take records a little over any other topic's limit (topic-rules.ts).
-      { topic: this.options.dlqTopic, numPartitions: maxPartitions, configs: { 'max.message.bytes': String(DLQ_MAX_MESSAGE_BYTES) } },
-    ]);
+    await ensureTopics(
+      this.admin,
+      [
+        ...topology.subtopologies.flatMap((sub) =>
+          sub.stores
+            .filter((s) => s.changelog !== false)
+            .map((s) => ({
+              topic: changelogTopicName(applicationId, s.name),
+              numPartitions: this.partitionsBySubtopology.get(sub.id)!,
+              configs: { 'cleanup.policy': 'compact' },
+            })),
+        ),
+        // The DLQ must take records a little over any other topic's limit (topic-rules.ts).
+        { topic: this.options.dlqTopic, numPartitions: maxPartitions, configs: { 'max.message.bytes': String(DLQ_MAX_MESSAGE_BYTES) } },
+      ],
+      this.options.replication,
+    );
     await this.readTopicRules();
     if (this.options.processingGuarantee === 'at_least_once') {
       this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
