@@ -1,0 +1,132 @@
+/** The HTTP entry's request validation (entry/validate.ts) and per-key rate limits (entry/rate.ts). */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FieldError, campaignIdFor, campaignIdOf, parseCampaignBody, parsePushBody } from '../../entry/validate.ts';
+import { KeyRateLimits } from '../../entry/rate.ts';
+
+const ctx = { sender: 'order-service', now: 1_764_400_000_000, newId: () => 'generated-1' };
+
+function fieldOf(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof FieldError) return `${error.field}: ${error.message}`;
+    throw error;
+  }
+  return 'accepted';
+}
+
+test('a valid push becomes a push.requests record; the sender is the key, defaults filled', () => {
+  const r = parsePushBody({ uid: 'u-1', app_id: 'im.demo', title: 'Shipped', body: 'Order 77 is on its way', data: { order: '77' }, priority: 'high' }, ctx);
+  assert.deepEqual(r, {
+    uid: 'u-1',
+    sender: 'order-service',
+    app_id: 'im.demo',
+    category: 'NOTICE',
+    priority: 'HIGH',
+    title: 'Shipped',
+    body: 'Order 77 is on its way',
+    template_id: null,
+    template_params: {},
+    data: { order: '77' },
+    collapse_key: null,
+    expire_at: null,
+    idempotency_key: 'generated-1',
+    device_id: null,
+    campaign_id: null,
+    requested_at: ctx.now,
+  });
+  const t = parsePushBody(
+    { uid: 'u-1', app_id: 'im.demo', category: 'reminder', template_id: 'order_shipped', template_params: { order: '77' }, expire_at: '2026-12-01T00:00:00Z' },
+    { ...ctx, idempotencyHeader: 'order-77:shipped' },
+  );
+  assert.equal(t.idempotency_key, 'order-77:shipped');
+  assert.equal(t.expire_at, Date.parse('2026-12-01T00:00:00Z'));
+  assert.equal(t.category, 'REMINDER');
+});
+
+test('each mistake is answered naming its field', () => {
+  const base = { uid: 'u-1', app_id: 'im.demo', title: 'x' };
+  const cases: Array<[unknown, string]> = [
+    ['not an object', 'body: expected a JSON object'],
+    [{ ...base, uid: undefined }, 'uid: is required'],
+    [{ ...base, uid: 'u'.repeat(65) }, 'uid: max_length: uid has 65 characters (max 64)'],
+    [{ ...base, app_id: 'bad app' }, 'app_id: expected only [A-Za-z0-9._:-]'],
+    [{ ...base, sender: 'someone' }, 'sender: is set by the API key, not by the request'],
+    [{ ...base, tilte: 'typo' }, 'tilte: unknown field'],
+    [{ uid: 'u-1', app_id: 'im.demo' }, 'title: give title and/or body, or template_id'],
+    [{ ...base, template_id: 't' }, 'template_id: give either template_id or title/body, not both'],
+    [{ ...base, template_params: { a: 'b' } }, 'template_params: only with template_id'],
+    [{ ...base, category: 'spam' }, 'category: expected one of notice, reminder, campaign'],
+    [{ ...base, priority: 1 }, 'priority: expected one of high, normal, low'],
+    [{ ...base, data: { n: 1 } }, 'data.n: expected a string'],
+    [{ ...base, data: [] }, 'data: expected an object of string values'],
+    [{ ...base, expire_at: ctx.now - 1 }, 'expire_at: is not in the future'],
+    [{ ...base, expire_at: 'tomorrow' }, 'expire_at: expected epoch ms or an ISO-8601 time with a zone'],
+    [{ ...base, title: 'x'.repeat(1_025) }, 'title: max_length: title has 1025 characters (max 1024)'],
+    [{ ...base, device_id: 5 }, 'device_id: expected a string'],
+  ];
+  for (const [body, expected] of cases)
+    assert.equal(
+      fieldOf(() => parsePushBody(body, ctx)),
+      expected,
+      JSON.stringify(body),
+    );
+  assert.equal(
+    fieldOf(() => parsePushBody({ ...base, idempotency_key: 'a' }, { ...ctx, idempotencyHeader: 'b' })),
+    'idempotency_key: differs from the Idempotency-Key header',
+  );
+  assert.equal(
+    fieldOf(() => parsePushBody(base, { ...ctx, idempotencyHeader: 'has space' })),
+    'Idempotency-Key: expected 1–64 of [A-Za-z0-9._:-]',
+  );
+});
+
+test('a campaign: distinct uids, an id derived from sender and idempotency key, limits named', () => {
+  const c = parseCampaignBody({ app_id: 'im.demo', title: 'Sale', uids: ['u-1', 'u-2', 'u-1'], idempotency_key: 'spring' }, ctx, 10);
+  assert.deepEqual(c.uids, ['u-1', 'u-2']);
+  assert.equal(c.campaign_id, campaignIdFor('order-service', 'spring'));
+  assert.match(c.campaign_id, /^c_[0-9a-f]{32}$/);
+  assert.notEqual(campaignIdFor('other-sender', 'spring'), c.campaign_id, 'two senders with the same key get two campaigns');
+  assert.equal(c.action, 'CREATE');
+  assert.equal(c.category, 'CAMPAIGN');
+  assert.equal(c.priority, 'LOW');
+  assert.equal(
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: [] }, ctx, 10)),
+    'uids: expected a non-empty array of uids',
+  );
+  assert.equal(
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: ['a', 7] }, ctx, 10)),
+    'uids[1]: expected a string',
+  );
+  assert.equal(
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: ['a', 'b', 'c'] }, ctx, 2)),
+    'uids: 3 distinct uids (max 2 per campaign, PUSH_CAMPAIGN_MAX_UIDS)',
+  );
+  assert.equal(
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: ['a'], uid: 'x' }, ctx, 2)),
+    'uid: unknown field',
+  );
+  assert.equal(campaignIdOf('c_0123'), 'c_0123');
+  assert.equal(
+    fieldOf(() => campaignIdOf('%E0%A4%A')),
+    'campaign_id: not a valid URL path segment',
+  );
+  assert.equal(
+    fieldOf(() => campaignIdOf('a b')),
+    'campaign_id: expected 1–64 of [A-Za-z0-9._:-]',
+  );
+});
+
+test('per-key token bucket: a second of burst, then 429 with the seconds to wait; keys are independent', () => {
+  let now = 0;
+  const rates = new KeyRateLimits(10, () => now);
+  for (let i = 0; i < 5; i++) assert.equal(rates.take('k1', 5), 0);
+  assert.equal(rates.take('k1', 5), 1, 'over the rate: retry after 1 s');
+  assert.equal(rates.take('k2', 5), 0, 'another key has its own bucket');
+  now += 200; // one token back at 5/s
+  assert.equal(rates.take('k1', 5), 0);
+  assert.equal(rates.take('k1', 5), 1);
+  assert.equal(rates.take('slow', 1), 0);
+  assert.equal(rates.take('slow', 1), 1);
+});
