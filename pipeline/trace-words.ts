@@ -60,6 +60,7 @@ function channelWords(f: Record<string, string>, vendor: string): string {
 function pushContext(f: Record<string, string>, vendor: string): string {
   const parts = [
     f.on && PRESENCE_WORDS[f.on] ? `; ${PRESENCE_WORDS[f.on]}` : '',
+    f.deferred ? "; it was held through the user's quiet hours and sent when they ended" : '',
     channelWords(f, vendor),
     f.over ? `; the @mention (${f.mention ?? 'mention'}) overrode the user's ${f.over.replace('dnd', 'quiet hours').replace(',', ' and ')}` : '',
     f.private ? '; the user is in private mode, so only the generic text was shown' : '',
