@@ -2,7 +2,8 @@
  * `pushctl trace` at scale on the real stack (issue 15, "done when"): 400 users, each with a
  * scripted history (test/cli/trace-history.ts: offline push, online + ACK, quiet hours, mute with
  * and without an @mention, merge burst, dead token, quota re-route, two devices), run through the
- * whole pipeline (workers, Kafka, registry, MariaDB, ClickHouse, vendor emulators). For every user
+ * whole pipeline (workers, Kafka, registry, MariaDB sharded by uid over four databases
+ * (PUSH_MYSQL_SHARDS), ClickHouse, vendor emulators). For every user
  * the trace must reproduce that history exactly: the outcome and the reason of every message on
  * every device, and the facts that say why (heartbeat age, hold window, quiet hours in the user's
  * zone, mention override, private mode, the channel chosen and why), against the timeline the
@@ -19,6 +20,8 @@ import { recordings } from '../../chaos/verify.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { connectionFromEndpoints, createClickhouseClient, sqlString } from '../../sinks/clickhouse/client.ts';
 import { trace, type TraceLine } from '../../pipeline/trace.ts';
+import { shardOf } from '../../sinks/mysql/shards.ts';
+import { shardDatabases, type ShardDatabases } from '../fanout/shard-stack.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
 import { pushctl } from './pushctl-process.ts';
 import {
@@ -34,6 +37,7 @@ import {
 } from './trace-history.ts';
 
 const USERS = 400;
+const SHARDS = 4;
 const DECISION_STAGES = new Set(['online-filter', 'merge', 'policy', 'fan-out']);
 
 /** What is wrong with a user's trace; empty when it reproduces the history exactly. */
@@ -112,8 +116,14 @@ test(
   async (t) => {
     let env: Environment | undefined;
     let traffic: TrafficProducer | undefined;
+    let shards: ShardDatabases | undefined;
+    const saved = { url: process.env.PUSH_MYSQL_URL, shards: process.env.PUSH_MYSQL_SHARDS };
     try {
-      env = await startEnvironment({ instances: 1, partitions: 4, workerEnv: workerSettings(), verbose: false });
+      // Four uid shards (docs/data.md, "Shards"): the workers write to them, trace (here and in pushctl) reads the user's.
+      shards = await shardDatabases('trace_shards', SHARDS);
+      const mysqlEnv = { PUSH_MYSQL_URL: shards.urls[0]!, PUSH_MYSQL_SHARDS: shards.urls.join(',') };
+      Object.assign(process.env, mysqlEnv);
+      env = await startEnvironment({ instances: 1, partitions: 4, workerEnv: { ...workerSettings(), ...mysqlEnv }, verbose: false });
       const e = env;
       const setupAt = Date.now();
       const build = (startMs: number): HistoryScenario =>
@@ -171,10 +181,22 @@ test(
       assert.ok(burstsMerged >= bursts / 2, `${burstsMerged} of ${bursts} bursts merged`);
       for (const lines of traced.values()) for (const l of lines) checkWords(l);
 
+      // The users' task and token rows are spread over the four shards, each on the shard of its uid.
+      for (let shard = 0; shard < SHARDS; shard++) {
+        const uids = new Set<string>();
+        for (const table of ['im_push_task', 'im_push_token']) {
+          const [rows] = await shards.pools.shard(shard).query(`SELECT DISTINCT uid FROM ${table}`);
+          for (const r of rows as Array<{ uid: string }>) uids.add(r.uid);
+        }
+        const mine = scenario.users.filter((u) => shardOf(u.uid, SHARDS) === shard).map((u) => u.uid);
+        assert.ok(mine.length > 0, `shard ${shard} holds users`);
+        assert.deepEqual([...uids].sort(), [...mine].sort(), `shard ${shard}: exactly its users' rows`);
+      }
+
       // The command line prints the same lines, one JSON object each.
       for (const history of HISTORIES) {
         const user = scenario.users.find((u) => u.history === history)!;
-        const out = await pushctl(['trace', user.uid, '--since', '1h', '--json']);
+        const out = await pushctl(['trace', user.uid, '--since', '1h', '--json'], mysqlEnv);
         assert.equal(out.code, 0, out.stderr);
         const printed = out.stdout
           .trim()
@@ -183,12 +205,20 @@ test(
         assert.deepEqual(problemsOf(printed, scenario.expected.get(user.uid)!), [], `${user.uid} (${history}) through pushctl`);
         assert.deepEqual(printed, await trace({ uid: user.uid, since: '1h' }), `${user.uid} (${history}): pushctl --json prints the library's lines`);
         if (history === 'quota' || history === 'online' || history === 'dnd')
-          t.diagnostic(`${history}:\n${(await pushctl(['trace', user.uid, '--since', '1h'])).stdout}`);
+          t.diagnostic(`${history} (shard ${shardOf(user.uid, SHARDS)}):\n${(await pushctl(['trace', user.uid, '--since', '1h'], mysqlEnv)).stdout}`);
       }
     } finally {
       await traffic?.close().catch(() => undefined);
       await env?.close();
       if (env) await deleteRunTopics(env.topicPrefix).catch(() => undefined);
+      await shards?.drop();
+      for (const [key, value] of [
+        ['PUSH_MYSQL_URL', saved.url],
+        ['PUSH_MYSQL_SHARDS', saved.shards],
+      ] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
     }
   },
 );
