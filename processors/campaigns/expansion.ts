@@ -4,9 +4,9 @@
  * (read by the stages after the expansion through processors/campaigns/cancellations.ts).
  *
  * Resumable and exactly once through the runtime's exactly-once tasks: a CREATE's uids go into the
- * changelogged `campaign-uids` store in chunks, and a wall-clock punctuator expands whole chunks,
- * deleting each one and advancing the campaign's cursor in `campaign-meta` in the same step in
- * which it forwards the chunk's requests. Requests, chunk deletions, cursor and input offsets are
+ * changelogged `campaign-uids` store in chunks, and a wall-clock punctuator expands them at the
+ * configured rate, advancing the campaign's cursor (chunk, position) in `campaign-meta` and
+ * deleting each finished chunk in the same step in which it forwards the requests. Requests, chunk deletions, cursor and input offsets are
  * committed in one Kafka transaction, so a worker killed in the middle of a campaign resumes, after
  * the restore, exactly at the first chunk whose requests were not committed: no uid is expanded
  * twice or skipped (test/entry/expansion-crash.test.ts).
@@ -27,9 +27,10 @@ export interface CampaignMeta {
   readonly total: number;
   /** Requests produced so far. */
   expanded: number;
-  /** Chunks in `campaign-uids`; `next` is the first not yet expanded. */
+  /** Chunks in `campaign-uids`; `next` is the first not yet expanded, `pos` the first uid of it not expanded (absent: 0). */
   readonly chunks: number;
   next: number;
+  pos?: number;
   state: CampaignState;
   cancelledAt: number | null;
 }
@@ -60,7 +61,7 @@ export type UidFileReader = (path: string) => Promise<readonly string[]>;
 export interface ExpansionConfig {
   readonly stores: { readonly meta: string; readonly uids: string };
   readonly outputs: { readonly requests: ChildNames; readonly control: ChildNames };
-  /** Uids per stored chunk (and the smallest step of the expansion). */
+  /** Uids per stored chunk (a changelog record). */
   readonly chunkSize: number;
   /** Requests produced per second and task at most (PUSH_CAMPAIGN_EXPANSION_RATE). */
   readonly ratePerSecond: number;
@@ -133,7 +134,7 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
     this.dirty.clear();
   }
 
-  /** Expands whole chunks, oldest campaign first, up to the rate's share of one tick. */
+  /** Expands up to the rate's share of one tick, oldest campaign first; a chunk is deleted once all of it is expanded. */
   private expand(): void {
     let budget = Math.max(1, Math.floor((this.config.ratePerSecond * this.config.tickMs) / 1000));
     const now = this.ctx.wallClockTimeMs();
@@ -146,11 +147,19 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
       while (budget > 0 && m.next < m.chunks) {
         const key = chunkKey(campaignId, m.next);
         const uids = this.uids.get(key) ?? [];
-        for (const uid of uids) this.ctx.forward({ key: uid, value: this.request(campaignId, m, uid), timestamp: now }, this.config.outputs.requests);
+        const from = m.pos ?? 0;
+        const to = Math.min(uids.length, from + budget);
+        for (let i = from; i < to; i++)
+          this.ctx.forward({ key: uids[i]!, value: this.request(campaignId, m, uids[i]!), timestamp: now }, this.config.outputs.requests);
+        m.expanded += to - from;
+        budget -= Math.max(1, to - from);
+        if (to < uids.length) {
+          m.pos = to;
+          continue;
+        }
         this.uids.delete(key);
         m.next++;
-        m.expanded += uids.length;
-        budget -= Math.max(1, uids.length);
+        m.pos = 0;
       }
       if (m.next >= m.chunks) {
         m.state = 'done';

@@ -87,7 +87,7 @@ test('a campaign becomes one request per distinct uid, with the campaign id and 
   await driver.close();
 });
 
-test('expansion keeps to the rate (whole chunks per tick) and a repeated CREATE changes nothing', async () => {
+test('expansion keeps to the rate, also below a chunk per tick, and a repeated CREATE changes nothing', async () => {
   const { driver, requests } = harness({ rate: 200, chunk: 10 }); // 20 uids per 100 ms tick
   await driver.pipeInput(CAMPAIGNS, 'c-2', campaign('c-2', uids(100)));
   await driver.advanceWallClockTime(100);
@@ -103,6 +103,17 @@ test('expansion keeps to the rate (whole chunks per tick) and a repeated CREATE 
   for (let i = 0; i < 10; i++) await driver.advanceWallClockTime(100);
   assert.equal(requests().length, 60);
   await driver.close();
+
+  const slow = harness({ rate: 30, chunk: 10 }); // 3 uids per tick: a chunk takes four ticks
+  await slow.driver.pipeInput(CAMPAIGNS, 'c-2b', campaign('c-2b', uids(25)));
+  const perTick: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    await slow.driver.advanceWallClockTime(100);
+    perTick.push(slow.requests().length);
+  }
+  assert.deepEqual(perTick, [3, 3, 3, 3, 3, 3, 3, 3, 1, 0]);
+  assert.deepEqual(slow.progress.at(-1)!.state, 'done');
+  await slow.driver.close();
 });
 
 test('a CANCEL stops the rest at once, is announced on push.campaign-control and makes a later CREATE of the id a no-op', async () => {

@@ -18,6 +18,8 @@ import { buildCampaignsTopology } from '../../pipeline/apps/campaigns.ts';
 import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
 import { createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
+import { registryValueSerdes } from '../../pipeline/serdes.ts';
+import { topicName } from '../../pipeline/topics.ts';
 import { createLogger } from '../../common/log.ts';
 import { createTestTopics, endpoints, kafka, registry, type TestTopics } from '../pipeline/stack-io.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
@@ -84,21 +86,27 @@ export async function startEntryStack(env: Record<string, string> = {}): Promise
   };
 }
 
-/** The campaign expansion application on the stack, in this process. */
-export async function startExpansion(stack: EntryStack, ratePerSecond: number, applicationId = uniqueName('campaigns')): Promise<StreamsApp> {
-  const app = new StreamsApp({
-    applicationId,
+/** The campaign expansion application (not started) on the topics of `prefix`, its progress in `pool`. */
+export function expansionApp(o: { prefix: string; pool: Pool; ratePerSecond: number; applicationId: string; sessionTimeoutMs?: number }): StreamsApp {
+  return new StreamsApp({
+    applicationId: o.applicationId,
     topology: buildCampaignsTopology({
-      valueSerdes: stack.topics.serdes,
-      topicPrefix: stack.topics.prefix,
-      expansion: { ratePerSecond, maxUids: 1_000_000 },
-      progress: new MysqlCampaignProgress(stack.pool),
+      valueSerdes: registryValueSerdes(registry, o.prefix),
+      topicPrefix: o.prefix,
+      expansion: { ratePerSecond: o.ratePerSecond, maxUids: 1_000_000 },
+      progress: new MysqlCampaignProgress(o.pool),
     }),
     brokers: endpoints.kafkaBrokers,
-    dlqTopic: stack.topics.name('dlq'),
+    dlqTopic: topicName('dlq', o.prefix),
     commitIntervalMs: 200,
+    ...(o.sessionTimeoutMs ? { sessionTimeoutMs: o.sessionTimeoutMs } : {}),
     logger: createLogger({ service: 'campaigns-test' }, 'warn'),
   });
+}
+
+/** The campaign expansion application on the stack, in this process. */
+export async function startExpansion(stack: EntryStack, ratePerSecond: number, applicationId = uniqueName('campaigns')): Promise<StreamsApp> {
+  const app = expansionApp({ prefix: stack.topics.prefix, pool: stack.pool, ratePerSecond, applicationId });
   await app.start();
   return app;
 }
