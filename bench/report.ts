@@ -6,6 +6,7 @@ import type { CeilingResult } from './ceilings.ts';
 import type { LatencyFigures, StormFigures } from './analysis.ts';
 import type { StepResult } from './steps.ts';
 import type { MemoryBenchResult } from './memory-bench.ts';
+import type { ShardBenchResult } from './shards-bench.ts';
 import { formatSegments } from './worker-metrics.ts';
 
 export interface BenchResult {
@@ -37,6 +38,8 @@ export interface BenchResult {
     readonly workerEnv: Record<string, string>;
   };
   readonly ceilings: CeilingResult | null;
+  /** Fan-out throughput with MySQL on 1 and on 4 uid shards (bench/shards-bench.ts); null with --no-shards. */
+  readonly shards?: ShardBenchResult | null;
   readonly steps: StepResult[];
   /** Highest offered persisted-message rate a step sustained (min of offered and generated); 0 when none did. */
   readonly sustainedEventsPerSecond: number;
@@ -286,6 +289,17 @@ export function tableRows(r: BenchResult): Row[] {
       target: '(reference)',
       milestone: '',
       measured: `${r.ceilings.exactlyOnceChain.recordsPerSecond.toLocaleString('en-US')} records/s; pipeline ÷ chain ${r.pipelineToCeiling ?? 'n/a'}`,
+      verdict: '',
+    });
+  }
+  if (r.shards) {
+    rows.push({
+      what: 'fan-out throughput, MySQL shards 1 vs 4',
+      target: '(reported)',
+      milestone: '',
+      measured:
+        r.shards.figures.map((f) => `${f.shards} shard${f.shards === 1 ? '' : 's'}: ${f.dispatchesPerSecond.toLocaleString('en-US')}/s`).join(' | ') +
+        ` (dispatches/s, mean of ${r.shards.figures[0]?.runs.length ?? 0} runs of ${r.shards.dispatches})`,
       verdict: '',
     });
   }

@@ -7,7 +7,8 @@
  *   3. latency of offline devices' leading pushes at half the sustained rate and at 100 msgs/s
  *      (emulator receive time), split into segments from the workers' histograms;
  *   4. a group-storm workload: vendor submissions per trigger, and whether every device ends on the
- *      latest seq of each conversation.
+ *      latest seq of each conversation;
+ *   5. fan-out throughput with MySQL on 1 and on 4 uid shards, side by side (bench/shards-bench.ts).
  * Every step also reads the workers' /metrics: records produced and fetched per message, commits per
  * second, GC share of the workers' CPU (bench/worker-metrics.ts).
  * Writes bench/results/<timestamp>.json and prints a table. `--help` lists the flags.
@@ -27,6 +28,7 @@ import { runPipelinePhases, type PhaseOptions } from './phases.ts';
 import { atRate, formatTable, type BenchResult } from './report.ts';
 import { processMemory } from './probes.ts';
 import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
+import { measureShardedFanOut, type ShardBenchResult } from './shards-bench.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -44,6 +46,8 @@ const HELP = `npm run bench -- [flags]
   --storm-seconds S      length of the group-storm phase (default 15)
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
+  --shard-dispatches N   dispatches per run of the 1-vs-4 MySQL shards fan-out phase (default 2000; quick 500)
+  --no-shards            skip that phase
   --merge-windows N      also measure merge-state memory with N open windows and the restore time
                          (bench/memory-bench.ts; not in the default run)
   --out FILE             where to write the JSON (default bench/results/<timestamp>.json)
@@ -128,6 +132,17 @@ export async function main(args: string[]): Promise<number> {
     say('[bench] ceilings on the same broker ...');
     ceilings = await measureCeilings({
       records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000),
+      partitions,
+      commitIntervalMs,
+      onProgress: say,
+    });
+  }
+
+  let shards: ShardBenchResult | null = null;
+  if (!args.includes('--no-shards')) {
+    say('[bench] fan-out with MySQL on 1 and on 4 uid shards (bench/shards-bench.ts) ...');
+    shards = await measureShardedFanOut({
+      dispatches: intFlag(args, '--shard-dispatches', quick ? 500 : 2_000, 1_000_000),
       partitions,
       commitIntervalMs,
       onProgress: say,
@@ -230,6 +245,7 @@ export async function main(args: string[]): Promise<number> {
       workerEnv,
     },
     ceilings,
+    shards,
     steps: outcome.steps,
     sustainedEventsPerSecond: sustainedRate,
     sustainedStep: sustained?.label ?? null,
