@@ -6,6 +6,7 @@
  * re-send exactly those pushes, once each, with the title, summary and collapse id the vendor got
  * the first time; and ClickHouse's arrival accounting (the views of docs/data.md, as `pushctl
  * arrival` reads them) must stay exact: equal to the emulators' recordings, each pair counted once.
+ * MySQL is sharded by uid over three databases (PUSH_MYSQL_SHARDS), so the replay spans shards.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/cli
 import type { ReceivedPush } from '../../emulators/index.ts';
 import type { MessagePersisted } from '../../processors/model/records.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
+import { shardDatabases, type ShardDatabases } from './shard-stack.ts';
 
 const PER_MAKER = 4;
 
@@ -45,10 +47,19 @@ test(
   async (t) => {
     let env: Environment | undefined;
     let traffic: TrafficProducer | undefined;
-    const saved = { prefix: process.env.PUSH_TOPIC_PREFIX };
+    let shards: ShardDatabases | undefined;
+    const saved = {
+      PUSH_TOPIC_PREFIX: process.env.PUSH_TOPIC_PREFIX,
+      PUSH_MYSQL_URL: process.env.PUSH_MYSQL_URL,
+      PUSH_MYSQL_SHARDS: process.env.PUSH_MYSQL_SHARDS,
+    };
     const clickhouse = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
     try {
-      env = await startEnvironment({ instances: 1, partitions: 2, verbose: false });
+      // Three uid shards (docs/data.md, "Shards"): the replay reads and resets tasks on every one.
+      shards = await shardDatabases('drill_shards', 3);
+      const mysqlEnv = { PUSH_MYSQL_URL: shards.urls[0]!, PUSH_MYSQL_SHARDS: shards.urls.join(',') };
+      Object.assign(process.env, mysqlEnv);
+      env = await startEnvironment({ instances: 1, partitions: 2, workerEnv: mysqlEnv, verbose: false });
       const e = env;
       const devices: SyntheticDevice[] = MAKERS.flatMap((m) =>
         Array.from({ length: PER_MAKER }, (_, i) => {
@@ -146,6 +157,14 @@ test(
       for (const p of resent) assert.deepEqual(p, original.get(p.key), `${p.key}: the original title, summary and collapse id`);
       assert.equal(ofRound('a').length, devices.length, 'round a not resent');
       assert.equal(ofRound('c').length, devices.length, 'round c not resent');
+      // The range's tasks were on every shard, and each is submitted (or delivered) again.
+      for (let shard = 0; shard < 3; shard++) {
+        const [rows] = await shards.pools
+          .shard(shard)
+          .query("SELECT COUNT(*) AS n, SUM(status IN (1, 2)) AS sent FROM im_push_task WHERE conv_id LIKE 'b-%' AND app_id = ?", [e.appId]);
+        const { n, sent } = (rows as Array<{ n: number; sent: string }>)[0]!;
+        assert.ok(n > 0 && Number(sent) === n, `shard ${shard}: ${n} tasks of the range, ${sent} submitted or delivered`);
+      }
 
       // Accounting: the replayed pairs are the same pairs, counted once, and match the vendors again.
       await sleep(3000);
@@ -159,12 +178,15 @@ test(
         `${devices.length} devices on ${MAKERS.length} vendors' makers; ${forgotten} pushes forgotten and replayed; arrival ${JSON.stringify(before)}`,
       );
     } finally {
-      if (saved.prefix === undefined) delete process.env.PUSH_TOPIC_PREFIX;
-      else process.env.PUSH_TOPIC_PREFIX = saved.prefix;
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
       await clickhouse.close();
       await traffic?.close().catch(() => undefined);
       await env?.close();
       if (env) await deleteRunTopics(env.topicPrefix).catch(() => undefined);
+      await shards?.drop();
     }
   },
 );
