@@ -5,6 +5,12 @@ import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface FanOutTopologyOptions extends WiringOptions {
   readonly fanOut: Omit<FanOutOptions, 'outputs'>;
+  /**
+   * Which dispatches this fan-out sends: IM's (push.dispatch, default) or the business lane's
+   * (push.dispatch.business, docs/entry.md): the same processor in its own application, consumer
+   * group and vendor gates, so business pushes never queue in front of IM pushes.
+   */
+  readonly lane?: 'im' | 'business';
 }
 
 /** Stable node names (they appear in `describe()`). */
@@ -28,7 +34,7 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
   const { source, sink } = topicIo(o);
   const n = FAN_OUT_NODES;
   return new TopologyBuilder()
-    .addSource(n.source, source('dispatch'))
+    .addSource(n.source, source(o.lane === 'business' ? 'dispatchBusiness' : 'dispatch'))
     .addSource(n.reads, source('presence'))
     .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source, n.reads)
     .addSink(n.outcomes, sink('outcomes'), n.processor)

@@ -21,7 +21,8 @@ export type FanOutReason =
   | 'read' // the conversation was read while the push waited to be retried (SUPPRESSED)
   | 'no_adapter' // the app has no such vendor configured
   | 'no_token' // the dispatch carried no channel
-  | 'duplicate'; // already submitted (or final) in im_push_task
+  | 'duplicate' // already submitted (or final) in im_push_task
+  | 'expired'; // a business push past its expire_at before it was submitted (DROPPED; docs/entry.md)
 
 export interface FanOutAnswer {
   readonly status: OutcomeStatus;
@@ -99,6 +100,7 @@ export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): Pus
     token_hash: token === undefined ? null : tokenHash(token),
     // The policy's why (channel chosen, online judgement), so the trace reads it from this outcome.
     detail: d.detail ?? null,
+    ...(d.business ? { business: d.business } : {}),
   };
 }
 
@@ -165,7 +167,17 @@ export function pushMessage(d: PushDispatch, token: string, classification: Read
     collapseId: d.collapse_id,
     silent: d.silent,
     data: { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id },
-    ttlSeconds,
+    ttlSeconds: d.business?.expire_at ? expiringTtl(d.business.expire_at, ttlSeconds) : ttlSeconds,
     ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
   };
+}
+
+/** The vendor time to live of a business push with an expiry: never past it (at least 1 s; an expired push is not submitted at all). */
+function expiringTtl(expireAt: number, ttlSeconds: number): number {
+  return Math.max(1, Math.min(ttlSeconds, Math.floor((expireAt - Date.now()) / 1000)));
+}
+
+/** Whether a business push is past its expiry at `now` (it ends DROPPED `expired`, unsubmitted). */
+export function isExpired(d: PushDispatch, now: number): boolean {
+  return d.business?.expire_at != null && d.business.expire_at <= now;
 }

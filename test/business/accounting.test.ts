@@ -6,6 +6,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { arrival } from '../../cli/commands/arrival.ts';
 import { rowFromOutcome, rowFromReceipt } from '../../sinks/clickhouse/rows.ts';
@@ -118,5 +119,15 @@ describe('business accounting in ClickHouse', () => {
       { sender: 'marketing', category: 'CAMPAIGN', campaign_id: 'spring' },
       { sender: 'orders', category: 'REMINDER', campaign_id: '' },
     ]);
+    // docs/entry.md's query for the data team gives the same figures.
+    const [query] = [...readFileSync(new URL('../../docs/entry.md', import.meta.url), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const docs = await db.client.query({ query: query!, format: 'JSONEachRow' });
+    const figures = (await docs.json<Record<string, string | number>>()).map((r) => [
+      r.campaign,
+      Number(r.submitted),
+      Number(r.arrived),
+      Number(r.arrival_rate),
+    ]);
+    assert.deepEqual(figures, [['spring', 4, 3, 0.75]]);
   });
 });

@@ -1,0 +1,93 @@
+/**
+ * What the business application emits: a dispatch per device on the business lane
+ * (push.dispatch.business, the fan-out's record, tagged with sender, category and campaign), and an
+ * outcome for every request that ends before a vendor (stage `business`), tagged the same way so
+ * ClickHouse counts business pushes per sender and campaign (docs/entry.md, "Accounting").
+ */
+import { collapseId, outcomeEventId, taskId } from '../model/ids.ts';
+import type { BusinessTag, DispatchKind, OutcomeStatus, PushDispatch, PushOutcome } from '../model/records.ts';
+import type { BusinessPush } from './transfer.ts';
+
+/** Reasons the business stage puts on outcomes (push-outcome.reason). */
+export type BusinessReason =
+  | 'duplicate' // the sender's idempotency key was seen within the retention
+  | 'expired' // the push's expire_at passed (or would pass before the user's night ends)
+  | 'opt_out' // the user turned the category or the sender off
+  | 'dnd' // the user's night, for a category whose rule is `drop`
+  | 'frequency_cap' // the user got the category's daily cap already
+  | 'campaign_cancelled' // the campaign was cancelled (processors/campaigns/cancellations.ts)
+  | 'quota' // the business lane's share of every channel's daily quota is used up
+  | 'no_token'; // no valid token for the app on the (targeted) device, or on any device
+
+/** The conversation a business push stands in for: task ids and outcomes are per (uid, conv, seq, device). */
+export function businessConv(p: BusinessPush): string {
+  return `biz:${p.requestId}`;
+}
+
+export function businessTag(p: BusinessPush): BusinessTag {
+  return { sender: p.sender, category: p.category, campaign_id: p.campaignId, expire_at: p.expireAt };
+}
+
+/** One outcome of the business stage about `p` (for `deviceId`, or the user when null). */
+export function businessOutcome(p: BusinessPush, status: OutcomeStatus, reason: BusinessReason, deviceId: string | null, at: number): PushOutcome {
+  const conv = businessConv(p);
+  const task = taskId(p.uid, conv, 0, deviceId ?? '');
+  return {
+    event_id: outcomeEventId('business', status, task, reason),
+    task_id: task,
+    uid: p.uid,
+    device_id: deviceId,
+    conv_id: conv,
+    seq: 0,
+    msg_id: p.requestId,
+    app_id: p.appId,
+    platform: null,
+    vendor: null,
+    stage: 'business',
+    status,
+    reason,
+    code: null,
+    vendor_message_id: null,
+    collapse_id: null,
+    attempts: 0,
+    persisted_at: p.requestedAt,
+    at,
+    latency_ms: null,
+    token_hash: null,
+    business: businessTag(p),
+  };
+}
+
+/** The dispatch of `p` to one device over its channels (valid tokens in fallback order). */
+export function businessDispatch(
+  p: BusinessPush,
+  deviceId: string,
+  platform: string,
+  channels: PushDispatch['channels'],
+  kind: DispatchKind,
+  at: number,
+): PushDispatch {
+  const conv = businessConv(p);
+  return {
+    task_id: taskId(p.uid, conv, 0, deviceId),
+    uid: p.uid,
+    device_id: deviceId,
+    conv_id: conv,
+    seq: 0,
+    msg_id: p.requestId,
+    app_id: p.appId,
+    platform,
+    channels,
+    title: p.title,
+    body: p.body,
+    badge: 0,
+    // A sender's collapse key replaces its earlier push with the same key on the device; without one each request stands alone.
+    collapse_id: collapseId(p.uid, p.collapseKey === null ? conv : `biz:${p.sender}:${p.collapseKey}`),
+    silent: false,
+    kind,
+    merged_count: 1,
+    persisted_at: p.requestedAt,
+    decided_at: at,
+    business: businessTag(p),
+  };
+}
