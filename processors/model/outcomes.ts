@@ -45,7 +45,8 @@ export function detailString(facts: Readonly<Record<string, string | number | nu
   for (const key in facts) {
     const value = facts[key];
     if (value === null || value === undefined || value === '') continue;
-    out += `${out ? ';' : ''}${key}=${String(value).replace(/[;=]/g, '_')}`;
+    const text = typeof value === 'number' ? String(value) : value.includes(';') || value.includes('=') ? value.replace(/[;=]/g, '_') : value;
+    out += out ? `;${key}=${text}` : `${key}=${text}`;
   }
   return out || null;
 }
