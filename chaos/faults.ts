@@ -105,7 +105,9 @@ export async function malformedProducer(topicPrefix: string, appId: string): Pro
     brokers: endpoints.kafkaBrokers,
     logLevel: logLevel.NOTHING,
     retry: { retries: 30, maxRetryTime: 5000 },
-  }).producer();
+    // Idempotent, as an IM service's producer must be: a batch retried after a broker loss is
+    // written once, so the malformed inputs counted here are exactly those on the topic.
+  }).producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   let n = 0;
   const validMessage = (i: number) => ({

@@ -6,7 +6,8 @@ import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
 import { readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { readEndpoints } from '../common/endpoints.ts';
-import { replicatedTopic, type TopicReplication } from '../topology/changelog.ts';
+import { ConfigError } from '../common/errors.ts';
+import { createTopicsWithLeaders, replicatedTopic, TopicCreationError, type TopicReplication } from '../topology/create-topics.ts';
 import { TOPICS, topicName, type TopicKey } from './topics.ts';
 
 /** How many partitions the topics get and the prefix of their names (PUSH_TOPIC_PREFIX). */
@@ -50,7 +51,14 @@ export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoi
         const configs = 'configs' in TOPICS[key] ? (TOPICS[key] as { configs: Record<string, string> }).configs : {};
         return { topic: name, numPartitions: plan.partitions, ...replicatedTopic(configs, replication) };
       });
-    if (wanted.length > 0) await client.createTopics({ topics: wanted, waitForLeaders: true });
+    try {
+      await createTopicsWithLeaders(client, wanted);
+    } catch (error) {
+      // More replicas than brokers: the setting is what to change.
+      if (error instanceof TopicCreationError && error.refusals.some((r) => r.type === 'INVALID_REPLICATION_FACTOR'))
+        throw new ConfigError('PUSH_REPLICATION_FACTOR', `${replication.factor} replicas asked, more than the cluster's brokers can hold (${error.message})`);
+      throw error;
+    }
     return wanted.map((t) => t.topic);
   } finally {
     await client.disconnect();

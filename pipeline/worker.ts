@@ -19,7 +19,7 @@ import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
 import { startReceiptReceiver, type RunningReceiver } from './receiver.ts';
 import { createPipelineTopics, readReplication } from './topics-admin.ts';
-import { replicatedTopic, type TopicReplication } from '../topology/changelog.ts';
+import { createTopicsWithLeaders, replicatedTopic, type TopicReplication } from '../topology/create-topics.ts';
 import { registerSchemas } from './schemas.ts';
 import { buildStage, type Stage, type StageName } from './apps/index.ts';
 import { topicName } from './topics.ts';
@@ -214,11 +214,10 @@ async function ensureInternalTopics(brokers: string[], topics: readonly string[]
   try {
     const existing = new Set(await admin.listTopics());
     const missing = topics.filter((t) => !existing.has(t));
-    if (missing.length > 0)
-      await admin.createTopics({
-        topics: missing.map((topic) => ({ topic, numPartitions: partitions, ...replicatedTopic({}, replication) })),
-        waitForLeaders: true,
-      });
+    await createTopicsWithLeaders(
+      admin,
+      missing.map((topic) => ({ topic, numPartitions: partitions, ...replicatedTopic({}, replication) })),
+    );
   } finally {
     await admin.disconnect();
   }

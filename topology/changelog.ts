@@ -3,6 +3,7 @@ import type { Admin, Kafka, PartitionAssigner } from 'kafkajs';
 import { AssignerProtocol } from 'kafkajs';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
+import { createTopicsWithLeaders, replicatedTopic, type TopicReplication } from './create-topics.ts';
 
 /** `<applicationId>-<store>-changelog`, as Kafka Streams names it. */
 export function changelogTopicName(applicationId: string, store: string): string {
@@ -15,37 +16,14 @@ export interface TopicToEnsure {
   readonly configs?: Readonly<Record<string, string>>;
 }
 
-/** How many replicas a created topic gets and how many must have a write (`min.insync.replicas`). */
-export interface TopicReplication {
-  readonly factor: number;
-  readonly minInsyncReplicas: number;
-}
-
-/**
- * A created topic's replication factor and configs: `replication`'s when given, else the broker's
- * defaults (replication factor -1, no `min.insync.replicas` of its own).
- */
-export function replicatedTopic(
-  configs: Readonly<Record<string, string>>,
-  replication?: TopicReplication,
-): { replicationFactor: number; configEntries: Array<{ name: string; value: string }> } {
-  const all = replication ? { ...configs, 'min.insync.replicas': String(replication.minInsyncReplicas) } : configs;
-  return { replicationFactor: replication?.factor ?? -1, configEntries: Object.entries(all).map(([name, value]) => ({ name, value })) };
-}
-
-/** Creates the topics that do not exist yet (concurrent creators are fine). */
+/** Creates the topics that do not exist yet (concurrent creators are fine) and waits for their leaders. */
 export async function ensureTopics(admin: Admin, topics: readonly TopicToEnsure[], replication?: TopicReplication): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t.topic));
-  if (missing.length === 0) return;
-  try {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, ...replicatedTopic(t.configs ?? {}, replication) })),
-    });
-  } catch (error) {
-    if ((error as { type?: string }).type !== 'TOPIC_ALREADY_EXISTS' && !/already exists/i.test(String((error as Error).message))) throw error;
-  }
+  await createTopicsWithLeaders(
+    admin,
+    missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, ...replicatedTopic(t.configs ?? {}, replication) })),
+  );
 }
 
 /** One changelog partition to replay into a store. */

@@ -2,7 +2,7 @@ import { ConfigError } from '../common/errors.ts';
 import { checkRange } from '../common/config.ts';
 import type { Logger } from '../common/log.ts';
 import type { Topology } from './builder.ts';
-import type { TopicReplication } from './changelog.ts';
+import type { TopicReplication } from './create-topics.ts';
 import type { MetricsListener } from './metrics.ts';
 import type { ProcessingErrorPolicy } from './task.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from './record-size.ts';
