@@ -10,7 +10,7 @@ import { compileIngestRules, type IngestOptions, type IngestRules } from '../mod
 import type { TableTopics } from '../model/inputs.ts';
 import { isValidTimeZone } from '../policy/quiet-hours.ts';
 import type { DailyQuotas } from '../policy/quota.ts';
-import { PUSH_CATEGORIES, type PushCategory } from '../campaigns/records.ts';
+import type { PushCategory } from '../campaigns/records.ts';
 
 /** What happens to a push that falls into the user's night: sent, kept until the night ends, or dropped. */
 export const NIGHT_RULES = ['deliver', 'defer', 'drop'] as const;
@@ -55,6 +55,9 @@ export const DEFAULT_STRATEGIES: StrategySet = Object.freeze({
   nightEndMinute: 8 * 60,
   senderRatePerSecond: 500,
 } as const);
+
+/** The categories (every one has its rule in the defaults). */
+export const CATEGORIES = Object.keys(DEFAULT_STRATEGIES.categories) as readonly PushCategory[];
 
 /** A template: `{name}` placeholders filled from the request's template_params. */
 export interface Template {
@@ -146,7 +149,7 @@ export interface BusinessConfig {
 /** A StrategySet with an override on top. */
 export function applyOverride(base: StrategySet, o: StrategyOverride | undefined): StrategySet {
   if (!o) return base;
-  const categories = Object.fromEntries(PUSH_CATEGORIES.map((c) => [c, { ...base.categories[c], ...o.categories?.[c] }])) as Record<PushCategory, CategoryRule>;
+  const categories = Object.fromEntries(CATEGORIES.map((c) => [c, { ...base.categories[c], ...o.categories?.[c] }])) as Record<PushCategory, CategoryRule>;
   return {
     categories,
     nightStartMinute: o.nightStartMinute ?? base.nightStartMinute,
@@ -157,7 +160,7 @@ export function applyOverride(base: StrategySet, o: StrategyOverride | undefined
 
 /** Checks a strategy set; `where` names it in the error (the key and the entry). */
 function checkStrategies(where: string, s: StrategySet): StrategySet {
-  for (const c of PUSH_CATEGORIES) {
+  for (const c of CATEGORIES) {
     const rule = s.categories[c];
     if (!NIGHT_RULES.includes(rule.night))
       throw new ConfigError(where, `categories.${c}.night must be one of ${NIGHT_RULES.join(', ')}, got ${JSON.stringify(rule.night)}`);

@@ -8,8 +8,8 @@
 import { createHash } from 'node:crypto';
 import { ContractError } from '../../common/errors.ts';
 import { eventTime, id, MAX_LENGTH, text, type IngestRules } from '../model/ingest.ts';
-import { PUSH_CATEGORIES, type PushCategory, type PushRequestRecord } from '../campaigns/records.ts';
-import type { Template } from './options.ts';
+import type { PushCategory, PushRequestRecord } from '../campaigns/records.ts';
+import { CATEGORIES, type Template } from './options.ts';
 
 /** Bounds of what a business push carries (vendors cut further: docs/vendors.md, "Payload limits"). */
 export const BUSINESS_LIMITS = { title: 256, body: 2_048, key: 128, dataEntries: 32, dataBytes: 2_048 } as const;
@@ -91,7 +91,7 @@ export function transfer(
     id('sender', r.sender, MAX_LENGTH.appId) ??
     id('app_id', r.app_id, MAX_LENGTH.appId) ??
     id('idempotency_key', r.idempotency_key, BUSINESS_LIMITS.key) ??
-    (PUSH_CATEGORIES.includes(r.category) ? undefined : `category: unknown category`) ??
+    (CATEGORIES.includes(r.category) ? undefined : `category: unknown category`) ??
     (r.device_id === null ? undefined : id('device_id', r.device_id, MAX_LENGTH.deviceId)) ??
     text('collapse_key', r.collapse_key, BUSINESS_LIMITS.key) ??
     (r.campaign_id === null ? undefined : id('campaign_id', r.campaign_id, BUSINESS_LIMITS.key)) ??
