@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto';
 import { MAX_LENGTH, id, text } from '../processors/model/ingest.ts';
 import {
   MAX_CAMPAIGN_ID,
-  PUSH_CATEGORIES,
-  PUSH_PRIORITIES,
+  CATEGORY_SYMBOLS,
+  PRIORITY_SYMBOLS,
   type PushCampaignRecord,
   type PushCategory,
   type PushContent,
@@ -139,8 +139,8 @@ function content(o: Record<string, unknown>, ctx: ParseContext, category: PushCa
   return {
     sender: ctx.sender,
     app_id: identifier(o, 'app_id', MAX_LENGTH.appId, true, true)!,
-    category: symbol(o, 'category', PUSH_CATEGORIES, category),
-    priority: symbol(o, 'priority', PUSH_PRIORITIES, priority),
+    category: symbol(o, 'category', CATEGORY_SYMBOLS, category),
+    priority: symbol(o, 'priority', PRIORITY_SYMBOLS, priority),
     title,
     body,
     template_id: templateId,

@@ -1,3 +1,5 @@
+import type { PushCampaignRecord, PushCategory, PushPriority } from '../model/records.ts';
+
 /**
  * The business records the entry produces and the campaign expansion reads and writes, as the Avro
  * schemas decode them: push.requests (schemas/push-request.avsc), push.campaigns
@@ -6,45 +8,11 @@
  * after it to drop what a cancelled campaign still has on its way (processors/campaigns/cancellations.ts).
  */
 
-export const PUSH_CATEGORIES = ['NOTICE', 'REMINDER', 'CAMPAIGN'] as const;
-export type PushCategory = (typeof PUSH_CATEGORIES)[number];
-export const PUSH_PRIORITIES = ['HIGH', 'NORMAL', 'LOW'] as const;
-export type PushPriority = (typeof PUSH_PRIORITIES)[number];
+export type { CampaignAction, PushCampaignRecord, PushCategory, PushContent, PushPriority, PushRequestRecord } from '../model/records.ts';
 
-/** What a push shows and carries: shared by a single request and a campaign. */
-export interface PushContent {
-  readonly sender: string;
-  readonly app_id: string;
-  readonly category: PushCategory;
-  readonly priority: PushPriority;
-  readonly title: string | null;
-  readonly body: string | null;
-  readonly template_id: string | null;
-  readonly template_params: Readonly<Record<string, string>>;
-  readonly data: Readonly<Record<string, string>>;
-  readonly collapse_key: string | null;
-  readonly expire_at: number | null;
-}
-
-/** push.requests: one business push to one user. Key: uid. */
-export interface PushRequestRecord extends PushContent {
-  readonly uid: string;
-  readonly idempotency_key: string;
-  readonly device_id: string | null;
-  readonly campaign_id: string | null;
-  readonly requested_at: number;
-}
-
-export type CampaignAction = 'CREATE' | 'CANCEL';
-
-/** push.campaigns: a bulk push (CREATE) or the cancellation of one (CANCEL). Key: campaign_id. */
-export interface PushCampaignRecord extends PushContent {
-  readonly campaign_id: string;
-  readonly action: CampaignAction;
-  readonly uids: readonly string[];
-  readonly uid_file: string | null;
-  readonly requested_at: number;
-}
+/** The symbols of the category and priority enums (schemas/push-request.avsc). */
+export const CATEGORY_SYMBOLS: readonly PushCategory[] = ['NOTICE', 'REMINDER', 'CAMPAIGN'];
+export const PRIORITY_SYMBOLS: readonly PushPriority[] = ['HIGH', 'NORMAL', 'LOW'];
 
 /** Longest campaign id (push_campaign.campaign_id, migrations/mysql/009_push_campaign.sql). */
 export const MAX_CAMPAIGN_ID = 64;

@@ -203,3 +203,43 @@ export interface PushReceipt {
   conv_id: string | null;
   seq: number | null;
 }
+
+export type PushCategory = 'NOTICE' | 'REMINDER' | 'CAMPAIGN';
+export type PushPriority = 'HIGH' | 'NORMAL' | 'LOW';
+export type CampaignAction = 'CREATE' | 'CANCEL';
+
+/** What a business push shows and carries: shared by a request to one user and a campaign. */
+export interface PushContent {
+  readonly sender: string;
+  readonly app_id: string;
+  readonly category: PushCategory;
+  readonly priority: PushPriority;
+  readonly title: string | null;
+  readonly body: string | null;
+  readonly template_id: string | null;
+  readonly template_params: Readonly<Record<string, string>>;
+  readonly data: Readonly<Record<string, string>>;
+  readonly collapse_key: string | null;
+  readonly expire_at: number | null;
+}
+
+/** push.requests (push-request.avsc): one business push to one user. Key: uid. */
+export interface PushRequestRecord extends PushContent {
+  readonly uid: string;
+  readonly idempotency_key: string;
+  readonly device_id: string | null;
+  readonly campaign_id: string | null;
+  readonly requested_at: number;
+}
+
+/**
+ * push.campaigns and push.campaign-control (push-campaign.avsc): a bulk push (CREATE) or the
+ * cancellation of one (CANCEL). Key: campaign_id.
+ */
+export interface PushCampaignRecord extends PushContent {
+  readonly campaign_id: string;
+  readonly action: CampaignAction;
+  readonly uids: readonly string[];
+  readonly uid_file: string | null;
+  readonly requested_at: number;
+}
