@@ -52,7 +52,7 @@ const CONTENT_FIELDS = [
   'expire_at',
   'idempotency_key',
 ];
-const PUSH_FIELDS = new Set([...CONTENT_FIELDS, 'uid', 'device_id']);
+const REQUEST_FIELDS = new Set([...CONTENT_FIELDS, 'uid', 'device_id']);
 const CAMPAIGN_FIELDS = new Set([...CONTENT_FIELDS, 'uids']);
 
 export interface ParseContext {
@@ -68,7 +68,7 @@ export interface ParseContext {
 
 /** POST /v1/pushes. */
 export function parsePushBody(body: unknown, ctx: ParseContext): PushRequestRecord {
-  const o = object(body, PUSH_FIELDS);
+  const o = object(body, REQUEST_FIELDS);
   const uid = identifier(o, 'uid', MAX_LENGTH.uid, true, false)!;
   const deviceId = identifier(o, 'device_id', MAX_LENGTH.deviceId, false, false);
   return {

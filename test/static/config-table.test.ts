@@ -19,7 +19,7 @@ import { compileReceiverConfig } from '../../receipts/config.ts';
 import { fanOutConfig, fanOutOptionsFromEnv, type FanOutOptions } from '../../processors/fan-out/options.ts';
 
 /** Folders of the product (not tests, the local stack, the benchmark or the demo's own tooling). */
-const SOURCE_DIRS = ['cli', 'common', 'pipeline', 'processors', 'receipts', 'sinks', 'topology', 'migrations'];
+const SOURCE_DIRS = ['cli', 'common', 'pipeline', 'processors', 'receipts', 'sinks', 'topology', 'migrations', 'entry'];
 /** A whole key: not a prefix such as `PUSH_FANOUT_*` or `PUSH_STACK_${name}_PORT`. */
 const KEY = /PUSH_[A-Z0-9_]*[A-Z0-9](?![A-Z0-9_*<${])/g;
 
