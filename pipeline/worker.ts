@@ -202,7 +202,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
 /** Kafka (and network) errors another attempt may get past: a broker restarting, a leader moving. */
 export function isTransientStartError(error: unknown): boolean {
   if (error && typeof error === 'object' && (error as { retriable?: unknown }).retriable === true) return true;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|not the leader|does not host this topic-partition|Connection error|coordinator is (loading|not available)/i.test(
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|not the leader|does not host this topic-partition|Connection error|Connection timeout|Broker not connected|coordinator is (loading|not available)/i.test(
     String((error as Error)?.message ?? error),
   );
 }

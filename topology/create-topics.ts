@@ -45,12 +45,17 @@ export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig
   try {
     await admin.createTopics({ topics, waitForLeaders: false });
   } catch (error) {
+    // One error per refused topic (KafkaJSAggregateError); anything else (a connection lost, the
+    // controller moving) is thrown as it is, so callers can tell a transient failure.
     const errors = (error as { errors?: Array<{ topic?: string; type?: string; message?: string }> }).errors;
-    const refused = (errors ?? [{ type: (error as { type?: string }).type, message: errorMessage(error) }]).filter(
-      (e) => e.type !== 'TOPIC_ALREADY_EXISTS' && !/already exists/i.test(e.message ?? ''),
-    );
+    if (!Array.isArray(errors)) throw error;
+    const refused = errors.filter((e) => e.type !== 'TOPIC_ALREADY_EXISTS' && !/already exists/i.test(e.message ?? ''));
     if (refused.length > 0) throw new TopicCreationError(refused.map((e) => ({ topic: e.topic ?? '?', type: e.type ?? 'UNKNOWN', message: e.message ?? '' })));
   }
+  await waitForLeaders(admin, topics, timeoutMs);
+}
+
+async function waitForLeaders(admin: Admin, topics: ITopicConfig[], timeoutMs: number): Promise<void> {
   const names = topics.map((t) => t.topic);
   const deadline = Date.now() + timeoutMs;
   for (;;) {

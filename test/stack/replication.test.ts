@@ -13,6 +13,8 @@ import { stackBrokers, stackServices } from '../../stack/index.ts';
 import { createPipelineTopics, readReplication } from '../../pipeline/topics-admin.ts';
 import { configurationErrors } from '../../cli/config-check.ts';
 import { ConfigError } from '../../common/errors.ts';
+import { isTransientStartError } from '../../pipeline/worker.ts';
+import { TopicCreationError } from '../../topology/create-topics.ts';
 import { TOPICS, topicName, type TopicKey } from '../../pipeline/topics.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
@@ -124,4 +126,17 @@ test('the pipeline topics get the configured replication; more replicas than bro
     await admin.disconnect();
     await deleteRunTopics(prefix);
   }
+});
+
+test('a worker start that meets a broker being lost or a starved connection is tried again, a refused topic is not', () => {
+  for (const message of [
+    'Broker not connected',
+    'Connection timeout',
+    'Connection error: connect ECONNREFUSED 127.0.0.1:19193',
+    'This server does not host this topic-partition',
+  ])
+    assert.equal(isTransientStartError(new Error(message)), true, message);
+  const refused = new TopicCreationError([{ topic: 't', type: 'INVALID_REPLICATION_FACTOR', message: 'Replication factor is invalid' }]);
+  assert.equal(isTransientStartError(refused), false);
+  assert.equal(isTransientStartError(new ConfigError('PUSH_REPLICATION_FACTOR', 'too many')), false);
 });
