@@ -12,6 +12,8 @@ import { topicsCommand, topicsHelp } from './commands/topics.ts';
 import { receiverCommand, receiverHelp } from './commands/receiver.ts';
 import { configCommand, configHelp } from './commands/config.ts';
 import { traceCommand, traceHelp } from './commands/trace.ts';
+import { entryCommand, entryHelp } from './commands/entry.ts';
+import { campaignsCommand, campaignsHelp } from './commands/campaigns.ts';
 import { checkConfiguration } from './config-check.ts';
 import { checkReachable, explainConnectionError, type Service } from '../pipeline/connections.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -61,6 +63,18 @@ const commands: Record<string, { help: string; usage: CommandUsage; needs?: (arg
   },
   arrival: { help: arrivalHelp, needs: () => ['clickhouse'], usage: { values: ['--since', '--by'] }, run: arrivalCommand },
   config: { help: configHelp, usage: { switches: ['--markdown'] }, run: configCommand },
+  entry: {
+    help: entryHelp,
+    needs: (a) => (a[0] === 'keys' ? ['mysql'] : ['mysql', 'kafka', 'registry', 'clickhouse']),
+    usage: { values: ['--rate'], maxArguments: 3 },
+    run: entryCommand,
+  },
+  campaigns: {
+    help: campaignsHelp,
+    needs: (a) => (a[0] === 'show' ? ['mysql', 'clickhouse'] : ['mysql', 'clickhouse', 'kafka', 'registry']),
+    usage: { actions: ['show', 'cancel'], values: ['--sender'], maxArguments: 2 },
+    run: campaignsCommand,
+  },
 };
 
 /** The version in package.json, next to cli/. */

@@ -6,14 +6,17 @@
  * differs).
  */
 
+import { BUSINESS_KEYS } from './config-keys-business.ts';
+
 /** The README table a key is listed in. */
-export type ConfigSection = 'endpoints' | 'workers' | 'decisions' | 'fan-out';
+export type ConfigSection = 'endpoints' | 'workers' | 'decisions' | 'fan-out' | 'business';
 
 export const CONFIG_SECTIONS: Readonly<Record<ConfigSection, string>> = {
   endpoints: 'Endpoints',
   workers: 'Workers (`pushctl run`) and the receiver',
   decisions: 'Decisions (docs/design.md §2.1–2.3)',
   'fan-out': 'Fan-out (docs/design.md §2.4)',
+  business: 'Business pushes (docs/entry.md)',
 };
 
 interface KeyBase {
@@ -72,7 +75,7 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 /** The pipeline's stages (pipeline/apps/index.ts builds one StreamsApp per stage). */
-export const STAGE_NAMES = ['decisions', 'fan-out', 'receipts', 'clickhouse'] as const;
+export const STAGE_NAMES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
 export const PROCESSING_GUARANTEES = ['exactly_once', 'at_least_once'] as const;
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const MERGE_MODES = ['leading', 'trailing-only'] as const;
@@ -88,6 +91,15 @@ export const CONFIG_KEYS = {
     doc: 'Confluent-compatible registry API root',
   }),
   PUSH_MYSQL_URL: str({ key: 'PUSH_MYSQL_URL', section: 'endpoints', default: 'mysql://root@127.0.0.1:3306/offline_push', doc: 'push tasks and tokens' }),
+  PUSH_MYSQL_SHARDS: list({
+    key: 'PUSH_MYSQL_SHARDS',
+    section: 'endpoints',
+    default: [],
+    defaultDoc: 'PUSH_MYSQL_URL alone',
+    itemName: 'MySQL URL',
+    secret: true,
+    doc: 'comma-separated mysql:// URLs of the uid shards, in shard order; a user lives on shard `CRC32(uid) % N` (docs/data.md, "Shards")',
+  }),
   PUSH_CLICKHOUSE_URL: str({ key: 'PUSH_CLICKHOUSE_URL', section: 'endpoints', default: 'http://127.0.0.1:8123', doc: 'ClickHouse HTTP interface' }),
   PUSH_CLICKHOUSE_DATABASE: str({ key: 'PUSH_CLICKHOUSE_DATABASE', section: 'endpoints', default: 'offline_push', doc: 'database of the push events' }),
   PUSH_CLICKHOUSE_USER: str({ key: 'PUSH_CLICKHOUSE_USER', section: 'endpoints', default: 'default', doc: 'ClickHouse user' }),
@@ -478,6 +490,57 @@ export const CONFIG_KEYS = {
     max: 100_000,
     doc: 'dispatches in flight per task before back pressure',
   }),
+  // The HTTP entry (`pushctl entry`, docs/entry.md) and the campaign expansion (stage `campaigns`).
+  PUSH_ENTRY_HOST: str({ key: 'PUSH_ENTRY_HOST', section: 'workers', default: '127.0.0.1', doc: '`pushctl entry` address' }),
+  PUSH_ENTRY_PORT: int({ key: 'PUSH_ENTRY_PORT', section: 'workers', default: 18095, min: 0, max: 65535, doc: '`pushctl entry` port (0 = any free port)' }),
+  PUSH_ENTRY_MAX_BODY_BYTES: int({
+    key: 'PUSH_ENTRY_MAX_BODY_BYTES',
+    section: 'workers',
+    default: 900_000,
+    min: 1024,
+    max: 16 * 1_048_576,
+    doc: "larger requests get 413; a campaign goes to Kafka as one record, so keep it under the topic's `max.message.bytes`",
+  }),
+  PUSH_ENTRY_MAX_CONNECTIONS: int({
+    key: 'PUSH_ENTRY_MAX_CONNECTIONS',
+    section: 'workers',
+    default: 1_024,
+    min: 1,
+    max: 100_000,
+    doc: '`pushctl entry`: open connections; more are closed at once',
+  }),
+  PUSH_ENTRY_KEY_REQUESTS_PER_SECOND: int({
+    key: 'PUSH_ENTRY_KEY_REQUESTS_PER_SECOND',
+    section: 'workers',
+    default: 200,
+    min: 1,
+    max: 1_000_000,
+    doc: 'requests per API key and second (a key may set its own in `push_business_key`); more get 429 with Retry-After',
+  }),
+  PUSH_CAMPAIGN_EXPANSION_RATE: int({
+    key: 'PUSH_CAMPAIGN_EXPANSION_RATE',
+    section: 'workers',
+    default: 20_000,
+    min: 1,
+    max: 1_000_000,
+    doc: 'per-user requests one campaign-expansion task produces per second at most',
+  }),
+  PUSH_CAMPAIGN_MAX_UIDS: int({
+    key: 'PUSH_CAMPAIGN_MAX_UIDS',
+    section: 'workers',
+    default: 1_000_000,
+    min: 1,
+    max: 100_000_000,
+    doc: 'distinct uids of one campaign at most; a larger one goes to push.dlq',
+  }),
+  PUSH_CAMPAIGN_UID_DIR: str({
+    key: 'PUSH_CAMPAIGN_UID_DIR',
+    section: 'workers',
+    default: '',
+    defaultDoc: '— (uid files refused)',
+    doc: 'folder the `uid_file` of a campaign must lie in (a relative name is taken from it)',
+  }),
+  ...BUSINESS_KEYS,
 };
 
 // Checked apart from the literal: a `satisfies` there would widen each enum key's values to string.

@@ -5,7 +5,6 @@
  * changelogs) spread over them.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import mysql from 'mysql2/promise';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
@@ -18,6 +17,7 @@ import { startMetricsServer } from '../sinks/metrics/server.ts';
 import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
 import { startReceiptReceiver, type RunningReceiver } from './receiver.ts';
+import { openShardedPools } from '../sinks/mysql/shards.ts';
 import { createPipelineTopics, readReplication } from './topics-admin.ts';
 import { createTopicsWithLeaders, replicatedTopic, type TopicReplication } from '../topology/create-topics.ts';
 import { registerSchemas } from './schemas.ts';
@@ -111,7 +111,8 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   const endpoints = readEndpoints(env);
   const metrics = new PipelineMetrics();
   const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
-  const pool = mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 8, timezone: 'Z' });
+  // One pool per uid shard (PUSH_MYSQL_SHARDS; PUSH_MYSQL_URL alone by default); shard 0 also holds the tables that are not per user.
+  const shards = openShardedPools(endpoints.mysqlShards, { connectionLimit: 8 });
   const vendors: VendorRegistry | undefined = config.appsConfigPath ? createVendorRegistry(loadAppsConfig(config.appsConfigPath)) : undefined;
 
   // Building the stages validates every option, so a bad configuration fails before anything is touched.
@@ -121,7 +122,8 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
       endpoints,
       topicPrefix: config.topicPrefix,
       registry,
-      mysql: pool,
+      mysql: shards.shard(0),
+      mysqlShards: shards,
       vendors: vendors!,
       metrics,
       logger: logger.child({ stage: name }),
@@ -136,7 +138,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
     for (const stage of stages) await stage.close();
     await server?.close();
     await vendors?.close();
-    await pool.end();
+    await shards.end();
   };
   let fatal: unknown;
   let reportFailure!: (error: unknown) => void;

@@ -8,6 +8,9 @@
  *   fan-out     push.dispatch ─► vendors ─► push.outcomes, push.tokens (dead tokens)
  *   receipts    push.receipts.raw, push.outcomes, push.tokens, push.receipts ─► push.receipts, push.tokens
  *   clickhouse  push.outcomes, push.receipts ─► ClickHouse
+ *   campaigns   push.campaigns (key campaign_id) ─► push.requests, push.campaign-control
+ *   business    push.requests, push.tokens, push.settings ─► push.dispatch.business, push.outcomes (docs/entry.md)
+ *   fan-out-business  push.dispatch.business ─► vendors (its own gates: PUSH_BUSINESS_VENDOR_RATE_PERCENT) ─► push.outcomes, push.tokens
  *
  * Each application's wiring (this folder, one file each) takes the same `WiringOptions` (value
  * serdes, topic prefix) plus its own options, and has a describe() snapshot test in test/pipeline/.
@@ -25,17 +28,24 @@ import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
 import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
+import type { ShardedPools } from '../../sinks/mysql/shards.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { PipelineMetrics } from '../../sinks/metrics/pipeline-metrics.ts';
 import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { registryValueSerdes } from '../serdes.ts';
 import { buildDecisionsTopology, decisionsOptionsFromEnv } from './decisions.ts';
 import { buildFanOutTopology } from './fan-out.ts';
+import { buildBusinessTopology, businessLaneVendors, businessOptionsFromEnv } from './business.ts';
+import { KafkaCampaignCancellations } from '../campaign-control.ts';
+import { readKey } from '../../common/config.ts';
+import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
 import { buildReceiptTopology, receiptsByMessageTopic } from './receipts.ts';
 import { buildClickhouseSinkTopology } from './clickhouse.ts';
 import { meteredSerdes, meteredVendors } from './metering.ts';
+import { buildCampaignsTopology, campaignExpansionOptionsFromEnv } from './campaigns.ts';
+import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
 
-export const STAGES = ['decisions', 'fan-out', 'receipts', 'clickhouse'] as const;
+export const STAGES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
 export type StageName = (typeof STAGES)[number];
 
 /** Shared resources a worker hands to the applications it runs. */
@@ -44,7 +54,10 @@ export interface StageContext {
   readonly endpoints: Endpoints;
   readonly topicPrefix: string;
   readonly registry: SchemaRegistry;
+  /** Shard 0 of MySQL (tables that are not per user). */
   readonly mysql: Pool;
+  /** MySQL's uid shards (sinks/mysql/shards.ts): im_push_task and im_push_token rows go to their uid's shard. */
+  readonly mysqlShards: ShardedPools;
   /** Vendor adapters of every configured app (fan-out submits, receipts parse). */
   readonly vendors: VendorRegistry;
   readonly metrics: PipelineMetrics;
@@ -94,7 +107,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
       };
     }
     case 'fan-out': {
-      const ledger = new MysqlPushTaskLedger({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener });
+      const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
       const fanOut = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };
       return { name, eventPath: true, internalTopics: [], close: async () => ledger.close(), topology: buildFanOutTopology({ ...wiring, fanOut }) };
     }
@@ -103,9 +116,9 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
         ...wiring,
         parsers: receiptParsersFromRegistry(ctx.vendors),
         ingest: ingestOptionsFromEnv(ctx.env),
-        join: { taskStatus: new MysqlTaskStatusWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }) },
+        join: { taskStatus: new MysqlTaskStatusWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }) },
         tokens: {
-          tokens: new MysqlTokenWriter({ pool: ctx.mysql, listener: ctx.metrics.mysqlListener }),
+          tokens: new MysqlTokenWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }),
           listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) },
         },
       });
@@ -121,6 +134,37 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
         close: () => writer.close(),
         topology: buildClickhouseSinkTopology({ ...wiring, writer }),
       };
+    }
+    case 'business': {
+      // Cancelled campaigns (push.campaign-control, read whole): their kept and later requests end SUPPRESSED campaign_cancelled.
+      const cancellations = new KafkaCampaignCancellations({
+        endpoints: ctx.endpoints,
+        registry: ctx.registry,
+        topicPrefix: ctx.topicPrefix,
+        logger: ctx.logger,
+      });
+      const reading = cancellations.start().catch((error: unknown) => ctx.logger.error('push.campaign-control could not be read', { error }));
+      const business = { ...businessOptionsFromEnv(ctx.env), cancelled: (id: string) => cancellations.cancelledAt(id) !== undefined };
+      const topology = buildBusinessTopology({ ...wiring, business });
+      return { name, eventPath: true, internalTopics: [], close: () => reading.then(() => cancellations.close()), topology };
+    }
+    case 'fan-out-business': {
+      const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
+      const percent = readKey(ctx.env, BUSINESS_KEYS.PUSH_BUSINESS_VENDOR_RATE_PERCENT);
+      const lane = businessLaneVendors(meteredVendors(ctx.vendors, ctx.metrics), percent, { ratePerSecond: 500, concurrency: 64 });
+      const fanOut = { ...fanOutOptionsFromEnv(ctx.env), ...lane, ledger, listener: ctx.metrics.fanOutListener };
+      return {
+        name,
+        eventPath: true,
+        internalTopics: [],
+        close: async () => ledger.close(),
+        topology: buildFanOutTopology({ ...wiring, fanOut, lane: 'business' }),
+      };
+    }
+    case 'campaigns': {
+      const progress = new MysqlCampaignProgress(ctx.mysql, { listener: ctx.metrics.mysqlListener });
+      const topology = buildCampaignsTopology({ ...wiring, expansion: campaignExpansionOptionsFromEnv(ctx.env), progress });
+      return { name, eventPath: false, internalTopics: [], close: none, topology };
     }
   }
 }
