@@ -59,7 +59,7 @@ function channelWords(f: Record<string, string>, vendor: string): string {
 /** The rest of the why of a push: online judgement, channel, mention override, generic text. */
 function pushContext(f: Record<string, string>, vendor: string): string {
   const parts = [
-    f.on && PRESENCE_WORDS[f.on] ? `; ${PRESENCE_WORDS[f.on]}` : '',
+    f.on && PRESENCE_WORDS[f.on] ? `; ${PRESENCE_WORDS[f.on]}${f.hb === undefined ? '' : `, ${ago(f.hb)}`}` : '',
     f.deferred ? "; it was held through the user's quiet hours and sent when they ended" : '',
     channelWords(f, vendor),
     f.over ? `; the @mention (${f.mention ?? 'mention'}) overrode the user's ${f.over.replace('dnd', 'quiet hours').replace(',', ' and ')}` : '',

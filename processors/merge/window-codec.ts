@@ -8,7 +8,8 @@
  * separated by `RS` (US = \u001f, RS = \u001e); `due` is the earliest `until` of the windows
  * (decimal epoch ms). The fields are `device_id, open (1|0), until - due, pushed_seq, count,
  * mention, read_seq`, followed, when a trigger is carried, by `seq, msg_id, conv_type, sender_uid,
- * unread_cnt, title, summary, sensitive (1|0), mention, persisted_at - due, app_id, presence`.
+ * unread_cnt, title, summary, sensitive (1|0), mention, persisted_at - due, app_id, presence` and,
+ * when the trigger has one, its heartbeat age `hb` (windows stored before it have 12 carried fields).
  * Enum values are stored as their index in the lists below (a value not in a list, from a newer
  * schema, as a JSON string). A text field is stored as it is unless it holds US or RS or starts
  * with `"`: then as a JSON string, which escapes every control character, so US and RS only ever
@@ -65,6 +66,7 @@ function encodeWindow(deviceId: string, w: DeviceWindow, due: number): string {
       text(t.app_id),
       code(PRESENCE, t.presence),
     );
+    if (t.hb !== null && t.hb !== undefined) fields.push(t.hb);
   }
   return fields.join(US);
 }
@@ -82,7 +84,8 @@ export function decodeConvWindows(encoded: EncodedConvWindows): ConvWindows {
   const conv: ConvWindows = new Map();
   for (const device of encoded.slice(start + 1).split(RS)) {
     const f = device.split(US);
-    if (f.length !== WINDOW_FIELDS && f.length !== WINDOW_FIELDS + CARRIED_FIELDS) throw new RangeError(`merge windows: a device has ${f.length} fields`);
+    if (f.length !== WINDOW_FIELDS && f.length !== WINDOW_FIELDS + CARRIED_FIELDS && f.length !== WINDOW_FIELDS + CARRIED_FIELDS + 1)
+      throw new RangeError(`merge windows: a device has ${f.length} fields`);
     conv.set(untext(f[0]!), {
       open: f[1] === '1',
       until: due + Number(f[2]),
@@ -110,6 +113,7 @@ function decodeCarried(f: string[], i: number, due: number): CarriedTrigger {
     persisted_at: due + Number(f[i + 9]),
     app_id: untext(f[i + 10]!),
     presence: uncode(PRESENCE, f[i + 11]!),
+    ...(f.length > i + CARRIED_FIELDS ? { hb: Number(f[i + CARRIED_FIELDS]) } : {}),
   };
 }
 

@@ -65,6 +65,7 @@ export function carry(c: PushCandidate): CarriedTrigger {
     persisted_at: c.persisted_at,
     app_id: c.app_id,
     presence: c.presence,
+    ...(c.hb === null || c.hb === undefined ? {} : { hb: c.hb }),
   };
 }
 

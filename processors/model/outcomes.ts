@@ -31,7 +31,8 @@ export type OutcomeSubject = Pick<PushOutcome, 'uid' | 'device_id' | 'conv_id' |
  * (docs/data.md, "Decision details"):
  * - online-filter: `hb` heartbeat age at the decision, ms; `hold` hold window, ms; `ack` ms from
  *   persist to the ACK (or `before` when it came before the message); `on` the online judgement of
- *   a pushed message (OFFLINE, HALF_OPEN, SUSPECT, BACKGROUND)
+ *   a pushed message (OFFLINE, HALF_OPEN, SUSPECT, BACKGROUND), with `hb` its heartbeat age then
+ *   (absent when it never sent one)
  * - merge: `by` the seq whose push carries a merged message; `win` the merge window, ms
  * - policy: `tz` the user's zone, `qh` quiet hours `HH:MM-HH:MM`, `local` the user's local time;
  *   `mention` a mention and `over` what it overrode (mute, dnd); `private` 1 in private mode,

@@ -79,6 +79,8 @@ export interface PushCandidate extends DeviceMessage {
   kind: 'TRIGGER' | 'READ';
   presence: PresenceDecision;
   decided_at: number;
+  /** Ms since the device's last heartbeat (or CONNECT) when it was judged; null or absent when it never sent one. */
+  hb?: number | null;
 }
 
 /** push.merged (push-merged.avsc). */
@@ -90,6 +92,8 @@ export interface PushMerged extends DeviceMessage {
   presence: PresenceDecision;
   window_start: number;
   decided_at: number;
+  /** The trigger's heartbeat age (PushCandidate.hb). */
+  hb?: number | null;
 }
 
 export type DispatchKind = 'LEADING' | 'TRAILING' | 'IMMEDIATE' | 'DEFERRED';

@@ -290,6 +290,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       app_id: message.app_id,
       presence,
       decided_at: at,
+      hb: heartbeatAge(p, at),
     };
     this.ctx.forward({ key: message.uid, value: candidate, timestamp: at }, this.config.outputs.candidates);
   }

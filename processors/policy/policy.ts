@@ -190,6 +190,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
       decided_at: at,
       detail: detailString({
         on: m.presence,
+        hb: m.hb,
         deferred: kind === 'DEFERRED' ? 1 : null,
         ch: usable[0],
         why,

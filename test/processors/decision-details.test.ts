@@ -108,4 +108,29 @@ describe('decision details', () => {
         [['DEFERRED', { on: 'OFFLINE', deferred: '1', ch: 'fcm', why: 'only' }]],
       );
     }));
+
+  test('online-filter: a pushed device carries its heartbeat age to the dispatch (offline after a disconnect, half-open after the hold), through a merge window too', () =>
+    withHarness({ onlineFilter: { holdWindowMs: 5_000 }, merge: { windowMs: 2_000 } }, async (h) => {
+      await h.token('u1', 'd1', 'fcm');
+      await h.online('u1', 'd1');
+      await h.advanceTo(1_000);
+      await h.message('u1', 'half-open');
+      await h.advanceTo(6_500);
+      await h.presence('u1', 'd1', 'DISCONNECT');
+      await h.advanceTo(8_000);
+      await h.message('u1', 'c1');
+      await h.message('u1', 'c1');
+      await h.advanceTo(11_000);
+      await h.token('u2', 'd1', 'fcm');
+      await h.message('u2', 'c1');
+      assert.deepEqual(
+        h.drain().dispatches.map((d) => [d.uid, d.conv_id, d.kind, parseDetail(d.detail)]),
+        [
+          ['u1', 'half-open', 'LEADING', { on: 'HALF_OPEN', hb: '6000', ch: 'fcm', why: 'only' }],
+          ['u1', 'c1', 'LEADING', { on: 'OFFLINE', hb: '8000', ch: 'fcm', why: 'only' }],
+          ['u1', 'c1', 'TRAILING', { on: 'OFFLINE', hb: '8000', ch: 'fcm', why: 'only' }],
+          ['u2', 'c1', 'LEADING', { on: 'OFFLINE', ch: 'fcm', why: 'only' }],
+        ],
+      );
+    }));
 });
