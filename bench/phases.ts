@@ -11,6 +11,7 @@ import { processCpuMs } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
 import { formatSegments } from './worker-metrics.ts';
 import { describeStep } from './report.ts';
+import { runCampaignPhase, type CampaignFigures } from './campaign-phase.ts';
 
 export interface PhaseOptions {
   /** Offered persisted messages/s of the load steps, ascending. */
@@ -38,6 +39,11 @@ export interface PhaseOptions {
   readonly lowerTries: number;
   /** Seconds the idle workers' CPU is measured before the steps. */
   readonly idleSeconds: number;
+  /** Users of the campaign phase (bench/campaign-phase.ts); 0 skips it. */
+  readonly campaignUsers?: number;
+  /** Its IM load beside the campaign, persisted msgs/s, and each IM run's length, s. */
+  readonly campaignImRate?: number;
+  readonly campaignImSeconds?: number;
 }
 
 export interface PhaseResults {
@@ -46,6 +52,8 @@ export interface PhaseResults {
   /** The same at a fixed 100 persisted msgs/s. */
   readonly latencyAt100: (LatencyFigures & { step: StepResult; rate: number }) | null;
   readonly storm: (StormFigures & { step: StepResult }) | null;
+  /** IM latency alone and beside a campaign, and the campaign's throughput (bench/campaign-phase.ts). */
+  readonly campaign: CampaignFigures | null;
   /** CPU the workers use with no load (polling, punctuators, empty commits), ms per second, all workers. */
   readonly idleWorkerCpuMsPerSecond: number;
   readonly notes: string[];
@@ -187,9 +195,27 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   );
   if (stormResult.pairsWithoutPush > 0)
     notes.push(`${stormResult.pairsWithoutPush} storm (device, conv) pairs got no accepted push at all (see the workers' logs and the outcomes topic)`);
+  const campaignUsers = options.campaignUsers ?? 0;
+  const campaign =
+    campaignUsers > 0
+      ? await runCampaignPhase(
+          put,
+          loadPopulation,
+          (rate, seconds) => load(loadPopulation, rate, seconds, { counters, stormShare: options.stormShare ?? 0.0015 }),
+          {
+            users: campaignUsers,
+            imRate: options.campaignImRate ?? 100,
+            imSeconds: options.campaignImSeconds ?? options.lowRateSeconds,
+            senderRatePerSecond: 500,
+            mergeWindowMs: options.mergeWindowMs,
+            timeoutSeconds: Math.ceil(campaignUsers / 500) * 2 + 120,
+          },
+        )
+      : null;
+  if (campaign && campaign.reached < campaign.users) notes.push(`the campaign reached ${campaign.reached} of ${campaign.users} users before the phase gave up`);
   // Idle burn last, when every phase has drained and every merge window closed (measured before the
   // steps it caught the tail of the setup records).
   const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
   say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
-  return { steps, latency, latencyAt100, storm: stormResult, idleWorkerCpuMsPerSecond, notes };
+  return { steps, latency, latencyAt100, storm: stormResult, campaign, idleWorkerCpuMsPerSecond, notes };
 }

@@ -7,6 +7,7 @@ import type { LatencyFigures, StormFigures } from './analysis.ts';
 import type { StepResult } from './steps.ts';
 import type { MemoryBenchResult } from './memory-bench.ts';
 import type { ShardBenchResult } from './shards-bench.ts';
+import type { CampaignFigures } from './campaign-phase.ts';
 import { formatSegments } from './worker-metrics.ts';
 
 export interface BenchResult {
@@ -59,6 +60,8 @@ export interface BenchResult {
   /** Merge-state memory and restore (only with --merge-windows; bench/memory-bench.ts). */
   readonly mergeState: MemoryBenchResult | null;
   readonly storm: (StormFigures & { readonly step: StepResult }) | null;
+  /** IM latency alone and beside a campaign on the business lane, and the campaign's throughput (bench/campaign-phase.ts). */
+  readonly campaign: CampaignFigures | null;
   readonly workers: Array<{ readonly pid: number; readonly peakRssMb: number; readonly rssMbAtEnd: number | null }>;
   readonly notes: string[];
 }
@@ -249,6 +252,7 @@ export function tableRows(r: BenchResult): Row[] {
         : 'n/a',
       verdict: verdict(r.storm ? r.storm.pairsFinalStale === 0 && r.storm.pairsWithoutPush === 0 : null),
     },
+    ...campaignRows(r.campaign),
     {
       what: 'worker CPU per persisted msg, sustained rate',
       target: '(none)',
@@ -363,4 +367,27 @@ export function formatTable(r: BenchResult): string {
     `load average at start ${r.environment.loadAverageAtStart.join(' ')}, at end ${r.environment.loadAverageAtEnd.join(' ')} (other work on the machine skews every figure)`,
     ...r.notes.map((n) => `note: ${n}`),
   ].join('\n');
+}
+
+/** The campaign phase's rows: IM p99 beside the campaign against IM alone, and the campaign's rates. */
+function campaignRows(c: CampaignFigures | null): Row[] {
+  const p99 = (l: LatencyFigures) => `${l.p99Ms ?? 'n/a'} ms (${l.samples})`;
+  return [
+    {
+      what: `IM p99 beside a ${c?.users ?? 'n/a'}-user campaign vs alone, ${c?.imRate ?? 'n/a'} msgs/s`,
+      target: '≤ +20 %',
+      milestone: 'same',
+      measured: c ? `${p99(c.imWithCampaign)} vs ${p99(c.imAlone)}: ${c.imP99IncreasePct ?? 'n/a'} %` : 'n/a',
+      verdict: verdict(c && c.imP99IncreasePct !== null ? c.imP99IncreasePct <= 20 : null),
+    },
+    {
+      what: 'campaign: send rate within its rate limit; every user once',
+      target: `≤ ${c?.senderRatePerSecond ?? 'n/a'}/s, all reached`,
+      milestone: 'same',
+      measured: c
+        ? `${c.sendPerSecond}/s (${c.reached}/${c.users} users in ${c.seconds} s, ${c.repeated} repeated); requests produced at ${c.requestsPerSecond}/s`
+        : 'n/a',
+      verdict: verdict(c ? c.withinRateLimit && c.reached === c.users : null),
+    },
+  ];
 }

@@ -46,6 +46,7 @@ const HELP = `npm run bench -- [flags]
   --storm-seconds S      length of the group-storm phase (default 15)
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
+  --campaign-users N     users of the campaign phase (IM latency beside a campaign; default 100000; quick 2000; 0 skips it)
   --shard-dispatches N   dispatches per run of the 1-vs-4 MySQL shards fan-out phase (default 2000; quick 500)
   --no-shards            skip that phase
   --merge-windows N      also measure merge-state memory with N open windows and the restore time
@@ -123,6 +124,7 @@ export async function main(args: string[]): Promise<number> {
     bisect: !quick,
     lowerTries: quick ? 1 : 3,
     idleSeconds: quick ? 2 : 8,
+    campaignUsers: intFlag(args, '--campaign-users', quick ? 2_000 : 100_000, 10_000_000),
   };
   const notes: string[] = [];
   const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
@@ -255,6 +257,7 @@ export async function main(args: string[]): Promise<number> {
     atSustainedRate: sustained ? atRate(sustained, outcome.idleWorkerCpuMsPerSecond) : null,
     latency: outcome.latency,
     latencyAt100: outcome.latencyAt100,
+    campaign: outcome.campaign,
     mergeState,
     storm: outcome.storm,
     workers: [...peakRssMb.entries()].map(([pid, peak]) => ({ pid, peakRssMb: peak, rssMbAtEnd: rssAtEnd.get(pid) ?? null })),

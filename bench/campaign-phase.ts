@@ -1,0 +1,181 @@
+/**
+ * The campaign phase of the benchmark (issue 16, docs/entry.md): IM latency with and without a
+ * campaign on the business lane, measured in the same run. First a steady IM load alone (the
+ * latency population's leading pushes to offline devices, persist → vendor), then the same load
+ * again while a campaign of `users` users goes through push.requests → business →
+ * push.dispatch.business → fan-out-business. Reported: both IM latency figures and their p99 ratio
+ * (the target: within 20 %), the campaign's production rate (requests produced per second, what
+ * an expansion feeds the lane with), its send rate at the vendors against the sender's rate limit
+ * (the workers' default PUSH_BUSINESS_STRATEGIES: 500/s per sender), and whether every campaign
+ * user got exactly one push.
+ */
+import type { Environment } from '../demo/environment.ts';
+import type { ReceivedPush } from '../emulators/index.ts';
+import type { Population, TimedRecord } from '../demo/workload.ts';
+import type { PushRequestRecord } from '../processors/campaigns/records.ts';
+import type { TokenReport, UserSettings } from '../processors/model/records.ts';
+import { leadingPushLatency, type LatencyFigures } from './analysis.ts';
+import { runStep, waitDrained, type PipelineUnderTest } from './steps.ts';
+
+export interface CampaignPhaseOptions {
+  /** Campaign recipients (one Android device with an FCM token each). */
+  readonly users: number;
+  /** The IM load beside it, persisted msgs/s, and how long each of the two IM runs lasts, s. */
+  readonly imRate: number;
+  readonly imSeconds: number;
+  /** The sender rate the workers apply to the campaign's sender (PUSH_BUSINESS_STRATEGIES; default 500/s). */
+  readonly senderRatePerSecond: number;
+  readonly mergeWindowMs: number;
+  /** Most time the campaign may take to reach every user before the phase gives up, s. */
+  readonly timeoutSeconds: number;
+}
+
+export interface CampaignFigures {
+  readonly users: number;
+  readonly imRate: number;
+  readonly imAlone: LatencyFigures;
+  readonly imWithCampaign: LatencyFigures;
+  /** imWithCampaign p99 ÷ imAlone p99 − 1, %; the target is ≤ 20. */
+  readonly imP99IncreasePct: number | null;
+  /** Requests produced to push.requests per second (what feeds the lane). */
+  readonly requestsPerSecond: number;
+  /** Campaign users whose push reached the vendor, and how many got it more than once. */
+  readonly reached: number;
+  readonly repeated: number;
+  /** From the first request produced to the last campaign push at the vendor, s. */
+  readonly seconds: number;
+  /** Distinct campaign users reached per second. */
+  readonly sendPerSecond: number;
+  readonly senderRatePerSecond: number;
+  /** The send rate did not exceed the sender's rate limit (1 % tolerance for clock granularity). */
+  readonly withinRateLimit: boolean;
+}
+
+const CAMPAIGN_SENDER = 'bench-campaign';
+
+/** An Etc/GMT zone where it is about noon now, so the night rule never holds the campaign back. */
+export function noonZone(nowMs = Date.now()): string {
+  const offset = 12 - new Date(nowMs).getUTCHours(); // local = UTC + offset; Etc/GMT-X means UTC+X
+  const bounded = Math.max(-12, Math.min(14, offset));
+  return bounded === 0 ? 'Etc/GMT' : `Etc/GMT${bounded > 0 ? '-' : '+'}${Math.abs(bounded)}`;
+}
+
+function takeReceived(env: Environment): ReceivedPush[] {
+  return env.emulators.all().flatMap((e) => e.received.splice(0, e.received.length));
+}
+
+export async function runCampaignPhase(
+  put: PipelineUnderTest & { env: Environment },
+  population: Population,
+  load: (rate: number, seconds: number) => { records: TimedRecord[]; window: { startMs: number; seconds: number } },
+  o: CampaignPhaseOptions,
+): Promise<CampaignFigures> {
+  const { env, say } = put;
+  const settleMs = o.mergeWindowMs + 2000;
+  const now = Date.now();
+  const zone = noonZone(now);
+  const uids = Array.from({ length: o.users }, (_, i) => `${env.run}c${i}`);
+  const tokenOf = new Map(uids.map((uid) => [env.emulators.token('fcm', `${uid}-phone`), uid]));
+  const tokens = [...tokenOf].map(([token, uid]) => {
+    const value: TokenReport = {
+      uid,
+      device_id: 'phone',
+      platform: 'android',
+      vendor: 'fcm',
+      app_id: env.appId,
+      token,
+      reported_at: now,
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: 'google',
+    };
+    return { key: uid, value };
+  });
+  const settings = uids.map((uid) => {
+    const value: UserSettings = { uid, time_zone: zone, quiet_hours: null, muted_conversations: [], private_mode: false, updated_at: now };
+    return { key: uid, value };
+  });
+  say(`[bench] campaign: ${o.users} users' tokens and settings (zone ${zone}) ...`);
+  await put.traffic.send('tokens', tokens);
+  await put.traffic.send('settings', settings);
+  await waitDrained(put, 600_000);
+  takeReceived(env);
+
+  say(`[bench] campaign: IM alone at ${o.imRate} msgs/s for ${o.imSeconds} s ...`);
+  const alone = load(o.imRate, o.imSeconds);
+  await runStep(put, `IM alone ${o.imRate}/s`, alone.records, { settleMs, window: alone.window });
+  const imAlone = leadingPushLatency(alone.records, population, takeReceived(env), 2 * o.mergeWindowMs);
+
+  say(`[bench] campaign: ${o.users} requests from ${CAMPAIGN_SENDER} with IM at ${o.imRate} msgs/s beside them ...`);
+  const requests = uids.map((uid) => {
+    const value: PushRequestRecord = {
+      uid,
+      sender: CAMPAIGN_SENDER,
+      app_id: env.appId,
+      idempotency_key: `bench:${uid}`,
+      category: 'CAMPAIGN',
+      priority: 'LOW',
+      title: 'Spring sale',
+      body: 'Everything half price today',
+      template_id: null,
+      template_params: {},
+      data: {},
+      device_id: null,
+      collapse_key: 'spring-sale',
+      expire_at: null,
+      campaign_id: `${env.run}-spring`,
+      requested_at: Date.now(),
+    };
+    return { key: uid, value };
+  });
+  const beside = load(o.imRate, o.imSeconds);
+  const campaignStart = Date.now();
+  const produced = put.traffic.send('requests', requests).then(() => Date.now());
+  const imStep = runStep(put, `IM beside campaign ${o.imRate}/s`, beside.records, { settleMs, window: beside.window });
+  const received: ReceivedPush[] = [];
+  await imStep;
+  received.push(...takeReceived(env));
+  const imWithCampaign = leadingPushLatency(beside.records, population, received, 2 * o.mergeWindowMs);
+  const producedAt = await produced;
+
+  const reachedUsers = new Map<string, number>();
+  let last = campaignStart;
+  const count = (pushes: readonly ReceivedPush[]) => {
+    for (const p of pushes) {
+      const uid = p.answer === 'accepted' ? tokenOf.get(p.token) : undefined;
+      if (uid === undefined) continue;
+      reachedUsers.set(uid, (reachedUsers.get(uid) ?? 0) + 1);
+      last = Math.max(last, p.at);
+    }
+  };
+  count(received);
+  const deadline = campaignStart + o.timeoutSeconds * 1000;
+  while (reachedUsers.size < o.users && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    count(takeReceived(env));
+  }
+  const seconds = Math.max(0.001, (last - campaignStart) / 1000);
+  const sendPerSecond = Math.round(reachedUsers.size / seconds);
+  const figures: CampaignFigures = {
+    users: o.users,
+    imRate: o.imRate,
+    imAlone,
+    imWithCampaign,
+    imP99IncreasePct: imAlone.p99Ms && imWithCampaign.p99Ms !== null ? Math.round(((imWithCampaign.p99Ms - imAlone.p99Ms) / imAlone.p99Ms) * 1000) / 10 : null,
+    requestsPerSecond: Math.round(o.users / Math.max(0.001, (producedAt - campaignStart) / 1000)),
+    reached: reachedUsers.size,
+    repeated: [...reachedUsers.values()].filter((n) => n > 1).length,
+    seconds: Math.round(seconds * 10) / 10,
+    sendPerSecond,
+    senderRatePerSecond: o.senderRatePerSecond,
+    withinRateLimit: sendPerSecond <= o.senderRatePerSecond * 1.01,
+  };
+  say(
+    `[bench] campaign: IM p99 ${imAlone.p99Ms} ms alone, ${imWithCampaign.p99Ms} ms beside the campaign (${figures.imP99IncreasePct ?? 'n/a'} %); ` +
+      `campaign ${figures.reached}/${o.users} users in ${figures.seconds} s (${sendPerSecond}/s, limit ${o.senderRatePerSecond}/s), requests produced at ${figures.requestsPerSecond}/s`,
+  );
+  await waitDrained(put, 600_000);
+  takeReceived(env);
+  return figures;
+}
