@@ -1,5 +1,5 @@
 /**
- * describe() snapshots of the fan-out, receipts and ClickHouse applications (decisions: see
+ * describe() snapshots of the fan-out, receipts, ClickHouse and campaign applications (decisions: see
  * decisions-topology.test.ts): every wiring change shows up here in review. Sub-topologies follow
  * the keys: a topic sits only where the key or the application changes.
  */
@@ -9,6 +9,7 @@ import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import { buildReceiptTopology } from '../../pipeline/apps/receipts.ts';
 import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
+import { buildCampaignsTopology } from '../../pipeline/apps/campaigns.ts';
 import type { FanOutOptions } from '../../processors/fan-out/options.ts';
 import type { ReceiptTopologyOptions } from '../../pipeline/apps/receipts.ts';
 import type { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
@@ -97,6 +98,26 @@ describe('application wiring', () => {
         '      --> clickhouse-sink',
         '    Processor: clickhouse-sink (stores: [])',
         '      <-- push-events',
+      ),
+    );
+  });
+
+  test('campaigns: push.campaigns (key campaign_id) ─► campaign-expansion ─► push.requests (key uid), push.campaign-control', () => {
+    const topology = buildCampaignsTopology({ ...wiring, expansion: { ratePerSecond: 1, maxUids: 1 } });
+    assert.equal(
+      topology.describe(),
+      lines(
+        'Topologies:',
+        '  Sub-topology: 0',
+        '    Source: campaigns-source (topics: [t.push.campaigns])',
+        '      --> campaign-expansion',
+        '    Processor: campaign-expansion (stores: [campaign-meta, campaign-uids])',
+        '      --> requests-sink, campaign-control-sink',
+        '      <-- campaigns-source',
+        '    Sink: requests-sink (topic: t.push.requests)',
+        '      <-- campaign-expansion',
+        '    Sink: campaign-control-sink (topic: t.push.campaign-control)',
+        '      <-- campaign-expansion',
       ),
     );
   });
