@@ -81,7 +81,10 @@ function checkWords(l: TraceLine): void {
       /merged into the notification for seq 3 of this conversation \(the messages of a conversation within 3000 ms of a burst's first push/,
     );
   if (l.outcome !== 'accepted') return;
-  assert.match(l.words, /the device was offline/);
+  assert.match(
+    l.words,
+    f.hb ? new RegExp(`the device was offline \\(no live connection to the IM server\\), its last heartbeat was ${f.hb} ms before`) : /the device was offline/,
+  );
   if (f.why === 'quota') assert.match(l.words, /sent through FCM because Xiaomi had used up today's quota \(re-routed\)/);
   if (f.ch === 'hms' && l.vendor === 'fcm') assert.match(l.words, /sent through FCM, the device's next channel after Huawei \(HMS\) failed/);
   if (f.why === 'only') assert.match(l.words, /the device's only push token/);

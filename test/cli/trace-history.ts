@@ -7,7 +7,8 @@
  * a muted conversation (one message without a mention, suppressed; one with an @mention, which
  * overrides mute), a merge burst (leading push, one merged, the trailing update), a dead first
  * token (HMS refuses it, FCM takes the push, the token is invalidated), a quota re-route (Xiaomi's
- * daily quota is 0, so the Xiaomi phone is pushed through FCM) and a user with two offline devices.
+ * daily quota is 0, so the Xiaomi phone is pushed through FCM) and a user with two offline devices,
+ * the first of which was connected once (so its pushes say how old its last heartbeat was).
  * Only quota users have Xiaomi phones, so the quota touches no other history.
  */
 import { clientTokenReport, MAKERS, type SyntheticDevice, type TimedRecord } from '../../demo/workload.ts';
@@ -134,8 +135,10 @@ export function buildHistories(o: HistoryOptions): HistoryScenario {
   const setup: HistoryScenario['setup'] = { tokens: [], settings: [], presence: [] };
   for (const u of users) {
     for (const d of u.devices) for (const t of d.tokens) setup.tokens.push(clientTokenReport(d, t, o.appId, o.setupAt));
-    if (u.history === 'online')
-      setup.presence.push({ key: u.uid, value: { uid: u.uid, device_id: u.devices[0]!.deviceId, kind: 'CONNECT', conv_id: null, seq: null, at: o.setupAt } });
+    const presence = (kind: 'CONNECT' | 'DISCONNECT', at: number) =>
+      setup.presence.push({ key: u.uid, value: { uid: u.uid, device_id: u.devices[0]!.deviceId, kind, conv_id: null, seq: null, at } });
+    if (u.history === 'online' || u.history === 'two-devices') presence('CONNECT', o.setupAt);
+    if (u.history === 'two-devices') presence('DISCONNECT', o.setupAt + 1);
     setup.settings.push({
       key: u.uid,
       value: {
@@ -269,8 +272,10 @@ export function buildHistories(o: HistoryOptions): HistoryScenario {
         break;
       default:
         for (let k = 0; k < 2; k++) {
-          const msg = persist(`c-${u.uid}-${k}`, 1, at(i, k));
-          for (const d of u.devices) always.push(...pushed(msg, d));
+          const t = at(i, k);
+          const msg = persist(`c-${u.uid}-${k}`, 1, t);
+          // The first device of two connected at the setup and disconnected: its heartbeat age goes with the push.
+          for (const d of u.devices) always.push(...pushed(msg, d, '', u.history === 'two-devices' && d === d0 ? { hb: String(t - o.setupAt) } : {}));
         }
     }
     const invalidated = u.history === 'dead-token' ? [`${d0.deviceId}|${d0.tokens[0]!.vendor}`] : [];
