@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { stackCommand, stackHelp } from './commands/stack.ts';
 import { statusCommand, statusHelp } from './commands/status.ts';
 import { migrateCommand, migrateHelp } from './commands/migrate.ts';
+import { archiveCommand, archiveHelp } from './commands/archive.ts';
 import { runCommand, runHelp } from './commands/run.ts';
 import { demoCommand, demoHelp } from './commands/demo.ts';
 import { arrivalCommand, arrivalHelp } from './commands/arrival.ts';
@@ -39,6 +40,7 @@ const commands: Record<string, { help: string; usage: CommandUsage; needs?: (arg
     usage: { switches: ['--mysql-only'] },
     run: migrateCommand,
   },
+  archive: { help: archiveHelp, needs: () => ['mysql'], usage: { values: ['--days', '--batch'] }, run: archiveCommand },
   run: { help: runHelp, usage: { values: ['--stages', '--instances'], switches: ['--receiver'] }, run: runCommand },
   receiver: { help: receiverHelp, usage: {}, run: receiverCommand },
   demo: { help: demoHelp, usage: { values: ['--users', '--messages', '--seconds', '--instances'] }, run: demoCommand },
