@@ -6,16 +6,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { detailString, parseDetail } from '../../processors/model/outcomes.ts';
-import { DecisionsHarness, type HarnessOptions } from './harness.ts';
-
-async function withHarness(options: HarnessOptions, body: (h: DecisionsHarness) => Promise<void>): Promise<void> {
-  const h = DecisionsHarness.create(options);
-  try {
-    await body(h);
-  } finally {
-    await h.close();
-  }
-}
+import { withHarness } from './harness.ts';
 
 const factsOf = (records: ReadonlyArray<{ detail?: string | null }>) => records.map((r) => parseDetail(r.detail));
 

@@ -119,6 +119,16 @@ export class DecisionsHarness {
   }
 }
 
+/** Runs `body` on a fresh harness and closes it, whatever happens. */
+export async function withHarness(options: HarnessOptions, body: (h: DecisionsHarness) => Promise<void>): Promise<void> {
+  const h = DecisionsHarness.create(options);
+  try {
+    await body(h);
+  } finally {
+    await h.close();
+  }
+}
+
 export function plain<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
