@@ -117,27 +117,36 @@ export interface TaskSummary {
   readonly sampleUid?: string;
 }
 
-/** The app's push tasks as MySQL has them (im_push_task, written by the receipts stage). */
+/** The app's push tasks as MySQL has them (im_push_task, written by the receipts stage), summed over the uid shards (PUSH_MYSQL_SHARDS). */
 export async function taskSummary(appId: string): Promise<TaskSummary> {
-  const db = await mysql.createConnection({ uri: readEndpoints().mysqlUrl });
-  try {
-    const [statuses] = await db.query('SELECT status, COUNT(*) AS n FROM im_push_task WHERE app_id = ? GROUP BY status', [appId]);
-    const names = new Map<number, string>(Object.entries(TASK_STATUS).map(([name, code]) => [code, name]));
-    const byStatus: Record<string, number> = {};
-    for (const r of statuses as Array<{ status: number; n: number }>) byStatus[names.get(r.status) ?? String(r.status)] = Number(r.n);
-    const [failed] = await db.query(
-      `SELECT vendor, COALESCE(fail_code, '') AS code, COUNT(*) AS n FROM im_push_task WHERE app_id = ? AND status = ${TASK_STATUS.failed} GROUP BY vendor, code ORDER BY vendor, code`,
-      [appId],
-    );
-    const [sample] = await db.query('SELECT uid FROM im_push_task WHERE app_id = ? ORDER BY id LIMIT 1', [appId]);
-    return {
-      byStatus,
-      failed: (failed as Array<{ vendor: string; code: string; n: number }>).map((r) => ({ vendor: r.vendor, code: r.code, count: Number(r.n) })),
-      sampleUid: (sample as Array<{ uid: string }>)[0]?.uid,
-    };
-  } finally {
-    await db.end();
+  const names = new Map<number, string>(Object.entries(TASK_STATUS).map(([name, code]) => [code, name]));
+  const byStatus: Record<string, number> = {};
+  const failed = new Map<string, { vendor: string; code: string; count: number }>();
+  let sampleUid: string | undefined;
+  for (const uri of readEndpoints().mysqlShards) {
+    const db = await mysql.createConnection({ uri });
+    try {
+      const [statuses] = await db.query('SELECT status, COUNT(*) AS n FROM im_push_task WHERE app_id = ? GROUP BY status', [appId]);
+      for (const r of statuses as Array<{ status: number; n: number }>) {
+        const name = names.get(r.status) ?? String(r.status);
+        byStatus[name] = (byStatus[name] ?? 0) + Number(r.n);
+      }
+      const [rows] = await db.query(
+        `SELECT vendor, COALESCE(fail_code, '') AS code, COUNT(*) AS n FROM im_push_task WHERE app_id = ? AND status = ${TASK_STATUS.failed} GROUP BY vendor, code`,
+        [appId],
+      );
+      for (const r of rows as Array<{ vendor: string; code: string; n: number }>) {
+        const key = `${r.vendor}\u001f${r.code}`;
+        failed.set(key, { vendor: r.vendor, code: r.code, count: (failed.get(key)?.count ?? 0) + Number(r.n) });
+      }
+      const [sample] = await db.query('SELECT uid FROM im_push_task WHERE app_id = ? ORDER BY id LIMIT 1', [appId]);
+      sampleUid ??= (sample as Array<{ uid: string }>)[0]?.uid;
+    } finally {
+      await db.end();
+    }
   }
+  const sorted = [...failed.values()].sort((x, y) => x.vendor.localeCompare(y.vendor) || x.code.localeCompare(y.code));
+  return { byStatus, failed: sorted, ...(sampleUid === undefined ? {} : { sampleUid }) };
 }
 
 export function describeTasks(tasks: TaskSummary): string {
