@@ -60,6 +60,52 @@ export function noonZone(nowMs = Date.now()): string {
   return bounded === 0 ? 'Etc/GMT' : `Etc/GMT${bounded > 0 ? '-' : '+'}${Math.abs(bounded)}`;
 }
 
+/** Token reports (one Android device `phone` with an FCM token each: token → uid) and settings in `zone` for campaign users. */
+export function campaignUserRecords(tokenOf: ReadonlyMap<string, string>, appId: string, zone: string, now: number) {
+  const tokens = [...tokenOf].map(([token, uid]) => {
+    const value: TokenReport = {
+      uid,
+      device_id: 'phone',
+      platform: 'android',
+      vendor: 'fcm',
+      app_id: appId,
+      token,
+      reported_at: now,
+      state: 'VALID',
+      source: 'CLIENT',
+      reason: null,
+      manufacturer: 'google',
+    };
+    return { key: uid, value };
+  });
+  const settings = [...tokenOf.values()].map((uid) => {
+    const value: UserSettings = { uid, time_zone: zone, quiet_hours: null, muted_conversations: [], private_mode: false, updated_at: now };
+    return { key: uid, value };
+  });
+  return { tokens, settings };
+}
+
+/** A campaign's request for one user (idempotency key `<campaign>:<uid>`); `fields` override the rest. */
+export function campaignRequest(uid: string, fields: Partial<PushRequestRecord> & Pick<PushRequestRecord, 'sender' | 'app_id'>): PushRequestRecord {
+  return {
+    uid,
+    idempotency_key: `${fields.campaign_id ?? 'campaign'}:${uid}`,
+    category: 'CAMPAIGN',
+    priority: 'LOW',
+    title: 'Spring sale',
+    body: 'Everything half price today',
+    template_id: null,
+    template_params: {},
+    data: {},
+    device_id: null,
+    collapse_key: null,
+    expire_at: null,
+    campaign_id: null,
+    requested_at: Date.now(),
+    ...fields,
+  };
+}
+
 function takeReceived(env: Environment): ReceivedPush[] {
   return env.emulators.all().flatMap((e) => e.received.splice(0, e.received.length));
 }
@@ -76,26 +122,7 @@ export async function runCampaignPhase(
   const zone = noonZone(now);
   const uids = Array.from({ length: o.users }, (_, i) => `${env.run}c${i}`);
   const tokenOf = new Map(uids.map((uid) => [env.emulators.token('fcm', `${uid}-phone`), uid]));
-  const tokens = [...tokenOf].map(([token, uid]) => {
-    const value: TokenReport = {
-      uid,
-      device_id: 'phone',
-      platform: 'android',
-      vendor: 'fcm',
-      app_id: env.appId,
-      token,
-      reported_at: now,
-      state: 'VALID',
-      source: 'CLIENT',
-      reason: null,
-      manufacturer: 'google',
-    };
-    return { key: uid, value };
-  });
-  const settings = uids.map((uid) => {
-    const value: UserSettings = { uid, time_zone: zone, quiet_hours: null, muted_conversations: [], private_mode: false, updated_at: now };
-    return { key: uid, value };
-  });
+  const { tokens, settings } = campaignUserRecords(tokenOf, env.appId, zone, now);
   say(`[bench] campaign: ${o.users} users' tokens and settings (zone ${zone}) ...`);
   await put.traffic.send('tokens', tokens);
   await put.traffic.send('settings', settings);
@@ -108,27 +135,10 @@ export async function runCampaignPhase(
   const imAlone = leadingPushLatency(alone.records, population, takeReceived(env), 2 * o.mergeWindowMs);
 
   say(`[bench] campaign: ${o.users} requests from ${CAMPAIGN_SENDER} with IM at ${o.imRate} msgs/s beside them ...`);
-  const requests = uids.map((uid) => {
-    const value: PushRequestRecord = {
-      uid,
-      sender: CAMPAIGN_SENDER,
-      app_id: env.appId,
-      idempotency_key: `bench:${uid}`,
-      category: 'CAMPAIGN',
-      priority: 'LOW',
-      title: 'Spring sale',
-      body: 'Everything half price today',
-      template_id: null,
-      template_params: {},
-      data: {},
-      device_id: null,
-      collapse_key: 'spring-sale',
-      expire_at: null,
-      campaign_id: `${env.run}-spring`,
-      requested_at: Date.now(),
-    };
-    return { key: uid, value };
-  });
+  const requests = uids.map((uid) => ({
+    key: uid,
+    value: campaignRequest(uid, { sender: CAMPAIGN_SENDER, app_id: env.appId, campaign_id: `${env.run}-spring`, collapse_key: 'spring-sale' }),
+  }));
   const beside = load(o.imRate, o.imSeconds);
   const campaignStart = Date.now();
   const produced = put.traffic.send('requests', requests).then(() => Date.now());

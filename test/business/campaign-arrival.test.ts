@@ -14,8 +14,7 @@ import { readEndpoints } from '../../common/endpoints.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import type { PushCampaignRecord } from '../../processors/campaigns/records.ts';
-import type { TokenReport, UserSettings } from '../../processors/model/records.ts';
-import { noonZone } from '../../bench/campaign-phase.ts';
+import { campaignUserRecords, noonZone } from '../../bench/campaign-phase.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
 
 const USERS = 2_000;
@@ -41,33 +40,10 @@ test(
       const since = Math.floor(now / 1000) - 60;
       const uids = Array.from({ length: USERS }, (_, i) => `${env!.run}-cu${i}`);
       const tokenOf = new Map(uids.map((uid) => [env!.emulators.token('fcm', uid), uid]));
-      await traffic.send(
-        'tokens',
-        [...tokenOf].map(([token, uid]) => {
-          const value: TokenReport = {
-            uid,
-            device_id: 'phone',
-            platform: 'android',
-            vendor: 'fcm',
-            app_id: env!.appId,
-            token,
-            reported_at: now,
-            state: 'VALID',
-            source: 'CLIENT',
-            reason: null,
-            manufacturer: 'google',
-          };
-          return { key: uid, value };
-        }),
-      );
       // A zone where it is about noon: the night rule does not hold the campaign back, whatever the hour.
-      await traffic.send(
-        'settings',
-        uids.map((uid) => {
-          const value: UserSettings = { uid, time_zone: noonZone(now), quiet_hours: null, muted_conversations: [], private_mode: false, updated_at: now };
-          return { key: uid, value };
-        }),
-      );
+      const { tokens, settings } = campaignUserRecords(tokenOf, env.appId, noonZone(now), now);
+      await traffic.send('tokens', tokens);
+      await traffic.send('settings', settings);
       await new Promise((resolve) => setTimeout(resolve, 3000));
 
       const campaignId = `${env.run}-spring`;

@@ -10,6 +10,7 @@ import { buildBusinessTopology, type BusinessTopologyOptions } from '../../pipel
 import { TOPICS } from '../../pipeline/topics.ts';
 import type { PushDispatch, PushOutcome, TokenReport, UserSettings } from '../../processors/model/records.ts';
 import type { PushRequestRecord } from '../../processors/campaigns/records.ts';
+import { campaignRequest } from '../../bench/campaign-phase.ts';
 
 export const APP = 'im.demo';
 
@@ -67,8 +68,7 @@ export class BusinessHarness {
 
   /** A request with title and body; `extra` overrides any field. */
   async request(uid: string, idempotencyKey: string, extra: Partial<PushRequestRecord> = {}, key: string = extra.uid ?? uid): Promise<void> {
-    const value: PushRequestRecord = {
-      uid,
+    const value = campaignRequest(uid, {
       sender: 'order-service',
       app_id: APP,
       idempotency_key: idempotencyKey,
@@ -76,16 +76,9 @@ export class BusinessHarness {
       priority: 'NORMAL',
       title: 'Your order',
       body: 'has shipped',
-      template_id: null,
-      template_params: {},
-      data: {},
-      device_id: null,
-      collapse_key: null,
-      expire_at: null,
-      campaign_id: null,
       requested_at: this.now,
       ...extra,
-    };
+    });
     await this.driver.pipeInput(TOPICS.requests.name, key, value, { timestamp: this.now });
   }
 

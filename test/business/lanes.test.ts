@@ -27,8 +27,8 @@ import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import type { Topology } from '../../topology/builder.ts';
-import type { PushOutcome, TokenReport } from '../../processors/model/records.ts';
-import type { PushRequestRecord } from '../../processors/campaigns/records.ts';
+import type { PushOutcome } from '../../processors/model/records.ts';
+import { campaignRequest, campaignUserRecords } from '../../bench/campaign-phase.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { dispatch, taskTable } from '../fanout/support.ts';
 
@@ -102,19 +102,8 @@ describe('business and IM lanes on the real stack', () => {
   test(`a ${USERS}-user campaign on the business lane: IM pushes to the same vendor overtake it, every push arrives`, { timeout: 240_000 }, async (t) => {
     const now = Date.now();
     const uids = Array.from({ length: USERS }, (_, i) => `cu-${i}`);
-    const tokens: TokenReport[] = uids.map((uid) => ({
-      uid,
-      device_id: 'phone',
-      platform: 'android',
-      vendor: 'fcm',
-      app_id: APP,
-      token: em.token('fcm', uid),
-      reported_at: now,
-      state: 'VALID',
-      source: 'CLIENT',
-      reason: null,
-      manufacturer: null,
-    }));
+    const { tokens: tokenRecords } = campaignUserRecords(new Map(uids.map((uid) => [em.token('fcm', uid), uid])), APP, 'UTC', now);
+    const tokens = tokenRecords.map((r) => r.value);
     await produce(
       'tokens',
       tokens.map((t) => ({ key: t.uid, value: t })),
@@ -136,24 +125,7 @@ describe('business and IM lanes on the real stack', () => {
     const businessFanOut = app('fan-out-business', buildFanOutTopology({ ...wiring, lane: 'business', fanOut: { ...lane, ledger: ledger(db.table) } }));
     await Promise.all([business.start(), imFanOut.start(), businessFanOut.start()]);
 
-    const requests: PushRequestRecord[] = uids.map((uid) => ({
-      uid,
-      sender: 'marketing',
-      app_id: APP,
-      idempotency_key: `spring:${uid}`,
-      category: 'CAMPAIGN',
-      priority: 'LOW',
-      title: 'Spring sale',
-      body: 'Today only',
-      template_id: null,
-      template_params: {},
-      data: {},
-      device_id: null,
-      collapse_key: null,
-      expire_at: null,
-      campaign_id: 'spring',
-      requested_at: Date.now(),
-    }));
+    const requests = uids.map((uid) => campaignRequest(uid, { sender: 'marketing', app_id: APP, campaign_id: 'spring' }));
     await produce(
       'requests',
       requests.map((r) => ({ key: r.uid, value: r })),
