@@ -21,7 +21,7 @@ import { registryValueSerdes } from '../pipeline/serdes.ts';
 import { topicName, type TopicKey } from '../pipeline/topics.ts';
 import { StreamsApp } from '../topology/runtime.ts';
 import { createTopics, suffix } from './runtime-bench.ts';
-import type { PushCampaignRecord } from '../processors/model/records.ts';
+import { cancelRecord, type PushCampaignRecord } from '../processors/campaigns/records.ts';
 
 export interface CampaignBenchOptions {
   /** Uids of the campaign. Default 200 000. */
@@ -120,24 +120,8 @@ export async function measureCampaignExpansion(o: CampaignBenchOptions = {}): Pr
 }
 
 function campaign(id: string, file: string): PushCampaignRecord {
-  return {
-    campaign_id: id,
-    action: 'CREATE',
-    sender: 'bench',
-    app_id: 'im.demo',
-    category: 'CAMPAIGN',
-    priority: 'LOW',
-    title: 'Bench',
-    body: 'Campaign expansion throughput',
-    template_id: null,
-    template_params: {},
-    data: {},
-    collapse_key: null,
-    expire_at: null,
-    uids: [],
-    uid_file: file,
-    requested_at: Date.now(),
-  };
+  const base = cancelRecord(id, 'bench', Date.now());
+  return { ...base, action: 'CREATE', app_id: 'im.demo', title: 'Bench', body: 'Campaign expansion throughput', uid_file: file };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
@@ -73,20 +74,15 @@ export class EntryServer {
     this.guard.attach(this.server);
   }
 
-  /** Starts listening; resolves with the bound port. */
+  /** Starts listening; resolves with the bound port (rejects with the listen error). */
   async listen(): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.deps.config.port, this.deps.config.host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
+    await once(this.server.listen(this.deps.config.port, this.deps.config.host), 'listening');
     return (this.server.address() as AddressInfo).port;
   }
 
+  /** Stops accepting and closes open connections. */
   async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const closed = once(this.server.close(), 'close');
     this.server.closeAllConnections();
     await closed;
   }
