@@ -22,13 +22,17 @@ export interface RunningEntry {
   stop(): Promise<void>;
 }
 
+/**
+ * The MySQL of the API keys and the campaign progress: tables that are not per user live on shard 0
+ * (the first of PUSH_MYSQL_SHARDS, else PUSH_MYSQL_URL), where the campaigns stage writes progress.
+ */
 function pool(endpoints: Endpoints): Pool {
-  return mysql.createPool({ uri: endpoints.mysqlUrl, connectionLimit: 4, timezone: 'Z' });
+  return mysql.createPool({ uri: endpoints.mysqlShards[0]!, connectionLimit: 4, timezone: 'Z' });
 }
 
 /**
  * Starts the entry: PUSH_ENTRY_* (entry/config.ts), PUSH_KAFKA_BROKERS, PUSH_SCHEMA_REGISTRY_URL,
- * PUSH_TOPIC_PREFIX, PUSH_MYSQL_URL (API keys, campaign progress), PUSH_CLICKHOUSE_* (campaign
+ * PUSH_TOPIC_PREFIX, PUSH_MYSQL_URL or shard 0 of PUSH_MYSQL_SHARDS (API keys, campaign progress), PUSH_CLICKHOUSE_* (campaign
  * accounting). Every key is validated before anything is opened.
  */
 export async function startEntry(env: Env = process.env, logger: Logger = createLogger({ service: 'push-entry' })): Promise<RunningEntry> {
@@ -57,7 +61,7 @@ export async function startEntry(env: Env = process.env, logger: Logger = create
   };
 }
 
-/** Runs `work` with a pool of PUSH_MYSQL_URL, closed after. */
+/** Runs `work` with a pool of shard 0, closed after. */
 async function withMysql<T>(work: (db: Pool) => Promise<T>, env: Env): Promise<T> {
   const db = pool(readEndpoints(env));
   try {
@@ -67,7 +71,7 @@ async function withMysql<T>(work: (db: Pool) => Promise<T>, env: Env): Promise<T
   }
 }
 
-/** Runs `work` with the API keys of PUSH_MYSQL_URL. */
+/** Runs `work` with the API keys (on shard 0). */
 export function withApiKeys<T>(work: (keys: ApiKeys) => Promise<T>, env: Env = process.env): Promise<T> {
   return withMysql((db) => work(new ApiKeys(db)), env);
 }
