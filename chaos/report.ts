@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDir, stackPath } from '../stack/paths.ts';
 import type { ChaosReport } from './chaos.ts';
-import type { ClusterFigures } from './cluster-faults.ts';
+import { MILESTONE_TIMEOUT_MS, type ClusterFigures } from './cluster-faults.ts';
 
 const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
 
@@ -86,7 +86,7 @@ export function formatChaosReport(r: ChaosReport): string {
   return lines.join('\n');
 }
 
-const secs = (ms: number | null) => (ms === null ? 'NOT reached' : `${(ms / 1000).toFixed(1)} s`);
+const secs = (ms: number | null) => (ms === null ? `NOT within ${MILESTONE_TIMEOUT_MS / 1000} s` : `${(ms / 1000).toFixed(1)} s`);
 
 const byStage = (c: Record<string, number | null>) =>
   Object.entries(c)
