@@ -4,11 +4,14 @@ import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
 import { compilePolicyOptions, parseQuotas } from '../processors/policy/options.ts';
 import { readWorkerConfig } from '../pipeline/worker.ts';
+import { businessOptionsFromEnv } from '../pipeline/apps/business.ts';
+import { compileBusinessOptions } from '../processors/business/options.ts';
+import { BUSINESS_KEYS } from '../common/config-keys-business.ts';
 
 /**
  * Every configuration error of `env` at once: each declared PUSH_* key (common/config-keys.ts)
  * against its declaration, then the checks that read several keys or parse a value (the local
- * stack's ports, PUSH_VENDOR_QUOTAS, PUSH_QUOTA_TIME_ZONE, the restart backoff's maximum against
+ * stack's ports, PUSH_VENDOR_QUOTAS, PUSH_QUOTA_TIME_ZONE, the business strategies and templates, the restart backoff's maximum against
  * its initial wait; with `worker`, what `pushctl run` needs beside: PUSH_APPS_CONFIG), each
  * reported once per key.
  */
@@ -30,6 +33,10 @@ export function configurationErrors(env: Env, options: { worker?: boolean } = {}
   attempt(() => readEndpoints(env));
   attempt(() => parseQuotas(readKey(env, CONFIG_KEYS.PUSH_VENDOR_QUOTAS)));
   attempt(() => compilePolicyOptions({ quotaTimeZone: readKey(env, CONFIG_KEYS.PUSH_QUOTA_TIME_ZONE) }));
+  // The business lane's templates and strategies files and its default zone, each on its own so all are reported.
+  attempt(() => businessOptionsFromEnv({ ...env, PUSH_BUSINESS_STRATEGIES: '' }));
+  attempt(() => compileBusinessOptions({ ...businessOptionsFromEnv({ ...env, PUSH_BUSINESS_TEMPLATES: '' }), defaultTimeZone: 'UTC' }));
+  attempt(() => compileBusinessOptions({ defaultTimeZone: readKey(env, BUSINESS_KEYS.PUSH_BUSINESS_DEFAULT_TIME_ZONE) }));
   attempt(() => {
     // As pipeline/worker.ts reads it: the maximum is at least the initial wait.
     const initialMs = readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_INITIAL_MS);

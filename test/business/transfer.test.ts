@@ -5,6 +5,10 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configurationErrors } from '../../cli/config-check.ts';
 import { BusinessHarness, briefOutcome } from './harness.ts';
 
 const NOON = Date.UTC(2026, 0, 15, 12, 0);
@@ -98,5 +102,24 @@ describe('business cancellation', () => {
       'u4 SUPPRESSED campaign_cancelled',
     ]);
     await h.close();
+  });
+});
+
+describe('business configuration', () => {
+  test('a bad strategies file, an unreadable templates file and an unknown default zone are reported at once, each naming its key', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'business-config-'));
+    const strategies = join(dir, 'strategies.json');
+    writeFileSync(strategies, JSON.stringify({ overrides: { marketing: { categories: { CAMPAIGN: { night: 'sometimes' } } } } }));
+    const errors = configurationErrors({
+      PUSH_BUSINESS_STRATEGIES: strategies,
+      PUSH_BUSINESS_TEMPLATES: join(dir, 'missing.json'),
+      PUSH_BUSINESS_DEFAULT_TIME_ZONE: 'Mars/Olympus',
+    });
+    const messages = errors.map((e) => `${e.key}: ${e.message}`).join('\n');
+    assert.match(messages, /PUSH_BUSINESS_STRATEGIES \(overrides\.marketing\).*CAMPAIGN\.night/);
+    assert.match(messages, /PUSH_BUSINESS_TEMPLATES: .*missing\.json/);
+    assert.match(messages, /PUSH_BUSINESS_DEFAULT_TIME_ZONE: .*Mars\/Olympus/);
+    assert.equal(errors.length, 3);
+    assert.deepEqual(configurationErrors({}), [], 'the defaults are valid');
   });
 });

@@ -50,7 +50,7 @@ test('all configuration errors are reported at once, each bad key with what it a
   for (const line of [
     /^ {2}PUSH_LOG_LEVEL: expected one of debug \| info \| warn \| error, got "verbose"$/m,
     /^ {2}PUSH_MERGE_WINDOW_MS: must be within \[1, 10000\], got 20000$/m,
-    /^ {2}PUSH_STAGES: unknown stage "teleport"; expected some of decisions, fan-out, receipts, clickhouse$/m,
+    /^ {2}PUSH_STAGES: unknown stage "teleport"; expected some of decisions, fan-out, receipts, clickhouse, campaigns, business, fan-out-business$/m,
     /^ {2}PUSH_QUOTA_TIME_ZONE: unknown IANA time zone "Mars\/Base"$/m,
     /^ {2}PUSH_RESTART_BACKOFF_MAX_MS: must be within \[5000, 600000\], got 1000$/m,
     /^ {2}PUSH_DECISION_TAPS: expected true or false, got "sometimes"$/m,
