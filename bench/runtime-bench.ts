@@ -64,6 +64,12 @@ export async function fillInput(kafka: Kafka, topic: string, records: number, va
 
 /** Counts read_committed output until `records` arrived; returns seconds between first and last. */
 export async function measureOutput(kafka: Kafka, topic: string, records: number, start: () => Promise<void>): Promise<number> {
+  const { first, last } = await measureOutputSpan(kafka, topic, records, start);
+  return (last - first) / 1000;
+}
+
+/** `measureOutput`'s times (performance.now()) of the first and the last output batch read, for callers that start the clock elsewhere. */
+export async function measureOutputSpan(kafka: Kafka, topic: string, records: number, start: () => Promise<void>): Promise<{ first: number; last: number }> {
   const reader = kafka.consumer({ groupId: `bench-reader-${suffix()}`, readUncommitted: false, maxWaitTimeInMs: 50 });
   await reader.connect();
   await reader.subscribe({ topic, fromBeginning: true });
@@ -90,7 +96,7 @@ export async function measureOutput(kafka: Kafka, topic: string, records: number
   await start();
   await finished;
   await reader.disconnect();
-  return (last - first) / 1000;
+  return { first, last };
 }
 
 export async function rawHop(kafka: Kafka, input: string, output: string, records: number, partitions: number): Promise<number> {
