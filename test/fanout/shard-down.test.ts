@@ -16,8 +16,9 @@ import { shardOf } from '../../sinks/mysql/shards.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { uniqueName } from '../support/stack.ts';
 import { followOutcomes, produceDispatches, type FanOutWorker } from './stack-helpers.ts';
-import { createFanOutTopics, deleteTopics, shardDatabases, startShardedFanOut, urlOf, type ShardDatabases } from './shard-stack.ts';
+import { createFanOutTopics, shardDatabases, startShardedFanOut, urlOf, type ShardDatabases } from './shard-stack.ts';
 import { dispatch } from './support.ts';
+import { deleteRunTopics } from '../support/run-topics.ts';
 
 const SHARDS = 4;
 const DOWN = 2;
@@ -54,7 +55,7 @@ describe('one MySQL shard down for 30 s', () => {
     await follower?.stop();
     await em?.close();
     await db?.drop();
-    if (prefix) await deleteTopics(prefix);
+    if (prefix) await deleteRunTopics(prefix);
   });
 
   const round = (name: string): PushDispatch[] =>

@@ -75,18 +75,6 @@ export async function createFanOutTopics(prefix: string, partitions: number): Pr
   }
 }
 
-/** Deletes the topics of `prefix` (best effort). */
-export async function deleteTopics(prefix: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const topics = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    if (topics.length > 0) await admin.deleteTopics({ topics });
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /** A fan-out worker on `prefix` whose task rows go to the shards at `shardUrls`, with the emulators' apps. */
 export async function startShardedFanOut(em: StartedEmulators, prefix: string, shardUrls: readonly string[]): Promise<FanOutWorker> {
   const dir = mkdtempSync(join(tmpdir(), 'shards-'));

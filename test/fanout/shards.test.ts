@@ -21,8 +21,9 @@ import { shardOf } from '../../sinks/mysql/shards.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { uniqueName } from '../support/stack.ts';
 import { followOutcomes, produceDispatches, type FanOutWorker } from './stack-helpers.ts';
-import { createFanOutTopics, deleteTopics, shardDatabases, startShardedFanOut, type ShardDatabases } from './shard-stack.ts';
+import { createFanOutTopics, shardDatabases, startShardedFanOut, type ShardDatabases } from './shard-stack.ts';
 import { dispatch } from './support.ts';
+import { deleteRunTopics } from '../support/run-topics.ts';
 
 const SHARDS = 4;
 const USERS = Array.from({ length: 40 }, (_, i) => `u-${String(i).padStart(3, '0')}`);
@@ -52,7 +53,7 @@ describe('MySQL sharded by uid: 4 shards', () => {
     await follower?.stop();
     await em?.close();
     await db?.drop();
-    if (prefix) await deleteTopics(prefix);
+    if (prefix) await deleteRunTopics(prefix);
     for (const [key, value] of [['PUSH_MYSQL_SHARDS', saved.shards] as const, ['PUSH_TOPIC_PREFIX', saved.prefix] as const])
       if (value === undefined) delete process.env[key];
       else process.env[key] = value;
