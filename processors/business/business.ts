@@ -6,7 +6,8 @@
  *
  * The strategies, in order: expiry, the sender's idempotency key, a cancelled campaign, the user's
  * opt-outs, the night (per the category's rule: deliver, keep until it ends, or drop), the per-user
- * daily frequency cap, the sender's rate (a request past it is kept until its turn), then the
+ * daily frequency cap, the sender's rate (a request past it is kept until its turn; a HIGH one goes
+ * ahead of the kept ones), then the
  * business share of the vendors' daily quota and the device's valid tokens. A kept request is
  * decided again when released: expiry and cancellation always, the later strategies after a night.
  */
@@ -144,7 +145,8 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
     if (!this.caps.hasRoom(p.uid, p.category, rule.dailyCap, now, zone)) return this.end(p, 'DROPPED', 'frequency_cap', now);
     this.caps.charge(p.uid, p.category, now, zone);
     const slot = this.rate.take(p.sender, set.senderRatePerSecond, now);
-    if (slot > now) return this.keep(p, 'rate', slot, kind);
+    // HIGH goes ahead of the sender's kept requests; its slot is still taken, so the sender's rate holds over time.
+    if (slot > now && p.priority !== 'HIGH') return this.keep(p, 'rate', slot, kind);
     this.dispatch(p, now, kind);
   }
 

@@ -159,4 +159,32 @@ describe('business strategies', () => {
     assert.deepEqual(h.outcomes(), []);
     await h.close();
   });
+
+  test('priority: a HIGH request of a sender goes ahead of its requests kept for the rate, which then wait one slot longer', async () => {
+    const start = Date.UTC(2026, 0, 15, 12, 0);
+    const h = BusinessHarness.create(start, { overrides: { shop: { senderRatePerSecond: 1 } } });
+    for (const uid of ['a', 'b', 'c', 'urgent']) await h.device(uid);
+    await h.request('a', 'k', { sender: 'shop', category: 'CAMPAIGN' });
+    await h.request('b', 'k', { sender: 'shop', category: 'CAMPAIGN' });
+    await h.request('urgent', 'k', { sender: 'shop', category: 'NOTICE', priority: 'HIGH' });
+    await h.request('c', 'k', { sender: 'shop', category: 'CAMPAIGN' });
+    // Slots: a 0 s, b 1 s, urgent 2 s (sent at once), c 3 s.
+    assert.deepEqual(
+      h.dispatches().map((d) => d.uid),
+      ['a', 'urgent'],
+    );
+    await h.advanceTo(start + 1500, 100);
+    assert.deepEqual(
+      h.dispatches().map((d) => d.uid),
+      ['b'],
+    );
+    await h.advanceTo(start + 2500, 100);
+    assert.deepEqual(h.dispatches(), []);
+    await h.advanceTo(start + 3500, 100);
+    assert.deepEqual(
+      h.dispatches().map((d) => d.uid),
+      ['c'],
+    );
+    await h.close();
+  });
 });
