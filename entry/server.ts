@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
-import { cancelRecord } from '../processors/campaigns/records.ts';
+import { cancelRecord, type PushRequestRecord } from '../processors/campaigns/records.ts';
 import { ConnectionGuard } from '../receipts/guard.ts';
 import type { EntryConfig } from './config.ts';
 import type { ApiKeys, BusinessKey } from './keys.ts';
@@ -23,6 +23,8 @@ export interface EntryServerDeps {
   readonly keys: Pick<ApiKeys, 'authenticate'>;
   readonly publisher: EntryPublisher;
   readonly campaigns: CampaignReports;
+  /** The pipeline's own checks of a request (entry/validate.ts `transferCheck`). */
+  readonly check?: (request: PushRequestRecord) => void;
   readonly logger?: Logger;
   /** Clock, epoch ms. Default Date.now. */
   readonly now?: () => number;
@@ -122,7 +124,7 @@ export class EntryServer {
       return method === 'GET' ? this.show(id, key) : this.cancel(id, key);
     }
     const body = await this.readJson(req);
-    const ctx = { sender: key.business, now: this.now(), newId: () => randomUUID(), idempotencyHeader: header(req, 'idempotency-key') };
+    const ctx = { sender: key.business, now: this.now(), newId: () => randomUUID(), idempotencyHeader: header(req, 'idempotency-key'), check: this.deps.check };
     try {
       if (path === '/v1/pushes') {
         const record = parsePushBody(body, ctx);

@@ -16,6 +16,9 @@ import { ApiKeys } from './keys.ts';
 import { CampaignProgressReader, type CampaignReport } from './progress.ts';
 import { KafkaEntryPublisher } from './publisher.ts';
 import { EntryServer } from './server.ts';
+import { transferCheck } from './validate.ts';
+import { businessOptionsFromEnv } from '../pipeline/apps/business.ts';
+import { compileIngestRules, ingestOptionsFromEnv } from '../processors/model/ingest.ts';
 
 export interface RunningEntry {
   readonly port: number;
@@ -42,7 +45,9 @@ export async function startEntry(env: Env = process.env, logger: Logger = create
   const clickhouse = createClickhouseClient(connectionFromEndpoints(endpoints));
   const publisher = new KafkaEntryPublisher(endpoints, readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX));
   const campaigns = new CampaignProgressReader(new MysqlCampaignProgress(db), clickhouse);
-  const server = new EntryServer({ config, keys: new ApiKeys(db), publisher, campaigns, logger });
+  // What the business transfer checks (templates, lengths, times) is answered 400 here, not dead-lettered later.
+  const check = transferCheck(businessOptionsFromEnv(env)?.templates ?? {}, compileIngestRules(ingestOptionsFromEnv(env)));
+  const server = new EntryServer({ config, keys: new ApiKeys(db), publisher, campaigns, check, logger });
   const release = () => Promise.allSettled([publisher.close(), clickhouse.close(), db.end()]);
   let port: number;
   try {

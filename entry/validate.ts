@@ -5,9 +5,14 @@
  * body: it is the business of the API key.
  */
 import { createHash } from 'node:crypto';
-import { MAX_LENGTH, id, text } from '../processors/model/ingest.ts';
+import { ContractError } from '../common/errors.ts';
+import { BUSINESS_LIMITS, transfer } from '../processors/business/transfer.ts';
+import type { Template } from '../processors/business/options.ts';
+import { MAX_LENGTH, id, text, type IngestRules } from '../processors/model/ingest.ts';
 import {
   MAX_CAMPAIGN_ID,
+  campaignRequestKey,
+  contentOf,
   CATEGORY_SYMBOLS,
   PRIORITY_SYMBOLS,
   type PushCampaignRecord,
@@ -30,10 +35,11 @@ export class FieldError extends Error {
 export const LIMITS = {
   /** Sender ids, app ids, template ids, collapse keys, idempotency keys, campaign ids. */
   id: 64,
-  title: MAX_LENGTH.title,
-  body: 4_096,
+  /** The business transfer's own bounds (processors/business/transfer.ts), so a 202 is not dead-lettered later. */
+  title: BUSINESS_LIMITS.title,
+  body: BUSINESS_LIMITS.body,
   /** Entries of template_params and of data. */
-  mapEntries: 64,
+  mapEntries: BUSINESS_LIMITS.dataEntries,
   mapKey: 64,
   mapValue: 1_024,
 } as const;
@@ -64,6 +70,26 @@ export interface ParseContext {
   readonly idempotencyHeader?: string;
   /** Makes an id when the sender gave no idempotency key. */
   readonly newId: () => string;
+  /** The pipeline's own checks of a request (`transferCheck`), run last; throws a FieldError. */
+  readonly check?: (request: PushRequestRecord) => void;
+}
+
+/**
+ * The business transfer's checks (processors/business/transfer.ts: templates and their parameters,
+ * the rendered text's length, data size, times) on a request the entry would produce, so that what
+ * the pipeline would dead-letter is answered 400 here instead. The field is the one the rule names.
+ */
+export function transferCheck(templates: Readonly<Record<string, Template>>, rules: IngestRules): (request: PushRequestRecord) => void {
+  return (r) => {
+    try {
+      transfer(r, r.uid, r.requested_at, rules, templates);
+    } catch (error) {
+      if (!(error instanceof ContractError)) throw error;
+      const rule = error.message.replace(/^push request breaks rule /, '');
+      const [first, second] = rule.split(/[: ]+/);
+      throw new FieldError(second && REQUEST_FIELDS.has(second) ? second : (first ?? 'body'), rule);
+    }
+  };
 }
 
 /** POST /v1/pushes. */
@@ -71,7 +97,7 @@ export function parsePushBody(body: unknown, ctx: ParseContext): PushRequestReco
   const o = object(body, REQUEST_FIELDS);
   const uid = identifier(o, 'uid', MAX_LENGTH.uid, true, false)!;
   const deviceId = identifier(o, 'device_id', MAX_LENGTH.deviceId, false, false);
-  return {
+  const request: PushRequestRecord = {
     uid,
     ...content(o, ctx, 'NOTICE', 'NORMAL'),
     idempotency_key: idempotencyKey(o, ctx),
@@ -79,6 +105,8 @@ export function parsePushBody(body: unknown, ctx: ParseContext): PushRequestReco
     campaign_id: null,
     requested_at: ctx.now,
   };
+  ctx.check?.(request);
+  return request;
 }
 
 /**
@@ -99,7 +127,7 @@ export function parseCampaignBody(body: unknown, ctx: ParseContext, maxUids: num
   });
   if (uids.size > maxUids) throw new FieldError('uids', `${uids.size} distinct uids (max ${maxUids} per campaign, PUSH_CAMPAIGN_MAX_UIDS)`);
   const key = idempotencyKey(o, ctx);
-  return {
+  const campaign: PushCampaignRecord = {
     campaign_id: campaignIdFor(ctx.sender, key),
     action: 'CREATE',
     ...content(o, ctx, 'CAMPAIGN', 'LOW'),
@@ -107,6 +135,17 @@ export function parseCampaignBody(body: unknown, ctx: ParseContext, maxUids: num
     uid_file: null,
     requested_at: ctx.now,
   };
+  // Every request of the campaign has the same content: checking the first checks them all.
+  const first = campaign.uids[0]!;
+  ctx.check?.({
+    ...contentOf(campaign),
+    uid: first,
+    idempotency_key: campaignRequestKey(campaign.campaign_id, first),
+    device_id: null,
+    campaign_id: campaign.campaign_id,
+    requested_at: ctx.now,
+  });
+  return campaign;
 }
 
 /** `c_` and 32 hex digits of sha256(sender, key): unique per sender, and fits push_campaign.campaign_id. */
@@ -133,7 +172,8 @@ function content(o: Record<string, unknown>, ctx: ParseContext, category: PushCa
   const templateId = identifier(o, 'template_id', LIMITS.id, false, true);
   const params = stringMap(o, 'template_params');
   if (templateId === null) {
-    if (title === null && body === null) throw new FieldError('title', 'give title and/or body, or template_id');
+    if (title === null) throw new FieldError('title', 'give title and body, or template_id');
+    if (body === null) throw new FieldError('body', 'give title and body, or template_id');
     if (Object.keys(params).length > 0) throw new FieldError('template_params', 'only with template_id');
   } else if (title !== null || body !== null) throw new FieldError('template_id', 'give either template_id or title/body, not both');
   return {

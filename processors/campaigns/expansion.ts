@@ -15,7 +15,7 @@ import { ContractError } from '../../common/errors.ts';
 import type { ChildNames, Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore } from '../../topology/stores.ts';
 import { MAX_LENGTH, id } from '../model/ingest.ts';
-import { MAX_CAMPAIGN_ID, campaignRequestKey, type PushCampaignRecord, type PushContent, type PushRequestRecord } from './records.ts';
+import { MAX_CAMPAIGN_ID, campaignRequestKey, contentOf, type PushCampaignRecord, type PushContent, type PushRequestRecord } from './records.ts';
 
 export type CampaignState = 'expanding' | 'done' | 'cancelled';
 
@@ -228,12 +228,6 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
       throw new ContractError('CAMPAIGN_TOO_LARGE', `uids: ${distinct.size} distinct uids (max ${this.config.maxUids}, PUSH_CAMPAIGN_MAX_UIDS)`);
     return [...distinct];
   }
-}
-
-/** What every request of the campaign carries. */
-function contentOf(c: PushCampaignRecord): PushContent {
-  const { sender, app_id, category, priority, title, body, template_id, template_params, data, collapse_key, expire_at } = c;
-  return { sender, app_id, category, priority, title, body, template_id, template_params, data, collapse_key, expire_at };
 }
 
 function chunkKey(campaignId: string, chunk: number): string {

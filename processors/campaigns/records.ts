@@ -1,4 +1,4 @@
-import type { PushCampaignRecord, PushCategory, PushPriority } from '../model/records.ts';
+import type { PushCampaignRecord, PushCategory, PushContent, PushPriority } from '../model/records.ts';
 
 /**
  * The business records the entry produces and the campaign expansion reads and writes, as the Avro
@@ -42,4 +42,10 @@ export function cancelRecord(campaignId: string, sender: string, at: number): Pu
     uid_file: null,
     requested_at: at,
   };
+}
+
+/** What every request of the campaign carries. */
+export function contentOf(c: PushCampaignRecord): PushContent {
+  const { sender, app_id, category, priority, title, body, template_id, template_params, data, collapse_key, expire_at } = c;
+  return { sender, app_id, category, priority, title, body, template_id, template_params, data, collapse_key, expire_at };
 }

@@ -32,7 +32,7 @@ test('a cancelled campaign expands nothing after the cancel is acknowledged + 5 
   const owner = await stack.keys.create('marketing');
   const stranger = await stack.keys.create('someone-else');
   const uids = Array.from({ length: 5_000 }, (_, i) => `cancel-u-${i}`);
-  const created = await call(stack, 'POST', '/v1/campaigns', owner.key, { app_id: 'im.demo', title: 'Sale', uids });
+  const created = await call(stack, 'POST', '/v1/campaigns', owner.key, { app_id: 'im.demo', title: 'Sale', body: 'Today only', uids });
   assert.equal(created.status, 202);
   const id = created.body.campaign_id as string;
   app = await startExpansion(stack, 250); // 20 s for the whole list

@@ -68,7 +68,7 @@ test('pushctl entry serves the API until SIGTERM, with a key made by pushctl', a
     const res = await fetch(`${url}/v1/pushes`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ uid: 'u-cli', app_id: 'im.demo', body: 'hello' }),
+      body: JSON.stringify({ uid: 'u-cli', app_id: 'im.demo', title: 'Hi', body: 'hello' }),
     });
     assert.equal(res.status, 202);
     assert.equal((await fetch(`${url}/health`)).status, 200);

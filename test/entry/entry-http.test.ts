@@ -36,7 +36,7 @@ test('a key is stored only as the sha256 of its secret; requests without a valid
   assert.deepEqual(rows[0]!.secret_sha256, sha256(secret));
   assert.equal(rows[0]!.business, 'order-service');
 
-  const push = { uid: 'u-1', app_id: 'im.demo', title: 't' };
+  const push = { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b' };
   for (const k of [undefined, 'pk_0000000000000000.' + 'A'.repeat(43), `${key.slice(0, -1)}x`, 'garbage']) {
     const answer = await call(stack, 'POST', '/v1/pushes', k, push);
     assert.equal(answer.status, 401, String(k));
@@ -75,11 +75,11 @@ test('invalid requests get 400 naming the field (or 413, 415, 404, 405) and noth
   const before = (await readAll(stack, 'requests')).length;
   const cases: Array<[string, string, unknown, number, string]> = [
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo' }, 400, 'title'],
-    ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', sender: 'x' }, 400, 'sender'],
-    ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', expire_at: 1 }, 400, 'expire_at'],
+    ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', sender: 'x' }, 400, 'sender'],
+    ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', expire_at: 1 }, 400, 'expire_at'],
     ['POST', '/v1/pushes', '{"uid": ', 400, 'body'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 'x'.repeat(1_000_000) }, 413, 'body'],
-    ['POST', '/v1/campaigns', { app_id: 'im.demo', title: 't', uids: 'u-1' }, 400, 'uids'],
+    ['POST', '/v1/campaigns', { app_id: 'im.demo', title: 't', body: 'b', uids: 'u-1' }, 400, 'uids'],
     ['GET', '/v1/pushes', undefined, 405, 'method'],
     ['POST', '/v1/elsewhere', {}, 404, 'path'],
   ];
@@ -96,7 +96,7 @@ test('invalid requests get 400 naming the field (or 413, 415, 404, 405) and noth
 
 test('over the key rate: 429 with Retry-After; another key is not affected', async () => {
   const slow = await stack.keys.create('slow-sender', 3);
-  const push = { uid: 'u-9', app_id: 'im.demo', title: 't' };
+  const push = { uid: 'u-9', app_id: 'im.demo', title: 't', body: 'b' };
   const statuses: number[] = [];
   let retryAfter: string | null = null;
   for (let i = 0; i < 5; i++) {

@@ -57,7 +57,7 @@ async function kill(child: ChildProcess): Promise<void> {
 
 test('SIGKILL twice in the middle of a campaign expansion: every uid exactly once in push.requests (read_committed)', async () => {
   const { key } = await stack.keys.create('crash-sender');
-  const answer = await call(stack, 'POST', '/v1/campaigns', key, { app_id: 'im.demo', title: 'Sale', uids: UIDS });
+  const answer = await call(stack, 'POST', '/v1/campaigns', key, { app_id: 'im.demo', title: 'Sale', body: 'Today only', uids: UIDS });
   assert.equal(answer.status, 202, JSON.stringify(answer.body));
   const id = answer.body.campaign_id as string;
   const appId = uniqueName('campaigns-crash');

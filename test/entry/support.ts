@@ -14,6 +14,8 @@ import { ApiKeys } from '../../entry/keys.ts';
 import { CampaignProgressReader } from '../../entry/progress.ts';
 import { KafkaEntryPublisher } from '../../entry/publisher.ts';
 import { EntryServer } from '../../entry/server.ts';
+import { transferCheck } from '../../entry/validate.ts';
+import { compileIngestRules } from '../../processors/model/ingest.ts';
 import { buildCampaignsTopology } from '../../pipeline/apps/campaigns.ts';
 import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
 import { createClickhouseClient } from '../../sinks/clickhouse/client.ts';
@@ -63,6 +65,7 @@ export async function startEntryStack(env: Record<string, string> = {}): Promise
     keys,
     publisher,
     campaigns: new CampaignProgressReader(new MysqlCampaignProgress(pool), clickhouse),
+    check: transferCheck({ order_shipped: { title: 'Order {order}', body: 'Order {order} is on its way' } }, compileIngestRules()),
     logger: createLogger({ service: 'entry-test' }, 'warn'),
   });
   const port = await server.listen();

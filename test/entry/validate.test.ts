@@ -1,7 +1,8 @@
 /** The HTTP entry's request validation (entry/validate.ts) and per-key rate limits (entry/rate.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FieldError, campaignIdFor, campaignIdOf, parseCampaignBody, parsePushBody } from '../../entry/validate.ts';
+import { FieldError, campaignIdFor, campaignIdOf, parseCampaignBody, parsePushBody, transferCheck } from '../../entry/validate.ts';
+import { compileIngestRules } from '../../processors/model/ingest.ts';
 import { KeyRateLimits } from '../../entry/rate.ts';
 
 const ctx = { sender: 'order-service', now: 1_764_400_000_000, newId: () => 'generated-1' };
@@ -46,7 +47,7 @@ test('a valid push becomes a push.requests record; the sender is the key, defaul
 });
 
 test('each mistake is answered naming its field', () => {
-  const base = { uid: 'u-1', app_id: 'im.demo', title: 'x' };
+  const base = { uid: 'u-1', app_id: 'im.demo', title: 'x', body: 'y' };
   const cases: Array<[unknown, string]> = [
     ['not an object', 'body: expected a JSON object'],
     [{ ...base, uid: undefined }, 'uid: is required'],
@@ -54,7 +55,8 @@ test('each mistake is answered naming its field', () => {
     [{ ...base, app_id: 'bad app' }, 'app_id: expected only [A-Za-z0-9._:-]'],
     [{ ...base, sender: 'someone' }, 'sender: is set by the API key, not by the request'],
     [{ ...base, tilte: 'typo' }, 'tilte: unknown field'],
-    [{ uid: 'u-1', app_id: 'im.demo' }, 'title: give title and/or body, or template_id'],
+    [{ uid: 'u-1', app_id: 'im.demo' }, 'title: give title and body, or template_id'],
+    [{ uid: 'u-1', app_id: 'im.demo', title: 'x' }, 'body: give title and body, or template_id'],
     [{ ...base, template_id: 't' }, 'template_id: give either template_id or title/body, not both'],
     [{ ...base, template_params: { a: 'b' } }, 'template_params: only with template_id'],
     [{ ...base, category: 'spam' }, 'category: expected one of notice, reminder, campaign'],
@@ -63,7 +65,7 @@ test('each mistake is answered naming its field', () => {
     [{ ...base, data: [] }, 'data: expected an object of string values'],
     [{ ...base, expire_at: ctx.now - 1 }, 'expire_at: is not in the future'],
     [{ ...base, expire_at: 'tomorrow' }, 'expire_at: expected epoch ms or an ISO-8601 time with a zone'],
-    [{ ...base, title: 'x'.repeat(1_025) }, 'title: max_length: title has 1025 characters (max 1024)'],
+    [{ ...base, title: 'x'.repeat(257) }, 'title: max_length: title has 257 characters (max 256)'],
     [{ ...base, device_id: 5 }, 'device_id: expected a string'],
   ];
   for (const [body, expected] of cases)
@@ -82,8 +84,35 @@ test('each mistake is answered naming its field', () => {
   );
 });
 
+test("the business transfer's own checks are answered 400 by the entry, naming the field (not dead-lettered later)", () => {
+  const check = transferCheck({ order_shipped: { title: 'Order {order}', body: 'Order {order} shipped' } }, compileIngestRules());
+  const checked = { ...ctx, check };
+  const push = { uid: 'u-1', app_id: 'im.demo' };
+  assert.equal(
+    fieldOf(() => parsePushBody({ ...push, template_id: 'order_shipped', template_params: { order: '7' } }, checked)),
+    'accepted',
+  );
+  assert.equal(
+    fieldOf(() => parsePushBody({ ...push, template_id: 'nope' }, checked)),
+    'template_id: unknown_template: template_id has no template (4 characters)',
+  );
+  assert.match(
+    fieldOf(() => parsePushBody({ ...push, template_id: 'order_shipped' }, checked)),
+    /^template_params: template_params: parameter "order"/,
+  );
+  assert.match(
+    fieldOf(() => parsePushBody({ ...push, title: 't', body: 'b', data: { k: 'v'.repeat(1_000), l: 'w'.repeat(1_000), m: 'x'.repeat(100) } }, checked)),
+    /^data: max_length: data has \d+ bytes/,
+  );
+  assert.match(
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', template_id: 'order_shipped', uids: ['u-1'] }, checked, 10)),
+    /^template_params: /,
+    'a campaign is checked as its requests will be',
+  );
+});
+
 test('a campaign: distinct uids, an id derived from sender and idempotency key, limits named', () => {
-  const c = parseCampaignBody({ app_id: 'im.demo', title: 'Sale', uids: ['u-1', 'u-2', 'u-1'], idempotency_key: 'spring' }, ctx, 10);
+  const c = parseCampaignBody({ app_id: 'im.demo', title: 'Sale', body: 'Today', uids: ['u-1', 'u-2', 'u-1'], idempotency_key: 'spring' }, ctx, 10);
   assert.deepEqual(c.uids, ['u-1', 'u-2']);
   assert.equal(c.campaign_id, campaignIdFor('order-service', 'spring'));
   assert.match(c.campaign_id, /^c_[0-9a-f]{32}$/);
@@ -92,19 +121,19 @@ test('a campaign: distinct uids, an id derived from sender and idempotency key, 
   assert.equal(c.category, 'CAMPAIGN');
   assert.equal(c.priority, 'LOW');
   assert.equal(
-    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: [] }, ctx, 10)),
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', body: 'B', uids: [] }, ctx, 10)),
     'uids: expected a non-empty array of uids',
   );
   assert.equal(
-    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: ['a', 7] }, ctx, 10)),
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', body: 'B', uids: ['a', 7] }, ctx, 10)),
     'uids[1]: expected a string',
   );
   assert.equal(
-    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: ['a', 'b', 'c'] }, ctx, 2)),
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', body: 'B', uids: ['a', 'b', 'c'] }, ctx, 2)),
     'uids: 3 distinct uids (max 2 per campaign, PUSH_CAMPAIGN_MAX_UIDS)',
   );
   assert.equal(
-    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', uids: ['a'], uid: 'x' }, ctx, 2)),
+    fieldOf(() => parseCampaignBody({ app_id: 'im.demo', title: 'S', body: 'B', uids: ['a'], uid: 'x' }, ctx, 2)),
     'uid: unknown field',
   );
   assert.equal(campaignIdOf('c_0123'), 'c_0123');

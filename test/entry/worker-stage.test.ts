@@ -29,7 +29,7 @@ after(async () => {
 test('pushctl run --stages campaigns expands a campaign posted to the entry, once per uid', async () => {
   const { key } = await stack.keys.create('stage-sender');
   const uids = Array.from({ length: 2_000 }, (_, i) => `stage-u-${i}`);
-  const posted = await call(stack, 'POST', '/v1/campaigns', key, { app_id: 'im.demo', title: 'Sale', uids });
+  const posted = await call(stack, 'POST', '/v1/campaigns', key, { app_id: 'im.demo', title: 'Sale', body: 'Today only', uids });
   assert.equal(posted.status, 202);
   const id = posted.body.campaign_id as string;
 
