@@ -7,6 +7,7 @@ import type { LatencyFigures, StormFigures } from './analysis.ts';
 import type { StepResult } from './steps.ts';
 import type { MemoryBenchResult } from './memory-bench.ts';
 import type { ShardBenchResult } from './shards-bench.ts';
+import type { CampaignBenchResult } from './campaign-expansion.ts';
 import type { CampaignFigures } from './campaign-phase.ts';
 import { formatSegments } from './worker-metrics.ts';
 
@@ -41,6 +42,8 @@ export interface BenchResult {
   readonly ceilings: CeilingResult | null;
   /** Fan-out throughput with MySQL on 1 and on 4 uid shards (bench/shards-bench.ts); null with --no-shards. */
   readonly shards?: ShardBenchResult | null;
+  /** Campaign expansion throughput of one task (bench/campaign-expansion.ts); null with --expansion-uids 0. */
+  readonly campaignExpansion?: CampaignBenchResult | null;
   readonly steps: StepResult[];
   /** Highest offered persisted-message rate a step sustained (min of offered and generated); 0 when none did. */
   readonly sustainedEventsPerSecond: number;
@@ -304,6 +307,16 @@ export function tableRows(r: BenchResult): Row[] {
       measured:
         r.shards.figures.map((f) => `${f.shards} shard${f.shards === 1 ? '' : 's'}: ${f.dispatchesPerSecond.toLocaleString('en-US')}/s`).join(' | ') +
         ` (dispatches/s, mean of ${r.shards.figures[0]?.runs.length ?? 0} runs of ${r.shards.dispatches})`,
+      verdict: '',
+    });
+  }
+  if (r.campaignExpansion) {
+    const c = r.campaignExpansion;
+    rows.push({
+      what: 'campaign expansion (one campaign, one task)',
+      target: '(reported)',
+      milestone: '',
+      measured: `${c.requestsPerSecond.toLocaleString('en-US')} requests/s (${c.uids.toLocaleString('en-US')} uids in ${c.seconds} s), ${c.cpuMsPerThousand} ms CPU per 1 000`,
       verdict: '',
     });
   }
