@@ -46,16 +46,16 @@ export interface StatusOptions {
 }
 
 /**
- * The groups to show: every stage group `<app>-<stage>` (pipeline/worker.ts names them so), or,
- * when none of them exists and a group named `app` does (a group given by its full name, or an
- * application that is not the pipeline), that group alone.
+ * The groups to show: a group named `app` itself when it exists (a stage group given by its full
+ * name, or an application that is not the pipeline), else every stage group `<app>-<stage>`
+ * (pipeline/worker.ts names them so). The exact name comes first because stage names may contain
+ * a hyphen: `<app>-fan-out-business` is also `<app>-fan-out` followed by `-business`.
  */
 export async function statusGroups(admin: Admin, app: string, stage?: string): Promise<GroupStatus[]> {
   if (stage !== undefined) return [await groupStatus(admin, `${app}-${stage}`)];
-  const stages = await Promise.all(STAGES.map((s) => groupStatus(admin, `${app}-${s}`)));
-  if (stages.some((s) => s.state !== 'Dead' || s.topics.length > 0)) return stages;
   const own = await groupStatus(admin, app);
-  return own.state !== 'Dead' || own.topics.length > 0 ? [own] : stages;
+  if (own.state !== 'Dead' || own.topics.length > 0) return [own];
+  return Promise.all(STAGES.map((s) => groupStatus(admin, `${app}-${s}`)));
 }
 
 function metricsUrls(listed: string | undefined): string[] {
