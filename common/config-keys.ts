@@ -150,7 +150,7 @@ export const CONFIG_KEYS = {
     default: 1000,
     min: 10,
     max: MINUTE,
-    doc: 'commit interval of the receipts and ClickHouse stages, ms',
+    doc: 'commit interval of the stages off the push path (receipts, ClickHouse, campaigns), ms',
   }),
   PUSH_PARTITIONS: int({
     key: 'PUSH_PARTITIONS',
