@@ -29,6 +29,7 @@ import { atRate, formatTable, type BenchResult } from './report.ts';
 import { processMemory } from './probes.ts';
 import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
 import { measureShardedFanOut, type ShardBenchResult } from './shards-bench.ts';
+import { measureCampaignExpansion, type CampaignBenchResult } from './campaign-expansion.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -47,8 +48,10 @@ const HELP = `npm run bench -- [flags]
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
   --campaign-users N     users of the campaign phase (IM latency beside a campaign; default 100000; quick 2000; 0 skips it)
-  --shard-dispatches N   dispatches per run of the 1-vs-4 MySQL shards fan-out phase (default 2000; quick 500)
+  --shard-dispatches N   dispatches per run of the 1-vs-4 MySQL shards fan-out phase (default 1500; quick 500)
   --no-shards            skip that phase
+  --expansion-uids N     uids of the campaign-expansion throughput phase (bench/campaign-expansion.ts;
+                         default 200000, quick 20000; 0 skips it)
   --merge-windows N      also measure merge-state memory with N open windows and the restore time
                          (bench/memory-bench.ts; not in the default run)
   --out FILE             where to write the JSON (default bench/results/<timestamp>.json)
@@ -144,11 +147,22 @@ export async function main(args: string[]): Promise<number> {
   if (!args.includes('--no-shards')) {
     say('[bench] fan-out with MySQL on 1 and on 4 uid shards (bench/shards-bench.ts) ...');
     shards = await measureShardedFanOut({
-      dispatches: intFlag(args, '--shard-dispatches', quick ? 500 : 2_000, 1_000_000),
+      dispatches: intFlag(args, '--shard-dispatches', quick ? 500 : 1_500, 1_000_000),
       partitions,
       commitIntervalMs,
       onProgress: say,
     });
+  }
+
+  let campaignExpansion: CampaignBenchResult | null = null;
+  const expansionUids = readInt({ '--expansion-uids': flag(args, '--expansion-uids') }, '--expansion-uids', quick ? 20_000 : 200_000, {
+    min: 0,
+    max: 10_000_000,
+  });
+  if (expansionUids > 0) {
+    say(`[bench] campaign expansion: one campaign of ${expansionUids} uids (bench/campaign-expansion.ts) ...`);
+    campaignExpansion = await measureCampaignExpansion({ uids: expansionUids, partitions, commitIntervalMs });
+    say(`[bench] campaign expansion: ${campaignExpansion.requestsPerSecond} requests/s, ${campaignExpansion.cpuMsPerThousand} ms CPU per 1 000`);
   }
 
   let mergeState: MemoryBenchResult | null = null;
@@ -248,6 +262,7 @@ export async function main(args: string[]): Promise<number> {
     },
     ceilings,
     shards,
+    campaignExpansion,
     steps: outcome.steps,
     sustainedEventsPerSecond: sustainedRate,
     sustainedStep: sustained?.label ?? null,
