@@ -23,8 +23,12 @@ export async function trafficProducer(topicPrefix: string): Promise<TrafficProdu
   const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
   await registerSchemas(registry, { prefix: topicPrefix });
   const serdes: ValueSerdes = registryValueSerdes(registry, topicPrefix);
+  // Idempotent, as the IM backend's producer should be: a send retried across a broker's loss is
+  // written once and in order, never twice or (after the retries) not at all.
   const producer: Producer = new Kafka({ clientId: 'im-traffic', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).producer({
     allowAutoTopicCreation: false,
+    idempotent: true,
+    maxInFlightRequests: 1,
   });
   await producer.connect();
 
