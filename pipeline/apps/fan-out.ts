@@ -16,7 +16,7 @@ export interface FanOutTopologyOptions extends WiringOptions {
 /** Stable node names (they appear in `describe()`). */
 export const FAN_OUT_NODES = {
   source: 'dispatch-source',
-  /** im.presence: only its READs matter here (they cancel dispatches waiting to be retried). */
+  /** im.presence: only its READs matter here (they cancel dispatches waiting to be retried); IM lane only. */
   reads: 'read-source',
   processor: 'fan-out',
   outcomes: 'outcomes-sink',
@@ -33,11 +33,15 @@ export const FAN_OUT_NODES = {
 export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
   const { source, sink } = topicIo(o);
   const n = FAN_OUT_NODES;
-  return new TopologyBuilder()
-    .addSource(n.source, source(o.lane === 'business' ? 'dispatchBusiness' : 'dispatch'))
-    .addSource(n.reads, source('presence'))
-    .addProcessor(n.processor, fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } }), n.source, n.reads)
-    .addSink(n.outcomes, sink('outcomes'), n.processor)
-    .addSink(n.tokens, sink('tokens'), n.processor)
-    .build();
+  const processor = fanOut({ ...o.fanOut, outputs: { outcomes: n.outcomes, tokens: n.tokens } });
+  // A READ cancels IM conversations' retries; business pushes have no conversation, so their lane
+  // does not read im.presence (every heartbeat and ACK, fetched and decoded for nothing).
+  const builder =
+    o.lane === 'business'
+      ? new TopologyBuilder().addSource(n.source, source('dispatchBusiness')).addProcessor(n.processor, processor, n.source)
+      : new TopologyBuilder()
+          .addSource(n.source, source('dispatch'))
+          .addSource(n.reads, source('presence'))
+          .addProcessor(n.processor, processor, n.source, n.reads);
+  return builder.addSink(n.outcomes, sink('outcomes'), n.processor).addSink(n.tokens, sink('tokens'), n.processor).build();
 }
