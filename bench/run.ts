@@ -64,8 +64,8 @@ function flag(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-function intFlag(args: string[], name: string, fallback: number, max: number): number {
-  return readInt({ [name]: flag(args, name) }, name, fallback, { min: 1, max });
+function intFlag(args: string[], name: string, fallback: number, max: number, min = 1): number {
+  return readInt({ [name]: flag(args, name) }, name, fallback, { min, max });
 }
 
 function gitSha(): string | null {
@@ -127,7 +127,7 @@ export async function main(args: string[]): Promise<number> {
     bisect: !quick,
     lowerTries: quick ? 1 : 3,
     idleSeconds: quick ? 2 : 8,
-    campaignUsers: intFlag(args, '--campaign-users', quick ? 2_000 : 100_000, 10_000_000),
+    campaignUsers: intFlag(args, '--campaign-users', quick ? 2_000 : 100_000, 10_000_000, 0),
   };
   const notes: string[] = [];
   const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
