@@ -3,7 +3,7 @@ import type { Admin, Kafka, PartitionAssigner } from 'kafkajs';
 import { AssignerProtocol } from 'kafkajs';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
-import { createTopicsWithLeaders, replicatedTopic, type TopicReplication } from './create-topics.ts';
+import { createTopicsWithLeaders, fetchTopicOffsetsWhenLed, replicatedTopic, type TopicReplication } from './create-topics.ts';
 
 /** `<applicationId>-<store>-changelog`, as Kafka Streams names it. */
 export function changelogTopicName(applicationId: string, store: string): string {
@@ -65,7 +65,7 @@ export async function restoreChangelogs(kafka: Kafka, admin: Admin, applicationI
   const byKey = new Map(targets.map((t) => [`${t.topic}:${t.partition}`, t]));
   const endOffsets = new Map<string, bigint>();
   for (const topic of new Set(targets.map((t) => t.topic))) {
-    for (const p of await admin.fetchTopicOffsets(topic)) {
+    for (const p of await fetchTopicOffsetsWhenLed(admin, topic)) {
       const key = `${topic}:${p.partition}`;
       if (byKey.has(key) && BigInt(p.high) > BigInt(p.low)) endOffsets.set(key, BigInt(p.high));
     }

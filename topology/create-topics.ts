@@ -6,6 +6,7 @@
  */
 import type { Admin, ITopicConfig } from 'kafkajs';
 import { errorMessage } from '../common/errors.ts';
+import { kafkaErrorType } from './kafka-errors.ts';
 
 /** How many replicas a created topic gets and how many must have a write (`min.insync.replicas`). */
 export interface TopicReplication {
@@ -55,13 +56,37 @@ export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig
   await waitForLeaders(admin, topics, timeoutMs);
 }
 
+/** Leadership not settled yet: the broker named leader in the metadata may not serve the partition for a moment after creation. */
+const LEADER_MOVING = new Set(['NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER', 'LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION']);
+
+/**
+ * `admin.fetchTopicOffsets`, asked again while the partitions' leadership settles (kafkajs gives up
+ * at once on NOT_LEADER_FOR_PARTITION, which a just-created topic's leader answers for a moment).
+ */
+export async function fetchTopicOffsetsWhenLed(admin: Admin, topic: string, timeoutMs = 30_000): ReturnType<Admin['fetchTopicOffsets']> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (error) {
+      const type = kafkaErrorType(error);
+      if (type === undefined || !LEADER_MOVING.has(type) || Date.now() > deadline) throw error;
+      await sleep(100);
+    }
+  }
+}
+
+/** Waits until the metadata names a leader for every partition and each leader answers for its partitions. */
 async function waitForLeaders(admin: Admin, topics: ITopicConfig[], timeoutMs: number): Promise<void> {
   const names = topics.map((t) => t.topic);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       const { topics: metadata } = await admin.fetchTopicMetadata({ topics: names });
-      if (metadata.length === names.length && metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      if (metadata.length === names.length && metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) {
+        for (const name of names) await fetchTopicOffsetsWhenLed(admin, name, Math.max(0, deadline - Date.now()));
+        return;
+      }
     } catch (error) {
       // Not known to the broker asked yet, or no leader yet: asked again until the deadline.
       if (Date.now() > deadline) throw new Error(`topics ${names.join(', ')} have no leader after ${timeoutMs} ms: ${errorMessage(error)}`, { cause: error });

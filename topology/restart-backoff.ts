@@ -2,6 +2,7 @@ import { errorCode, errorMessage } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import { backoffDelay } from '../common/retry.ts';
 import type { MetricsListener } from './metrics.ts';
+import { kafkaErrorType } from './kafka-errors.ts';
 
 export interface RestartBackoffOptions {
   /** Delay before the first restart of a run, ms. */
@@ -136,5 +137,6 @@ export class RestartPacer {
 function restartCode(reason: unknown): string {
   let e = reason;
   for (let depth = 0; depth < 5 && errorCode(e) === 'TASK_FAILED' && e instanceof Error && e.cause !== undefined; depth++) e = e.cause;
-  return errorCode(e);
+  const code = errorCode(e);
+  return code === 'UNKNOWN' ? (kafkaErrorType(e) ?? code) : code;
 }
