@@ -155,7 +155,17 @@ describe('business and IM lanes on the real stack', () => {
     const deadline = Date.now() + 200_000;
     const distinct = () => new Set(em.fcm.accepted().map((p) => p.token)).size;
     while (distinct() < USERS + im.length) {
-      assert.ok(Date.now() < deadline, `${distinct()} of ${USERS + im.length} pushes reached the vendor`);
+      if (Date.now() >= deadline) {
+        // What the fan-outs decided so far tells a stalled lane from refused or failed pushes.
+        const decided = new Map<string, number>();
+        for (const o of await readOutcomes(prefix, Number.POSITIVE_INFINITY, 5_000)) {
+          const what = [o.status, o.reason, o.code].filter(Boolean).join('/');
+          decided.set(what, (decided.get(what) ?? 0) + 1);
+        }
+        assert.fail(
+          `${distinct()} of ${USERS + im.length} pushes reached the vendor (${em.fcm.received.length} calls); outcomes: ${JSON.stringify(Object.fromEntries(decided))}`,
+        );
+      }
       await new Promise((r) => setTimeout(r, 250));
     }
     const accepted = em.fcm.accepted();
@@ -193,8 +203,8 @@ describe('business and IM lanes on the real stack', () => {
   });
 });
 
-/** Reads push.outcomes (read_committed) until `count` ACCEPTED outcomes are in. */
-async function readOutcomes(prefix: string, count: number): Promise<PushOutcome[]> {
+/** Reads push.outcomes (read_committed) until `count` ACCEPTED outcomes are in or `waitMs` passed. */
+async function readOutcomes(prefix: string, count: number, waitMs = 60_000): Promise<PushOutcome[]> {
   const topic = topicName('outcomes', prefix);
   const serde = registryValueSerdes(registry, prefix)('outcomes');
   const consumer = kafka.consumer({ groupId: uniqueName('lanes-outcomes'), maxWaitTimeInMs: 100, readUncommitted: false });
@@ -206,7 +216,7 @@ async function readOutcomes(prefix: string, count: number): Promise<PushOutcome[
       for (const m of batch.messages) if (m.value) out.push((await serde.deserialize(topic, m.value)) as PushOutcome);
     },
   });
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + waitMs;
   while (out.filter((o) => o.status === 'ACCEPTED').length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   await consumer.disconnect();
   return out;
