@@ -15,6 +15,7 @@ import { configCommand, configHelp } from './commands/config.ts';
 import { traceCommand, traceHelp } from './commands/trace.ts';
 import { entryCommand, entryHelp } from './commands/entry.ts';
 import { campaignsCommand, campaignsHelp } from './commands/campaigns.ts';
+import { repartitionCommand, repartitionHelp } from './commands/repartition.ts';
 import { checkConfiguration } from './config-check.ts';
 import { checkReachable, explainConnectionError, type Service } from '../pipeline/connections.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -76,6 +77,16 @@ const commands: Record<string, { help: string; usage: CommandUsage; needs?: (arg
     needs: (a) => (a[0] === 'show' ? ['mysql', 'clickhouse'] : ['mysql', 'clickhouse', 'kafka', 'registry']),
     usage: { actions: ['show', 'cancel'], values: ['--sender'], maxArguments: 2 },
     run: campaignsCommand,
+  },
+  repartition: {
+    help: repartitionHelp,
+    needs: (a) => (a[0] === 'prepare' ? ['kafka', 'registry'] : ['kafka']),
+    usage: {
+      actions: ['prepare', 'check', 'cutover'],
+      maxArguments: 1,
+      values: ['--to', '--to-prefix', '--to-app', '--from-prefix', '--from-app', '--quiet-ms'],
+    },
+    run: repartitionCommand,
   },
 };
 

@@ -1,0 +1,114 @@
+/**
+ * The repartition's knowledge of where each store entry belongs (pipeline/repartition/store-keys.ts):
+ * it must name every changelogged store each application declares, and place entries by the
+ * partition of their owner under the new count as Kafka's producers do (murmur2, Java's vectors).
+ */
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { STAGES, type StageName } from '../../pipeline/apps/index.ts';
+import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
+import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
+import { buildReceiptTopology } from '../../pipeline/apps/receipts.ts';
+import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
+import { buildCampaignsTopology } from '../../pipeline/apps/campaigns.ts';
+import { buildBusinessTopology } from '../../pipeline/apps/business.ts';
+import type { Topology } from '../../topology/builder.ts';
+import { STORE_PLACEMENTS } from '../../pipeline/repartition/store-keys.ts';
+import { partitionOf } from '../../pipeline/repartition/generation.ts';
+import { placeStore } from '../../pipeline/repartition/copy-state.ts';
+import { encodeParked } from '../../processors/fan-out/parked.ts';
+
+const wiring = { valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.' };
+/** The topologies are only inspected, never run: the resources their processors would use are not needed. */
+const unused = <T>() => ({}) as T;
+
+function topologyOf(stage: StageName): Topology {
+  switch (stage) {
+    case 'decisions':
+      return buildDecisionsTopology(wiring);
+    case 'fan-out':
+      return buildFanOutTopology({ ...wiring, fanOut: unused() });
+    case 'fan-out-business':
+      return buildFanOutTopology({ ...wiring, fanOut: unused(), lane: 'business' });
+    case 'receipts':
+      return buildReceiptTopology({ ...wiring, parsers: unused(), join: unused(), tokens: unused() });
+    case 'clickhouse':
+      return buildClickhouseSinkTopology({ ...wiring, writer: unused() });
+    case 'campaigns':
+      return buildCampaignsTopology({ ...wiring, expansion: { ratePerSecond: 1, maxUids: 1 } });
+    case 'business':
+      return buildBusinessTopology(wiring);
+  }
+}
+
+const changelogged = (t: Topology) =>
+  [...t.stores.values()]
+    .filter((s) => s.kind !== 'schedule' && s.changelog !== false)
+    .map((s) => s.name)
+    .sort();
+
+const key = (...parts: string[]) => JSON.stringify(parts);
+const content = (...partitions: Array<Array<[string, string]>>) =>
+  new Map(partitions.map((entries, p) => [p, new Map(entries.map(([k, v]) => [k, Buffer.from(v)]))]));
+
+describe('repartition store placements', () => {
+  for (const stage of STAGES) {
+    test(`${stage}: every changelogged store is placed, and no other`, () => {
+      assert.deepEqual(Object.keys(STORE_PLACEMENTS[stage] ?? {}).sort(), changelogged(topologyOf(stage)));
+    });
+  }
+
+  test("partitions follow Kafka's murmur2 (the Java client's test vectors)", () => {
+    const vectors: Array<[string, number]> = [
+      ['21', -973932308],
+      ['foobar', -790332482],
+      ['a-little-bit-long-string', -985981536],
+      ['a-little-bit-longer-string', -1486304829],
+      ['lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8', -58897971],
+      ['abc', 479470107],
+    ];
+    for (const [k, hash] of vectors) for (const n of [4, 6, 12]) assert.equal(partitionOf(k, n), (hash & 0x7fffffff) % n, `${k} over ${n}`);
+  });
+
+  test('uid-keyed entries go to their uid’s partition, timers follow their entry, per-partition ledgers are combined', () => {
+    const d = STORE_PLACEMENTS.decisions!;
+    const uids = Array.from({ length: 40 }, (_, i) => `u${i}`);
+    const windows = placeStore(content(uids.map((u) => [key(u, 'c1'), 'w'] as [string, string])), d['merge-windows']!, 12, new Map());
+    for (const u of uids) assert.ok(windows.placed.get(partitionOf(u, 12))!.has(key(u, 'c1')), u);
+    assert.equal(
+      [...windows.placed.values()].reduce((n, m) => n + m.size, 0),
+      uids.length,
+    );
+
+    const ledger = placeStore(
+      content([[key('fcm', 'a', '2026-12-01'), '10']], [[key('fcm', 'a', '2026-12-01'), '15']]),
+      d['policy-quota-ledger']!,
+      4,
+      new Map(),
+    );
+    for (const entries of ledger.placed.values()) assert.equal(entries.get(key('fcm', 'a', '2026-12-01'))!.toString(), String(Math.ceil(25 / 4)));
+    const rate = placeStore(content([['s1', '100']], [['s1', '250']]), STORE_PLACEMENTS.business!['business-sender-rate']!, 3, new Map());
+    for (const entries of rate.placed.values()) assert.equal(entries.get('s1')!.toString(), '250');
+
+    // A parked dispatch names its input key (the uid) in its value; its retry timer is keyed by the task id.
+    const f = STORE_PLACEMENTS['fan-out']!;
+    const dispatch = { uid: 'u7', device_id: 'd', msg_id: 'm', conv_id: 'c', seq: 1, channels: [], decided_at: 1 } as never;
+    const last = { vendor: 'fcm', code: '503', quotaOnly: false, throttled: false } as never;
+    const parked = encodeParked({ dispatch, key: 'u7', timestamp: 1, channel: 0, call: 1, attempts: 1, last, trail: [] });
+    const parkedPlaced = placeStore(content([['task-1', parked]]), f['fan-out-parked']!, 12, new Map());
+    assert.ok(parkedPlaced.placed.get(partitionOf('u7', 12))!.has('task-1'));
+    const where = new Map([['fan-out-parked', new Map([['task-1', partitionOf('u7', 12)]])]]);
+    const timers = placeStore(
+      content([
+        ['task-1', '5'],
+        ['task-gone', '6'],
+      ]),
+      f['fan-out-retry-timers']!,
+      12,
+      where,
+    );
+    assert.ok(timers.placed.get(partitionOf('u7', 12))!.has('task-1'));
+    assert.equal(timers.dropped, 1, 'a timer whose parked dispatch is gone is dropped');
+  });
+});
