@@ -191,6 +191,7 @@ export class ApnsEmulator extends EmulatorCore {
   }
 
   private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+    this.sendRequests++;
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');

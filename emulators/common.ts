@@ -102,6 +102,12 @@ export class EmulatorCore {
   /** Receipt callbacks posted (after loss), for tests. */
   receiptsPosted = 0;
   /**
+   * Requests made to the vendor's send endpoints, whatever their answer (credential endpoints not
+   * counted): what the vendor bills and rate-limits. A vivo list push is two (saveListPayload and
+   * pushToList), an HMS, Xiaomi or OPPO batch one, an APNs stream one.
+   */
+  sendRequests = 0;
+  /**
    * Per-device daily cap of the vendor's limited class (HMS marketing 2, OPPO content & marketing 2,
    * vivo operation 5); pushes beyond it are taken but never shown (answer `class-capped`, failed
    * receipt). IM-class pushes are not counted. 0 turns the cap off.
@@ -151,6 +157,7 @@ export class EmulatorCore {
     this.received.length = 0;
     this.latencyMs = 0;
     this.receiptsPosted = 0;
+    this.sendRequests = 0;
     this.limitedClassCounts.clear();
   }
 

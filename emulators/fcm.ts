@@ -100,6 +100,7 @@ export class FcmEmulator extends HttpsEmulator {
   }
 
   private async send(req: IncomingMessage, res: ServerResponse, body: string, url: URL): Promise<void> {
+    this.sendRequests++;
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const session = bearer === undefined ? undefined : this.accessTokens.get(bearer);

@@ -94,6 +94,7 @@ export class HmsEmulator extends HttpsEmulator {
   }
 
   private async send(req: IncomingMessage, res: ServerResponse, body: string, url: URL): Promise<void> {
+    this.sendRequests++;
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const clientId = url.pathname.split('/')[2]!;
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];

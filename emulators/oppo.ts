@@ -71,6 +71,7 @@ export class OppoEmulator extends HttpsEmulator {
   }
 
   private async send(req: IncomingMessage, res: ServerResponse, body: string, batch: boolean): Promise<void> {
+    this.sendRequests++;
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const form = new URLSearchParams(body);
     const token = form.get('auth_token') ?? (req.headers.auth_token as string | undefined);

@@ -76,6 +76,7 @@ export class VivoEmulator extends HttpsEmulator {
   }
 
   private async send(req: IncomingMessage, res: ServerResponse, body: string, mode: 'single' | 'save' | 'list'): Promise<void> {
+    this.sendRequests++;
     if (this.latencyMs > 0 && mode !== 'save') await sleep(this.latencyMs);
     const token = req.headers.authtoken as string | undefined;
     const session = token === undefined ? undefined : this.authTokens.get(token);

@@ -35,6 +35,7 @@ export class XiaomiEmulator extends HttpsEmulator {
   }
 
   private async send(req: IncomingMessage, res: ServerResponse, body: string): Promise<void> {
+    this.sendRequests++;
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const secret = /^key=(.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const app = secret === undefined ? undefined : this.apps.get(secret);

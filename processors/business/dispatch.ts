@@ -4,7 +4,7 @@
  * outcome for every request that ends before a vendor (stage `business`), tagged the same way so
  * ClickHouse counts business pushes per sender and campaign (docs/entry.md, "Accounting").
  */
-import { collapseId, outcomeEventId, taskId } from '../model/ids.ts';
+import { collapseId, outcomeEventId, senderCollapseId, taskId } from '../model/ids.ts';
 import type { BusinessTag, DispatchKind, OutcomeStatus, PushDispatch, PushOutcome } from '../model/records.ts';
 import type { BusinessPush } from './transfer.ts';
 
@@ -81,8 +81,7 @@ export function businessDispatch(
     title: p.title,
     body: p.body,
     badge: 0,
-    // A sender's collapse key replaces its earlier push with the same key on the device; without one each request stands alone.
-    collapse_id: collapseId(p.uid, p.collapseKey === null ? conv : `biz:${p.sender}:${p.collapseKey}`),
+    collapse_id: businessCollapseId(p),
     silent: false,
     kind,
     merged_count: 1,
@@ -90,4 +89,16 @@ export function businessDispatch(
     decided_at: at,
     business: businessTag(p),
   };
+}
+
+/**
+ * The collapse id of a business push. A sender's collapse key replaces its earlier push with the
+ * same key on the device, and a campaign's newer push its older one; both ids are the sender's,
+ * without the uid (processors/model/ids.ts `senderCollapseId`), so every push of a campaign carries
+ * the same one and the vendors' batch APIs can send them together. A push with neither stands alone.
+ */
+export function businessCollapseId(p: BusinessPush): string {
+  if (p.collapseKey !== null) return senderCollapseId(p.sender, `key:${p.collapseKey}`);
+  if (p.campaignId !== null) return senderCollapseId(p.sender, `campaign:${p.campaignId}`);
+  return collapseId(p.uid, businessConv(p));
 }

@@ -155,8 +155,24 @@ export function replayedAnswer(stored: StoredTask): FanOutAnswer {
   };
 }
 
-/** The vendor-neutral notification of one dispatch on one channel. */
-export function pushMessage(d: PushDispatch, token: string, classification: Readonly<Record<string, string>> | undefined, ttlSeconds: number): PushMessage {
+/**
+ * The vendor-neutral notification of one dispatch on one channel. A campaign's pushes (business
+ * pushes with a campaign id) carry nothing of their recipient but the token: their collapse id is
+ * the sender's (processors/business/dispatch.ts `businessCollapseId`), their data names the
+ * campaign only, and their TTL is the same for every push built in the same 10 s step
+ * (`campaignTtl`). So the vendor payloads of a campaign's pushes that meet in one submit call are
+ * identical apart from the token, and HMS, Xiaomi, vivo and OPPO send them as one multi-token
+ * request (sinks/vendors/batching.ts `groupByPayload`).
+ */
+export function pushMessage(
+  d: PushDispatch,
+  token: string,
+  classification: Readonly<Record<string, string>> | undefined,
+  ttlSeconds: number,
+  now = Date.now(),
+): PushMessage {
+  const campaign = d.business?.campaign_id ?? null;
+  const expireAt = d.business?.expire_at ?? null;
   return {
     taskId: d.task_id,
     appId: d.app_id,
@@ -166,15 +182,34 @@ export function pushMessage(d: PushDispatch, token: string, classification: Read
     badge: d.badge,
     collapseId: d.collapse_id,
     silent: d.silent,
-    data: { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id },
-    ttlSeconds: d.business?.expire_at ? expiringTtl(d.business.expire_at, ttlSeconds) : ttlSeconds,
+    data: campaign === null ? { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id } : campaignData(d.business!.sender, d.business!.category, campaign),
+    ttlSeconds: expireAt === null ? ttlSeconds : campaign === null ? expiringTtl(expireAt, ttlSeconds, now) : campaignTtl(expireAt, ttlSeconds, now),
     ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
   };
 }
 
+/** The custom data of a campaign's push: the campaign, never its recipient (no uid, request or task id). */
+function campaignData(sender: string, category: string, campaignId: string): Record<string, string> {
+  return { sender, category, campaign_id: campaignId };
+}
+
 /** The vendor time to live of a business push with an expiry: never past it (at least 1 s; an expired push is not submitted at all). */
-function expiringTtl(expireAt: number, ttlSeconds: number): number {
-  return Math.max(1, Math.min(ttlSeconds, Math.floor((expireAt - Date.now()) / 1000)));
+function expiringTtl(expireAt: number, ttlSeconds: number, now: number): number {
+  return Math.max(1, Math.min(ttlSeconds, Math.floor((expireAt - now) / 1000)));
+}
+
+/** Campaign TTLs are computed from a send time rounded up to this step, so pushes built within one step share their TTL. */
+export const CAMPAIGN_TTL_STEP_MS = 10_000;
+
+/**
+ * The vendor time to live of a campaign's push with an expiry: as `expiringTtl`, counted from the
+ * end of the current 10 s step instead of now. Every push of the campaign built in that step gets
+ * the same TTL (a submit call that straddles a step's end becomes two requests, no more), and the
+ * TTL is up to 10 s shorter than the time left, never longer: no push is shown after its expiry.
+ */
+export function campaignTtl(expireAt: number, ttlSeconds: number, now: number): number {
+  const stepEnd = Math.ceil(now / CAMPAIGN_TTL_STEP_MS) * CAMPAIGN_TTL_STEP_MS;
+  return expiringTtl(expireAt, ttlSeconds, stepEnd);
 }
 
 /** Whether a business push is past its expiry at `now` (it ends DROPPED `expired`, unsubmitted). */

@@ -37,6 +37,18 @@ export function collapseId(uid: string, convId: string): string {
 }
 
 /**
+ * The collapse id of a sender's pushes under one key (its collapse key, or a campaign of it), with
+ * no uid in it: the same for every recipient. That is right on the device, which only ever shows
+ * the pushes sent to it: a newer push of the same campaign (or collapse key) replaces the older one
+ * there, as a per-user id would make it. Being the same for every recipient, it lets a campaign's
+ * vendor payloads be identical apart from the token, so the batch vendors send them as one
+ * multi-token request (sinks/vendors/batching.ts). 32 hex characters, like `collapseId`.
+ */
+export function senderCollapseId(sender: string, key: string): string {
+  return digest(['sender-collapse', sender, key]).subarray(0, 16).toString('hex');
+}
+
+/**
  * The notify id of a collapse id, for vendors whose replace key is a number (vivo `notifyId`, HMS,
  * Xiaomi and OPPO `notify_id`): 1..max, the same collapse id always giving the same number (FNV-1a
  * of its UTF-8 bytes, as every notification sent so far carries it; changing it would stack a
