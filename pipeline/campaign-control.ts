@@ -80,3 +80,17 @@ export class KafkaCampaignCancellations implements CampaignCancellations {
     await this.consumer.disconnect();
   }
 }
+
+/**
+ * A stage's reader of push.campaign-control, started: the stages after the expansion (business,
+ * fan-out-business) each take one. The stage may start before the topic is read to its end (a
+ * failure to read is logged, not thrown); `close` stops reading once the start has settled.
+ */
+export function startCampaignCancellations(options: CampaignControlOptions): {
+  readonly cancellations: KafkaCampaignCancellations;
+  close(): Promise<void>;
+} {
+  const cancellations = new KafkaCampaignCancellations(options);
+  const reading = cancellations.start().catch((error: unknown) => options.logger?.error('push.campaign-control could not be read', { error }));
+  return { cancellations, close: () => reading.then(() => cancellations.close()) };
+}

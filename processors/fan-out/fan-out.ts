@@ -17,6 +17,7 @@ import {
   type FanOutAnswer,
   type FanOutReason,
 } from './records.ts';
+import { CAMPAIGN_CANCELLED, CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
 import { ReleaseQueue, type Job, type Output } from './release-queue.ts';
 import { RetryingDispatches } from './retrying.ts';
 import { SubmitPaths, type SubmitPath } from './submit-paths.ts';
@@ -71,9 +72,10 @@ type Out = PushOutcome | TokenReport;
  */
 export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, string, Out> {
   const config = fanOutConfig(options);
-  const paths = new SubmitPaths(options.vendors, config.defaultLimits, config.clock);
+  const cancelled = options.cancellations && new CancelledCampaigns(options.cancellations);
+  const paths = new SubmitPaths(options.vendors, config.defaultLimits, config.clock, cancelled);
   return withStores(
-    () => new FanOutProcessor(options, config, paths),
+    () => new FanOutProcessor(options, config, paths, cancelled),
     [keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), timerStore(FAN_OUT_STORES.retryTimers)],
   );
 }
@@ -153,6 +155,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     private readonly options: FanOutOptions,
     private readonly config: FanOutConfig,
     private readonly paths: SubmitPaths,
+    /** The business lane's campaign cancellations (cancelled.ts); undefined on IM's lane. */
+    private readonly cancelled?: CancelledCampaigns,
   ) {
     this.ledger = options.ledger;
     this.outputs = options.outputs;
@@ -283,6 +287,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       last: p.last,
     };
     if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return this.endRead(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
+    if (this.cancelled?.isCancelled(d)) return this.endCancelled(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
     for (let ci = p.channel; ci < d.channels.length; ci++) {
       const next = await this.submitOnChannel(walk, ci);
       if (next === 'done') return;
@@ -319,11 +324,16 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       return 'next-channel';
     }
     const at: ChannelAt = { index: ci, vendor, token: channel.token, hasNext: ci < d.channels.length - 1, path };
+    this.cancelled?.follow(message, d);
     for (let call = ci === walk.progress.channel ? walk.progress.call : 1; ; call++) {
       const paused = path.gate.pausedUntil - this.config.clock.now();
       if (paused > this.config.inlineBackoffMaxMs) return this.onVendorPaused(walk, at, call, paused);
-      walk.attempts++;
       const outcome: SubmitOutcome = await path.batcher.submit(message);
+      if (isWithdrawn(outcome)) {
+        this.endCancelled(walk, vendor);
+        return 'done';
+      }
+      walk.attempts++;
       const next = await this.classify(walk, at, call, outcome);
       if (next !== 'call-again') return next;
     }
@@ -498,6 +508,12 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   private endRead(walk: Walk, vendor: string): void {
     this.emitChannel(walk, readAnswer(vendor, walk.attempts));
     this.endFailed(walk.task, walk.dispatch.task_id, vendor, 'READ', walk.attempts, walk.trail);
+  }
+
+  /** The dispatch's campaign was cancelled (cancelled.ts): it ends here, unsent, its task failed (3) with the cancellation in its trail. */
+  private endCancelled(walk: Walk, vendor: string): void {
+    this.emitChannel(walk, cancelledAnswer(vendor, walk.attempts));
+    this.endFailed(walk.task, walk.dispatch.task_id, vendor, CAMPAIGN_CANCELLED.code, walk.attempts, walk.trail);
   }
 
   /** Ends a task as failed (3); its trail, which a replay re-emits, already holds its final outcome. */

@@ -4,6 +4,7 @@ import type { Vendor, VendorAdapter, VendorLimits } from './vendor-port.ts';
 import type { PushTaskLedger } from './ledger.ts';
 import type { PushDispatch } from '../model/records.ts';
 import { realClock, type GateClock } from './vendor-gate.ts';
+import type { CampaignCancellations } from '../campaigns/cancellations.ts';
 
 /** What the fan-out needs of the vendor registry (sinks/vendors/registry.ts). */
 export interface VendorDirectory {
@@ -81,6 +82,13 @@ export interface FanOutOptions {
   readonly defaultLimits?: VendorLimits;
   /** Clock and sleep; tests may inject. Default real time. */
   readonly clock?: GateClock;
+  /**
+   * The cancelled campaigns (push.campaign-control, pipeline/campaign-control.ts): given on the
+   * business lane, a dispatch of a cancelled campaign is never submitted; it ends SUPPRESSED
+   * `campaign_cancelled` (cancelled.ts). Checked when a dispatch is taken (fresh or resumed from the
+   * parked store) and right before each vendor call. Default none (IM's lane).
+   */
+  readonly cancellations?: CampaignCancellations;
   readonly listener?: FanOutListener;
 }
 

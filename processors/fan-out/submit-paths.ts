@@ -1,4 +1,5 @@
 import { SubmitBatcher } from './batcher.ts';
+import type { CancelledCampaigns } from './cancelled.ts';
 import type { VendorDirectory } from './options.ts';
 import { VendorGate, type GateClock } from './vendor-gate.ts';
 import { VENDORS, type Vendor, type VendorLimits } from './vendor-port.ts';
@@ -20,6 +21,8 @@ export class SubmitPaths {
     private readonly vendors: VendorDirectory,
     private readonly defaultLimits: VendorLimits,
     private readonly clock: GateClock,
+    /** The business lane's campaign cancellations: each adapter then checks them right before its calls. */
+    private readonly cancelled?: CancelledCampaigns,
   ) {}
 
   /** The submit path of (vendor, app); undefined for an unknown vendor or one no adapter serves. */
@@ -32,7 +35,7 @@ export class SubmitPaths {
     if (!adapter) return undefined;
     const limits = this.vendors.limits(vendor as Vendor, appId) ?? this.defaultLimits;
     const gate = new VendorGate(limits.ratePerSecond, limits.concurrency, this.clock);
-    path = { batcher: new SubmitBatcher(adapter, gate), gate };
+    path = { batcher: new SubmitBatcher(this.cancelled ? this.cancelled.guard(adapter) : adapter, gate), gate };
     this.paths.set(key, path);
     return path;
   }
