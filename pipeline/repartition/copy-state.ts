@@ -17,7 +17,7 @@ import { ConfigError } from '../../common/errors.ts';
 import { jsonStoreSerde } from '../../topology/stores.ts';
 import { groupStatus } from '../group-status.ts';
 import { generationGroups, partitionCounts, partitionOf, repartitionAdmin, stageChangelog, type Generation } from './generation.ts';
-import { readLatest, type TopicContent } from './read-topic.ts';
+import { entryCount, readLatest, type TopicContent } from './read-topic.ts';
 import { statefulStages, type Placement } from './store-keys.ts';
 
 /** What the copy did with one store. */
@@ -94,19 +94,33 @@ export async function copyState(from: Generation, to: Generation, partitions: nu
   try {
     await refuseStartedGeneration(admin, to);
     for (const { stage, stores } of statefulStages()) {
+      const topics = stores.map(([store, placement]) => ({
+        store,
+        placement,
+        source: stageChangelog(from, stage, store),
+        target: stageChangelog(to, stage, store),
+      }));
+      const counts = await partitionCounts(
+        admin,
+        topics.flatMap((t) => [t.source, t.target]),
+      );
+      const present = topics.filter((t) => counts.has(t.source)); // a stage that never ran in the old generation has none
+      for (const t of present)
+        if (counts.get(t.target) !== partitions)
+          throw new ConfigError('--to', `${t.target} has ${counts.get(t.target) ?? 'no'} partitions, not ${partitions}: run pushctl repartition prepare first`);
+      const contents = await readLatest(
+        kafka,
+        admin,
+        present.map((t) => t.source),
+        `${to.applicationId}-repartition`,
+      );
       const placedKeys = new Map<string, Map<string, number>>();
-      for (const [store, placement] of stores) {
-        const source = stageChangelog(from, stage, store);
-        const target = stageChangelog(to, stage, store);
-        const counts = await partitionCounts(admin, [source, target]);
-        if (!counts.has(source)) continue; // the stage never ran in the old generation
-        if (counts.get(target) !== partitions)
-          throw new ConfigError('--to', `${target} has ${counts.get(target) ?? 'no'} partitions, not ${partitions}: run pushctl repartition prepare first`);
-        const content = await readLatest(kafka, admin, source, `${to.applicationId}-repartition`);
-        const { placed, dropped } = placeStore(content, placement, partitions, placedKeys);
-        placedKeys.set(store, new Map([...placed].flatMap(([p, entries]) => [...entries.keys()].map((k) => [k, p] as const))));
-        const written = await writeChangelog(producer, target, placed);
-        copies.push({ from: source, to: target, read: [...content.values()].reduce((n, m) => n + m.size, 0), written, dropped });
+      for (const t of present) {
+        const content = contents.get(t.source)!;
+        const { placed, dropped } = placeStore(content, t.placement, partitions, placedKeys);
+        placedKeys.set(t.store, new Map([...placed].flatMap(([p, entries]) => [...entries.keys()].map((k) => [k, p] as const))));
+        const written = await writeChangelog(producer, t.target, placed);
+        copies.push({ from: t.source, to: t.target, read: entryCount(content), written, dropped });
       }
     }
     return copies;

@@ -37,16 +37,23 @@ export async function copyTables(from: Generation, to: Generation, endpoints: En
   await producer.connect();
   try {
     const copies: TableCopy[] = [];
-    for (const table of TABLE_TOPICS) {
-      const source = topicName(table, from.prefix);
-      const target = topicName(table, to.prefix);
-      const counts = await partitionCounts(admin, [source, target]);
-      if (!counts.has(source) || !counts.has(target)) continue;
-      const old = await readLatest(kafka, admin, source, `${to.applicationId}-repartition`);
-      const present = new Set([...(await readLatest(kafka, admin, target, `${to.applicationId}-repartition`)).values()].flatMap((m) => [...m.keys()]));
+    const tables = TABLE_TOPICS.map((k) => ({ source: topicName(k, from.prefix), target: topicName(k, to.prefix) }));
+    const counts = await partitionCounts(
+      admin,
+      tables.flatMap((t) => [t.source, t.target]),
+    );
+    const present = tables.filter((t) => counts.has(t.source) && counts.has(t.target));
+    const contents = await readLatest(
+      kafka,
+      admin,
+      present.flatMap((t) => [t.source, t.target]),
+      `${to.applicationId}-repartition`,
+    );
+    for (const { source, target } of present) {
+      const there = new Set([...contents.get(target)!.values()].flatMap((m) => [...m.keys()]));
       const latest = new Map<string, Buffer>();
-      for (const entries of old.values()) for (const [key, value] of entries) latest.set(key, value);
-      const messages = [...latest].filter(([key]) => !present.has(key)).map(([key, value]) => ({ key, value }));
+      for (const entries of contents.get(source)!.values()) for (const [key, value] of entries) latest.set(key, value);
+      const messages = [...latest].filter(([key]) => !there.has(key)).map(([key, value]) => ({ key, value }));
       for (let i = 0; i < messages.length; i += 5000) await producer.send({ topic: target, messages: messages.slice(i, i + 5000), acks: -1 });
       copies.push({ from: source, to: target, keys: latest.size, written: messages.length, kept: latest.size - messages.length });
     }
