@@ -57,7 +57,12 @@ export type ParkedValue = string | DispatchProgress;
  *    [[trail channel, status, vendor, reason, code, attempts, discriminator], …],
  *    uid, device_id, conv_id, seq, msg_id, app_id, platform,
  *    [[vendor, token, classification or 0], …], title, body, badge, collapse_id, silent 0/1,
- *    kind, merged_count, persisted_at, decided_at]
+ *    kind, merged_count, persisted_at, decided_at, business?, detail?]
+ *
+ * The two last are left out when absent (IM pushes): `business` is 0 or [sender, category,
+ * campaign_id, expire_at] (a business push resumed from the store is still checked for its expiry
+ * and its campaign's cancellation, and its outcomes keep their accounting tag), `detail` the
+ * dispatch's detail string. Values written before they existed decode without them.
  */
 const FORMAT = 1;
 
@@ -91,7 +96,25 @@ export function encodeParked(p: DispatchProgress): string {
     d.merged_count,
     d.persisted_at,
     d.decided_at,
+    ...optionalTail(d),
   ]);
+}
+
+/** The trailing optional elements of the compact form: none for an IM push without detail. */
+function optionalTail(d: PushDispatch): unknown[] {
+  const b = d.business;
+  const business = b ? [b.sender, b.category, b.campaign_id, b.expire_at] : 0;
+  if (d.detail != null) return [business, d.detail];
+  return b ? [business] : [];
+}
+
+/** The business tag and detail of the optional tail (absent: not in the dispatch). */
+function fromTail(business: unknown, detail: unknown): Pick<PushDispatch, 'business' | 'detail'> {
+  const b = Array.isArray(business) ? (business as [string, string, string | null, number | null]) : undefined;
+  return {
+    ...(b ? { business: { sender: b[0], category: b[1], campaign_id: b[2], expire_at: b[3] } } : {}),
+    ...(typeof detail === 'string' ? { detail } : {}),
+  };
 }
 
 /** The progress a parked value holds; `taskId` is its store key. Values of earlier versions are objects, returned as they are. */
@@ -173,6 +196,7 @@ export function decodeParked(taskId: string, value: ParkedValue): DispatchProgre
     merged_count: mergedCount,
     persisted_at: persistedAt,
     decided_at: decidedAt,
+    ...fromTail(v[26], v[27]),
   };
   return {
     dispatch,
