@@ -30,6 +30,8 @@ export interface BenchResult {
   readonly config: {
     readonly quick: boolean;
     readonly instances: number;
+    /** The business lane ran in a worker process of its own (not with `--shared-lanes`). */
+    readonly businessWorker: boolean;
     readonly partitions: number;
     readonly commitIntervalMs: number;
     readonly mergeWindowMs: number;

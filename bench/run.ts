@@ -34,7 +34,9 @@ import { measureCampaignExpansion, type CampaignBenchResult } from './campaign-e
 const HELP = `npm run bench -- [flags]
 
   --quick                short run (smoke test): small steps, small ceilings, about a minute
-  --instances N          worker processes (default 1)
+  --instances N          IM worker processes (default 1); the business lane runs in one more
+  --shared-lanes         run the business lane's stages in the IM workers too (by default they get a
+                         worker process of their own, as docs/operations.md advises)
   --partitions N         partitions of every topic (default 6)
   --commit-interval MS   PUSH_COMMIT_INTERVAL_MS of the workers (default 100)
   --rates A,B,...        persisted msgs/s of the load steps (default 250,500,1000,...,16000;
@@ -173,8 +175,11 @@ export async function main(args: string[]): Promise<number> {
     say(`[bench] merge state: RSS ${mergeState.rssMb} MB (heap ${mergeState.heapMb} MB), restore ${mergeState.restoreMs ?? 'n/a'} ms`);
   }
 
-  say(`[bench] pipeline: ${instances} worker(s), ${partitions} partitions, commit interval ${commitIntervalMs} ms`);
-  const env = await startEnvironment({ instances, partitions, workerEnv, verbose: true });
+  const businessWorker = !args.includes('--shared-lanes');
+  say(
+    `[bench] pipeline: ${instances} worker(s)${businessWorker ? ' + 1 for the business lane' : ' running every stage'}, ${partitions} partitions, commit interval ${commitIntervalMs} ms`,
+  );
+  const env = await startEnvironment({ instances, partitions, workerEnv, businessWorker, verbose: true });
   // Ctrl-C or a kill must not leave worker processes behind.
   const stopWorkers = () => {
     for (const w of env.workers) w.process.kill('SIGTERM');
@@ -251,6 +256,7 @@ export async function main(args: string[]): Promise<number> {
     config: {
       quick,
       instances,
+      businessWorker,
       partitions,
       commitIntervalMs,
       mergeWindowMs,

@@ -76,6 +76,12 @@ const DAY = 24 * HOUR;
 
 /** The pipeline's stages (pipeline/apps/index.ts builds one StreamsApp per stage). */
 export const STAGE_NAMES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
+/**
+ * The business lane's stages (docs/entry.md). Run in workers of their own (PUSH_STAGES), a campaign
+ * never shares an event loop with IM's decisions and fan-out; the IM stages are the rest.
+ */
+export const BUSINESS_STAGE_NAMES = ['campaigns', 'business', 'fan-out-business'] as const satisfies ReadonlyArray<(typeof STAGE_NAMES)[number]>;
+export const IM_STAGE_NAMES = STAGE_NAMES.filter((s) => !(BUSINESS_STAGE_NAMES as readonly string[]).includes(s));
 export const PROCESSING_GUARANTEES = ['exactly_once', 'at_least_once'] as const;
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const MERGE_MODES = ['leading', 'trailing-only'] as const;

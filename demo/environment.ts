@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,7 @@ import { migrateAll } from '../migrations/migrate.ts';
 import { createPipelineTopics } from '../pipeline/topics-admin.ts';
 import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
 import { delay } from '../stack/process.ts';
+import { BUSINESS_STAGE_NAMES, IM_STAGE_NAMES } from '../common/config-keys.ts';
 
 export interface EnvironmentOptions {
   /** Worker processes. Default 1. */
@@ -27,6 +29,12 @@ export interface EnvironmentOptions {
   readonly run?: string;
   /** Print what is happening. Default true. */
   readonly verbose?: boolean;
+  /**
+   * Run the business lane's stages in a worker process of their own (the last one, index
+   * `instances`, at a lower CPU priority), the other workers running the IM stages only, as
+   * docs/operations.md advises for production. Default false: every worker runs every stage.
+   */
+  readonly businessWorker?: boolean;
 }
 
 export interface Worker {
@@ -44,6 +52,8 @@ export interface Environment {
   readonly emulators: StartedEmulators;
   readonly receiptPort: number;
   readonly workers: Worker[];
+  /** Index of the worker running only the business lane's stages (`businessWorker`), else undefined. */
+  readonly businessWorkerIndex?: number;
   /** The env every worker gets (for starting more, or restarting one). */
   readonly workerEnv: Readonly<Record<string, string>>;
   startWorker(index: number, options?: { receiver?: boolean }): Promise<Worker>;
@@ -51,6 +61,9 @@ export interface Environment {
   waitReady(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Scheduling niceness of the business lane's worker (`businessWorker`); IM workers keep 0. */
+const BUSINESS_WORKER_NICE = 10;
 
 const PUSHCTL = fileURLToPath(new URL('../cli/pushctl.ts', import.meta.url));
 
@@ -124,15 +137,23 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   };
   const workers: Worker[] = [];
 
+  const instances = options.instances ?? 1;
+  const businessWorkerIndex = options.businessWorker ? instances : undefined;
+  /** PUSH_STAGES of worker `index` when the business lane has a worker of its own. */
+  const stagesOf = (index: number): Record<string, string> =>
+    businessWorkerIndex === undefined ? {} : { PUSH_STAGES: (index === businessWorkerIndex ? BUSINESS_STAGE_NAMES : IM_STAGE_NAMES).join(',') };
+
   const startWorker = async (index: number, o: { receiver?: boolean } = {}): Promise<Worker> => {
     const metricsPort = await freePort();
     const log = openSync(join(ensureDir(LOG_DIR), `${run}-worker-${index}.log`), 'a');
     // PUSH_WORKER_NODE_ARGS adds node flags to the workers (e.g. --cpu-prof for profiling a run).
     const nodeArgs = (process.env.PUSH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', PUSHCTL, 'run'], {
-      env: { ...process.env, ...workerEnv, PUSH_METRICS_PORT: String(metricsPort), PUSH_RECEIVER: String(o.receiver ?? index === 0) },
+      env: { ...process.env, ...workerEnv, ...stagesOf(index), PUSH_METRICS_PORT: String(metricsPort), PUSH_RECEIVER: String(o.receiver ?? index === 0) },
       stdio: ['ignore', log, log],
     });
+    // The business lane yields the CPU to IM: on a shared box a campaign's bursts must not delay a chat push.
+    if (index === businessWorkerIndex && child.pid !== undefined) setPriority(child.pid, BUSINESS_WORKER_NICE);
     const worker = { index, metricsPort, process: child };
     const existing = workers.findIndex((w) => w.index === index);
     if (existing >= 0) workers[existing] = worker;
@@ -140,9 +161,10 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     return worker;
   };
 
-  const instances = options.instances ?? 1;
-  say(`[env] ${instances} worker process(es), logs in ${LOG_DIR}/${run}-worker-*.log ...`);
+  const lane = businessWorkerIndex === undefined ? '' : ` for IM and 1 for the business lane (${BUSINESS_STAGE_NAMES.join(', ')})`;
+  say(`[env] ${instances} worker process(es)${lane}, logs in ${LOG_DIR}/${run}-worker-*.log ...`);
   for (let i = 0; i < instances; i++) await startWorker(i);
+  if (businessWorkerIndex !== undefined) await startWorker(businessWorkerIndex);
 
   const env: Environment = {
     run,
@@ -152,6 +174,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     emulators,
     receiptPort,
     workers,
+    businessWorkerIndex,
     workerEnv,
     startWorker,
     async waitReady(timeoutMs = 120_000) {
