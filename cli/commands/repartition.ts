@@ -6,6 +6,7 @@ import { cutover, NotDrainedError } from '../../pipeline/repartition/cutover.ts'
 import { prepareGeneration, repartitionAdmin, type Generation } from '../../pipeline/repartition/generation.ts';
 
 export const repartitionHelp = `pushctl repartition prepare|check|cutover --to N --to-prefix P2 --to-app A2 [--from-prefix P1] [--from-app A1] [--quiet-ms MS]
+  (check needs only the old generation's flags)
 
   Moves the pipeline to N partitions through a new topic generation (docs/operations.md,
   "Growing partitions"): the old generation is PUSH_TOPIC_PREFIX / PUSH_APPLICATION_ID unless
@@ -24,7 +25,8 @@ interface Parsed {
   readonly quietMs: number;
 }
 
-function parse(args: string[], env = process.env): Parsed {
+/** The flags; `check` needs only the old generation (`onlyFrom`). */
+function parse(args: string[], onlyFrom = false, env = process.env): Parsed {
   const flag = (name: string) => {
     const i = args.indexOf(name);
     return i >= 0 ? args[i + 1] : undefined;
@@ -38,6 +40,10 @@ function parse(args: string[], env = process.env): Parsed {
     prefix: flag('--from-prefix') ?? readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
     applicationId: flag('--from-app') ?? readKey(env, CONFIG_KEYS.PUSH_APPLICATION_ID),
   };
+  const quiet = flag('--quiet-ms') ?? '10000';
+  const quietMs = Number(quiet);
+  if (!Number.isInteger(quietMs) || quietMs < 0) throw new UsageError(`--quiet-ms must be a whole number of ms, not ${quiet}`);
+  if (onlyFrom) return { from, to: from, partitions: 0, quietMs };
   const to = { prefix: required('--to-prefix'), applicationId: required('--to-app') };
   if (to.prefix === from.prefix) throw new UsageError("--to-prefix must differ from the old generation's prefix (a generation is a new set of topics)");
   if (to.applicationId === from.applicationId)
@@ -45,15 +51,12 @@ function parse(args: string[], env = process.env): Parsed {
   const partitions = Number(required('--to'));
   if (!Number.isInteger(partitions) || partitions < 1 || partitions > 256)
     throw new UsageError(`--to must be a whole number of partitions from 1 to 256, not ${flag('--to')}`);
-  const quiet = flag('--quiet-ms') ?? '10000';
-  const quietMs = Number(quiet);
-  if (!Number.isInteger(quietMs) || quietMs < 0) throw new UsageError(`--quiet-ms must be a whole number of ms, not ${quiet}`);
   return { from, to, partitions, quietMs };
 }
 
 export async function repartitionCommand(args: string[]): Promise<number> {
   const action = args[0];
-  const p = parse(args);
+  const p = parse(args, action === 'check');
   if (action === 'prepare') {
     const { created } = await prepareGeneration(p.to, p.partitions);
     console.log(`new generation ${p.to.prefix || '(no prefix)'} / ${p.to.applicationId}: ${created.length} topics created with ${p.partitions} partitions`);

@@ -25,10 +25,10 @@ export interface CutoverResult {
   readonly tables: TableCopy[];
 }
 
-/** The old generation is not ready to be cut over; `reasons` say what to do. */
+/** The generations are not ready for the cut-over (the old one still working, the new one not prepared); `reasons` say what to do. */
 export class NotDrainedError extends PushError {
   constructor(readonly reasons: string[]) {
-    super('NOT_DRAINED', `the old generation is not drained and stopped:\n  ${reasons.join('\n  ')}`);
+    super('NOT_DRAINED', `not ready for the cut-over:\n  ${reasons.join('\n  ')}`);
   }
 }
 

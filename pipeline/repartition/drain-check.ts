@@ -21,9 +21,11 @@ export interface DrainReport {
   readonly growing: Array<{ topic: string; records: number }>;
   /** Groups that have run (they committed offsets), the ones whose state is copied. */
   readonly groupsSeen: string[];
+  /** No topic of the old generation exists: its prefix is wrong (nothing to cut over). */
+  readonly missing: boolean;
 }
 
-export const drained = (r: DrainReport): boolean => r.running.length === 0 && r.lagging.length === 0 && r.growing.length === 0;
+export const drained = (r: DrainReport): boolean => !r.missing && r.running.length === 0 && r.lagging.length === 0 && r.growing.length === 0;
 
 /** End offsets (read_committed) of every partition of the topics that exist. */
 async function endOffsets(admin: Admin, topics: readonly string[]): Promise<Map<string, number>> {
@@ -61,12 +63,13 @@ export async function checkDrained(admin: Admin, from: Generation, quietMs: numb
       for (const p of t.partitions) if (p.lag > 0) lagging.push({ group, topic: t.topic, partition: p.partition, lag: p.lag });
     }
   }
-  return { running, lagging, growing: [...grew].map(([topic, records]) => ({ topic, records })), groupsSeen };
+  return { running, lagging, growing: [...grew].map(([topic, records]) => ({ topic, records })), groupsSeen, missing: after.size === 0 };
 }
 
 /** The report in lines an operator can act on. */
 export function describeDrain(r: DrainReport): string[] {
   return [
+    ...(r.missing ? ['no topic of the old generation exists: check --from-prefix (default PUSH_TOPIC_PREFIX)'] : []),
     ...r.growing.map((g) => `${g.topic} grew by ${g.records} records during the quiet period: a producer still writes to the old generation`),
     ...r.running.map((g) => `${g.group} has ${g.members} member(s): stop the old generation's workers of this stage`),
     ...r.lagging.map((l) => `${l.group} left ${l.lag} record(s) of ${l.topic} partition ${l.partition}: run the stage again until it drains, then stop it`),

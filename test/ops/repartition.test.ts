@@ -28,7 +28,7 @@ import { changelogTopicName } from '../../topology/changelog.ts';
 import { convWindowsStoreSerde, decodeConvWindows } from '../../processors/merge/window-codec.ts';
 import { presenceStoreSerde } from '../../processors/online-filter/presence.ts';
 import { prepareGeneration } from '../../pipeline/repartition/generation.ts';
-import { cutover } from '../../pipeline/repartition/cutover.ts';
+import { cutover, NotDrainedError } from '../../pipeline/repartition/cutover.ts';
 
 const FROM_PARTITIONS = 2;
 const TO_PARTITIONS = 4;
@@ -172,6 +172,15 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
     const cut = scenario.timeline[Math.floor(scenario.timeline.length / 2)]!.at;
     await traffic1.play(scenario.timeline.filter((r) => r.at < cut));
     const secondHalf = traffic2.play(scenario.timeline.filter((r) => r.at >= cut));
+    secondHalf.catch(() => undefined); // awaited below; a failure before then must not surface as this one
+
+    // While the old workers run, the cut-over refuses and names them.
+    await assert.rejects(
+      cutover({ from: g1, to: g2, partitions: TO_PARTITIONS, quietMs: 200 }),
+      (error: unknown) =>
+        error instanceof NotDrainedError &&
+        [`${g1.applicationId}-decisions has 1 member`, `${g1.applicationId}-fan-out has 1 member`].every((m) => error.message.includes(m)),
+    );
 
     // The runbook's order: the decisions drain their inputs and stop, then the fan-out drains what they wrote.
     await waitCaughtUp(`${g1.applicationId}-decisions`, [`${g1.prefix}im.message.persisted`, `${g1.prefix}im.presence`]);
@@ -245,6 +254,9 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
     }
     await waitCaughtUp(`${g2.applicationId}-decisions`, [`${g2.prefix}im.message.persisted`, `${g2.prefix}im.presence`], 30_000);
     await waitCaughtUp(`${g2.applicationId}-fan-out`, [`${g2.prefix}push.dispatch`, `${g2.prefix}im.presence`], 30_000);
+
+    // Once the new generation has run, copying the old state again would overwrite its own: refused.
+    await assert.rejects(cutover({ from: g1, to: g2, partitions: TO_PARTITIONS, quietMs: 200 }), /has already run/);
 
     const pushes = verifyPushes(scenario, recordings(emulators, appId));
     t.diagnostic(`expected ${pushes.expected}, delivered ${pushes.delivered}, duplicates ${pushes.duplicates}, optional ${pushes.optionalDelivered}`);
