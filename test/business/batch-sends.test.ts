@@ -1,7 +1,8 @@
 /**
  * Campaign sends use the vendors' multi-token APIs (issue 16, docs/entry.md) on the real stack
  * (Kafka, registry, MariaDB, the HMS, Xiaomi and vivo emulators): a 3,000-user campaign goes
- * through `business` and `fan-out-business`, run in this process as the worker runs them. A
+ * through `business` and then `fan-out-business` (started on the campaign's backlog), run in this
+ * process as the worker runs them. A
  * campaign's pushes carry the same payload apart from the token (collapse id of the campaign,
  * campaign-level data, one TTL per 10 s step), so the pushes that meet in one submit call go as
  * one request per vendor. Checked from the emulators: every user got exactly one push, the number
@@ -138,6 +139,8 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
       }),
     );
     await business.start();
+    // The users' tokens are in the business stage's table before their requests come (else they end no_token).
+    await committedAll(`${prefix}business`, topicName('tokens', prefix), 60_000);
     const expireAt = now + 3_600_000;
     await produce(
       'requests',
@@ -155,8 +158,11 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
     for (;;) {
       const answered = new Set(recorded().map((p) => p.token)).size;
       if (answered >= USERS) break;
-      const by = VENDORS.map((v) => `${v} ${new Set(em[v].received.map((p) => p.token)).size}`).join(', ');
-      assert.ok(Date.now() < deadline, `${answered} of ${USERS} users' pushes reached the vendors (${by})`);
+      if (Date.now() >= deadline) {
+        const by = VENDORS.map((v) => `${v} ${new Set(em[v].received.map((p) => p.token)).size}`).join(', ');
+        const fanOutProgress = await progressOf(`${prefix}fan-out-business`, topicName('dispatchBusiness', prefix));
+        assert.fail(`${answered} of ${USERS} users' pushes reached the vendors (${by}); fan-out-business: ${JSON.stringify(fanOutProgress)}`);
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
     // A moment for a push sent twice to show.
@@ -191,15 +197,14 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
       assert.ok(ttl <= (expireAt - now) / 1000 && ttl >= (expireAt - now) / 1000 - 120, `HMS TTL ${ttl} s ends by the expiry`);
     }
 
-    // Requests: the fan-out's tasks claim their dispatches MAX_IN_FLIGHT at a time in INSERTs of CLAIM_ROWS, and the
-    // pushes whose claims are answered together meet in one submit call per vendor: one request each (HMS, Xiaomi), two
-    // for a vivo list push (saveListPayload + pushToList). With every partition's share of the campaign in flight at
-    // once, a task makes about ceil(users per task / CLAIM_ROWS) rounds; allowing each round to be split in four (claims
-    // answered in several ticks, partitions a little uneven), the bound is still a small fraction of the users.
-    const perTask = Math.ceil(USERS / PARTITIONS);
-    const rounds = Math.ceil(perTask / Math.min(CLAIM_ROWS, MAX_IN_FLIGHT));
-    const requestsPerRound = 1 /* hms */ + 1 /* xiaomi */ + 2; /* vivo */
-    const bound = PARTITIONS * rounds * requestsPerRound * 2;
+    // Requests: a fan-out task holds up to MAX_IN_FLIGHT dispatches and claims them in INSERTs of CLAIM_ROWS; the pushes
+    // whose claims are answered together meet in one submit call per vendor, sent as ceil(tokens / maxBatchSize) requests
+    // (HMS, Xiaomi) or twice that (a vivo list push is saveListPayload + pushToList). With the campaign's backlog waiting,
+    // a task makes ceil(its dispatches / CLAIM_ROWS) such rounds. Allowing twice that (partitions a little uneven, a
+    // backlog read in more than one fetch), the bound is still a small fraction of the users.
+    const rounds = Math.ceil(Math.ceil(USERS / PARTITIONS) / Math.min(CLAIM_ROWS, MAX_IN_FLIGHT));
+    const perRound = (v: BatchVendor) => Math.ceil(CLAIM_ROWS / VENDORS.length / vendors.adapter(v, APP)!.maxBatchSize) * (v === 'vivo' ? 2 : 1);
+    const bound = 2 * PARTITIONS * rounds * VENDORS.reduce((n, v) => n + perRound(v), 0);
     const requests = Object.fromEntries(VENDORS.map((v) => [v, em[v].sendRequests]));
     const total = VENDORS.reduce((n, v) => n + em[v].sendRequests, 0);
     t.diagnostic(`${total} send requests for ${USERS} users: ${JSON.stringify(requests)} (bound ${bound})`);
@@ -236,22 +241,28 @@ function sameRequest(vendor: BatchVendor, push: ReceivedPush, all: readonly Rece
   return all.filter((p) => id(p) === id(push));
 }
 
-/** Waits until consumer group `groupId` has committed every record of `topic` (a business commit also commits its outputs). */
-async function committedAll(groupId: string, topic: string, timeoutMs: number): Promise<void> {
+/** Per partition of `topic`: the offset consumer group `groupId` committed and the end offset. */
+async function progressOf(groupId: string, topic: string): Promise<Array<{ partition: number; committed: number; end: number }>> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
-      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      const behind = committed!.partitions.filter((p) => Number(p.offset) < ends.get(p.partition)!).length;
-      if (behind === 0 && committed!.partitions.length === ends.size) return;
-      assert.ok(Date.now() < deadline, `the business stage committed ${topic} in ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const at = new Map(committed!.partitions.map((p) => [p.partition, Number(p.offset)]));
+    return [...ends].map(([partition, end]) => ({ partition, committed: at.get(partition) ?? -1, end }));
   } finally {
     await admin.disconnect();
+  }
+}
+
+/** Waits until consumer group `groupId` has committed every record of `topic` (and so what it made of them). */
+async function committedAll(groupId: string, topic: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const progress = await progressOf(groupId, topic);
+    if (progress.every((p) => p.committed >= p.end)) return;
+    assert.ok(Date.now() < deadline, `${groupId} committed ${topic} in ${timeoutMs} ms: ${JSON.stringify(progress)}`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
