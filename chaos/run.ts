@@ -10,6 +10,9 @@
  * storms. Writes .stack/chaos/chaos-<run>.json and .txt and prints the summary; exits 1 when a
  * verdict fails.
  *
+ * --repartition N [--from M] [--users U] [--seconds S] runs the repartition runbook from M (default 6)
+ * to N partitions under load instead (chaos/repartition.ts; default 600 users × 3 messages over 90 s).
+ *
  * --brokers 3 runs on the 3-broker cluster (stack/kafka-cluster.ts, started if it is not running)
  * with replication factor 3 and min.insync.replicas 2, and replaces the broker restart with the
  * cluster's faults (chaos/cluster-faults.ts): a broker SIGKILLed and started again after
@@ -26,6 +29,21 @@ const flag = (name: string, fallback: number, max: number) => {
   const i = args.indexOf(name);
   return readInt({ [name]: i >= 0 ? args[i + 1] : undefined }, name, fallback, { min: 0, max });
 };
+
+// --repartition N: the repartition runbook under load instead of the fault run (chaos/repartition.ts).
+if (args.includes('--repartition')) {
+  const { runRepartition } = await import('./repartition.ts');
+  const report = await runRepartition({
+    from: flag('--from', 6, 256),
+    to: flag('--repartition', 12, 256),
+    users: flag('--users', 600, 100_000),
+    messagesPerUser: 3,
+    durationMs: flag('--seconds', 90, 3600) * 1000,
+  });
+  const summary = report.summary as Record<string, boolean>;
+  console.log(JSON.stringify({ figures: report.figures, pushes: report.pushes, mergeWindows: report.mergeWindows, summary }, null, 2));
+  process.exit(Object.values(summary).every(Boolean) ? 0 : 1);
+}
 
 const brokersAt = args.indexOf('--brokers');
 const brokers = stackBrokers(brokersAt >= 0 ? { PUSH_STACK_BROKERS: args[brokersAt + 1] } : process.env);
