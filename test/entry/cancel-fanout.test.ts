@@ -4,13 +4,22 @@
  * the vendor's 503s is not submitted when it is due once its campaign is cancelled; it ends
  * SUPPRESSED campaign_cancelled, its task row failed with CAMPAIGN_CANCELLED, and a replay of its
  * dispatch re-emits that outcome without a call. A fresh dispatch of the campaign ends the same
- * way; another campaign's push goes out. test/entry/cancel-lane.test.ts checks the whole lane.
+ * way; another campaign's push goes out. And a push already handed to the vendor's submit path,
+ * waiting there for the (vendor, app) gate, is left out of the call if its campaign is cancelled
+ * meanwhile, while the other campaign's pushes in the same batch go out.
+ * test/entry/cancel-lane.test.ts checks the whole lane.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
-import type { PushDispatch } from '../../processors/model/records.ts';
+import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
+import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { TOPICS } from '../../pipeline/topics.ts';
+import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
+import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { dispatch, fanOutDriver, taskRow, taskTable } from '../fanout/support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -31,12 +40,12 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
     await db.close();
   });
 
-  const campaignPush = (uid: string, campaignId: string): PushDispatch =>
+  const campaignPush = (uid: string, campaignId: string, vendor: 'fcm' | 'hms' = 'fcm'): PushDispatch =>
     dispatch({
       uid,
       device: 'phone',
       conv_id: `biz:${campaignId}`,
-      channels: [{ vendor: 'fcm', token: em.token('fcm', uid) }],
+      channels: [{ vendor, token: em.token(vendor, uid) }],
       business: { sender: 'marketing', category: 'CAMPAIGN', campaign_id: campaignId, expire_at: null },
     });
 
@@ -97,5 +106,65 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
     );
     assert.equal(calls(spring), callsAtCancel);
     await fo.close();
+  });
+
+  test('pushes waiting at the vendor gate: those of the cancelled campaign are left out of the batch call, the others go out', async () => {
+    // One HMS call at a time: a slow first call keeps the next batch waiting at the gate.
+    const raw = em.rawAppsConfig as { apps: Array<{ vendors: Record<string, Record<string, unknown>> }> };
+    const apps = raw.apps.map((a) => ({ ...a, vendors: { ...a.vendors, hms: { ...a.vendors.hms, concurrency: 1 } } }));
+    const oneAtATime = createVendorRegistry(parseAppsConfig({ ...raw, apps }));
+    const cancelled = new Map<string, number>();
+    let claimed = 0;
+    const ledger = new MysqlPushTaskLedger({ pool: db.pool, table: db.table });
+    const fanOut = {
+      vendors: oneAtATime,
+      ledger,
+      cancellations: { cancelledAt: (id: string) => cancelled.get(id) },
+      listener: { onClaimed: () => void claimed++ },
+    };
+    // No commit after each input: a dispatch is handed on without waiting for its vendor's answer, as on Kafka.
+    const driver = new TopologyTestDriver(buildFanOutTopology({ valueSerdes: rawAvroValueSerdes(), fanOut }), {
+      startWallClockMs: Date.now(),
+      dlqTopic: TOPICS.dlq.name,
+      commitEveryInput: false,
+    });
+    const send = (d: PushDispatch) => driver.pipeInput(TOPICS.dispatch.name, d.uid, d);
+    const slow = campaignPush('u-gate-slow', 'summer', 'hms');
+    em.hms.scriptConnection({ kind: 'late', delayMs: 2_000 }, { token: slow.channels[0]!.token, times: 1 });
+    await send(slow);
+    // Its request is at the vendor, the answer 2 s away: the one call allowed is under way.
+    for (const until = Date.now() + 1_500; em.hms.received.length === 0 && Date.now() < until;) await sleep(10);
+    const waiting = ['winter', 'summer', 'winter', 'summer', 'winter', 'summer'].map((c, i) => campaignPush(`u-gate-${i}`, c, 'hms'));
+    for (const d of waiting) await send(d);
+    // Claimed, so handed to the submit path (the walk's first step after its claim): now at the gate behind the slow call.
+    for (const until = Date.now() + 1_500; claimed < 1 + waiting.length && Date.now() < until;) await sleep(10);
+    await sleep(50);
+    const callsAtCancel = em.hms.received.length;
+    cancelled.set('winter', Date.now());
+    await driver.commit(); // waits for every dispatch in flight
+
+    const winter = waiting.filter((d) => d.business!.campaign_id === 'winter');
+    const summer = [slow, ...waiting.filter((d) => d.business!.campaign_id === 'summer')];
+    assert.equal(claimed, 1 + waiting.length);
+    assert.equal(callsAtCancel, 1, 'only the slow call had reached the vendor at the cancel');
+    assert.deepEqual(
+      driver
+        .readAllOutputs<string, PushOutcome>(TOPICS.outcomes.name)
+        .map(({ value: o }) => [o.task_id, o.status, o.reason, o.attempts])
+        .sort(),
+      [...winter.map((d) => [d.task_id, 'SUPPRESSED', 'campaign_cancelled', 0]), ...summer.map((d) => [d.task_id, 'ACCEPTED', null, 1])].sort(),
+    );
+    const tokens = (list: PushDispatch[]) => list.map((d) => d.channels[0]!.token).sort();
+    assert.deepEqual(
+      em.hms
+        .accepted()
+        .map((p) => p.token)
+        .sort(),
+      tokens(summer),
+      'the vendor got the summer pushes only',
+    );
+    await driver.close();
+    ledger.close();
+    await oneAtATime.close();
   });
 });
