@@ -84,13 +84,16 @@ export class KafkaCampaignCancellations implements CampaignCancellations {
 /**
  * A stage's reader of push.campaign-control, started: the stages after the expansion (business,
  * fan-out-business) each take one. The stage may start before the topic is read to its end (a
- * failure to read is logged, not thrown); `close` stops reading once the start has settled.
+ * failure to read is logged, not thrown); the lane's fan-out waits for `read` before sending
+ * (FanOutOptions.cancellationsRead). `close` stops reading once the start has settled.
  */
 export function startCampaignCancellations(options: CampaignControlOptions): {
   readonly cancellations: KafkaCampaignCancellations;
+  /** Settles once the topic is read to where it ended at the start, or the read failed (logged). */
+  readonly read: Promise<void>;
   close(): Promise<void>;
 } {
   const cancellations = new KafkaCampaignCancellations(options);
-  const reading = cancellations.start().catch((error: unknown) => options.logger?.error('push.campaign-control could not be read', { error }));
-  return { cancellations, close: () => reading.then(() => cancellations.close()) };
+  const read = cancellations.start().catch((error: unknown) => options.logger?.error('push.campaign-control could not be read', { error }));
+  return { cancellations, read, close: () => read.then(() => cancellations.close()) };
 }

@@ -203,6 +203,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   /** A dispatch from push.dispatch: started now (its input offset held until it is released), then back pressure. */
   private async onDispatch(record: StreamRecord<string, In>, d: PushDispatch): Promise<void> {
     this.listener?.onDispatchReceived?.(d);
+    if (this.options.cancellationsRead) await this.options.cancellationsRead; // the business lane: every earlier cancellation known first
     this.drain();
     if (record.headers?.[REPLAY_HEADER]) this.recent.delete(d.task_id);
     const fresh: DispatchProgress = {
@@ -221,6 +222,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
 
   /** The retry punctuator: ends what is over the cap, resumes the parked dispatches now due. */
   private async resumeDue(now: number): Promise<void> {
+    if (this.options.cancellationsRead) await this.options.cancellationsRead;
     this.evictOverCap(); // a cap lowered since the store was written
     for (const p of this.parked.takeDue(now, this.config.maxInFlight)) this.start(p, false);
     this.listener?.onParked?.(this.ctx.taskId, this.parked.size);

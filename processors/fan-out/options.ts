@@ -89,6 +89,12 @@ export interface FanOutOptions {
    * parked store) and right before each vendor call. Default none (IM's lane).
    */
   readonly cancellations?: CampaignCancellations;
+  /**
+   * Settles once `cancellations` holds every cancellation made before the stage started (its topic
+   * read to the end, or the read given up); dispatches wait for it, so a restarted lane never sends
+   * a queued push of a campaign cancelled before the restart. Default: nothing to wait for.
+   */
+  readonly cancellationsRead?: Promise<void>;
   readonly listener?: FanOutListener;
 }
 

@@ -6,7 +6,8 @@
  * dispatch re-emits that outcome without a call. A fresh dispatch of the campaign ends the same
  * way; another campaign's push goes out. And a push already handed to the vendor's submit path,
  * waiting there for the (vendor, app) gate, is left out of the call if its campaign is cancelled
- * meanwhile, while the other campaign's pushes in the same batch go out.
+ * meanwhile, while the other campaign's pushes in the same batch go out. A restarted lane sends
+ * nothing before it has read the cancellations made before its start.
  * test/entry/cancel-lane.test.ts checks the whole lane.
  */
 import assert from 'node:assert/strict';
@@ -166,5 +167,28 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
     await driver.close();
     ledger.close();
     await oneAtATime.close();
+  });
+
+  test('a restarted lane waits for the cancellations read before it sends: a campaign cancelled before the start is never sent', async () => {
+    const cancelled = new Map<string, number>();
+    let read!: () => void;
+    const fo = fanOutDriver(db.pool, db.table, {
+      vendors: registry,
+      cancellations: { cancelledAt: (id) => cancelled.get(id) },
+      cancellationsRead: new Promise<void>((resolve) => (read = resolve)),
+    });
+    const queued = campaignPush('u-restart-1', 'early');
+    const sending = fo.send(queued);
+    await sleep(300);
+    assert.equal(em.fcm.received.filter((r) => r.token === queued.channels[0]!.token).length, 0, 'nothing sent before the read');
+    cancelled.set('early', Date.now() - 60_000); // what the topic held at the start
+    read();
+    await sending;
+    assert.deepEqual(
+      fo.outcomes().map((o) => [o.task_id, o.status, o.reason]),
+      [[queued.task_id, 'SUPPRESSED', 'campaign_cancelled']],
+    );
+    assert.equal(em.fcm.received.filter((r) => r.token === queued.channels[0]!.token).length, 0);
+    await fo.close();
   });
 });

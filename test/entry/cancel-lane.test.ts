@@ -137,7 +137,10 @@ test(`a cancelled ${USERS}-user campaign: nothing reaches the vendor after the c
   });
   await Promise.all([
     app('business', buildBusinessTopology({ ...wiring, business })).start(),
-    app('fan-out-business', buildFanOutTopology({ ...wiring, lane: 'business', fanOut: { ...lane, ledger: ledger(), cancellations } })).start(),
+    app(
+      'fan-out-business',
+      buildFanOutTopology({ ...wiring, lane: 'business', fanOut: { ...lane, ledger: ledger(), cancellations, cancellationsRead: control.read } }),
+    ).start(),
     app('fan-out', buildFanOutTopology({ ...wiring, fanOut: { vendors, ledger: ledger() } })).start(),
     app('clickhouse', buildClickhouseSinkTopology({ ...wiring, writer }), true).start(),
     startExpansion(stack, 10_000).then((a) => apps.push(a)),
