@@ -71,6 +71,19 @@ describe('repartition store placements', () => {
     for (const [k, hash] of vectors) for (const n of [4, 6, 12]) assert.equal(partitionOf(k, n), (hash & 0x7fffffff) % n, `${k} over ${n}`);
   });
 
+  test('owners found in values and composite keys: token health, kept business requests, campaign chunks', () => {
+    const owner = (stage: keyof typeof STORE_PLACEMENTS, store: string, key: string, value: unknown) => {
+      const placement = STORE_PLACEMENTS[stage]![store]!;
+      assert.equal(placement.kind, 'owner');
+      return placement.kind === 'owner' ? placement.owner(key, Buffer.from(JSON.stringify(value))) : undefined;
+    };
+    assert.equal(owner('receipts', 'token-lifecycle-tokens', key('d1', 'fcm'), { uid: 'u9', device_id: 'd1', vendor: 'fcm', failures: 0 }), 'u9');
+    assert.equal(owner('business', 'business-deferred', 'req-1', { push: { uid: 'u3', requestId: 'req-1' }, resume: 'rate', kind: 'NORMAL' }), 'u3');
+    assert.equal(owner('business', 'business-idempotency', key('u4', 'sender', 'k'), 0), 'u4');
+    assert.equal(owner('campaigns', 'campaign-uids', 'camp|aign-7|12', []), 'camp|aign-7');
+    assert.equal(owner('campaigns', 'campaign-meta', 'camp|aign-7', {}), 'camp|aign-7');
+  });
+
   test('uid-keyed entries go to their uid’s partition, timers follow their entry, per-partition ledgers are combined', () => {
     const d = STORE_PLACEMENTS.decisions!;
     const uids = Array.from({ length: 40 }, (_, i) => `u${i}`);
