@@ -2,10 +2,9 @@
  * Campaign sends use the vendors' multi-token APIs (issue 16, docs/entry.md) on the real stack
  * (Kafka, registry, MariaDB, the HMS, Xiaomi and vivo emulators): a 3,000-user campaign goes
  * through `business` and then `fan-out-business` (started on the campaign's backlog), run in this
- * process as the worker runs them. A
- * campaign's pushes carry the same payload apart from the token (collapse id of the campaign,
- * campaign-level data, one TTL per 10 s step), so the pushes that meet in one submit call go as
- * one request per vendor. Checked from the emulators: every user got exactly one push, the number
+ * process as the worker runs them. A campaign's pushes carry the same payload apart from the token
+ * (collapse id of the campaign, campaign-level data, one TTL per 10 s step), so the pushes that
+ * meet in one submit call go as one request per vendor. Checked from the emulators: every user got exactly one push, the number
  * of send requests is far below the number of users, and a dead token in a batch fails only its
  * own push and invalidates only its own device.
  */
