@@ -13,7 +13,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel, type PartitionMetadata, Partitioners } from 'kafkajs';
 import { startEnvironment, freePort } from '../demo/environment.ts';
 import { trafficProducer, type TrafficProducer } from '../demo/traffic.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -30,6 +29,7 @@ import { emulatorArrival, recordings, verifyOutcomes, verifyPushes } from './ver
 import { chaosAdmin, sleep } from './drain.ts';
 import { lagging, startForwarder, startProcess, stop, waitCaughtUp, waitReady, type Proc } from './repartition-processes.ts';
 import type { PushOutcome } from '../processors/model/records.ts';
+import { readChangelog, uidPartition } from './repartition-model.ts';
 
 export interface RepartitionRunOptions {
   readonly from: number;
@@ -48,48 +48,6 @@ const GROUPS = [
 const ALL_STAGES = GROUPS.flatMap((g) => [...g.stages]);
 
 const say = (line: string) => console.log(`[repartition] ${line}`);
-
-/** Latest value per (partition, key) of a changelog, read to its end with a plain consumer. */
-async function readChangelog(topic: string): Promise<Array<{ partition: number; key: string; value: Buffer }>> {
-  const kafka = new Kafka({ clientId: 'repartition-model', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = new Map((await admin.fetchTopicOffsets(topic)).filter((p) => Number(p.high) > Number(p.low)).map((p) => [p.partition, Number(p.high)]));
-  await admin.disconnect();
-  const latest = new Map<string, { partition: number; key: string; value: Buffer }>();
-  if (ends.size === 0) return [];
-  const consumer = kafka.consumer({ groupId: `repartition-model-${Date.now()}-${Math.random()}`, maxWaitTimeInMs: 100 });
-  let done!: () => void;
-  const finished = new Promise<void>((resolve) => (done = resolve));
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-    if (Number(payload.lastOffset) + 1 >= (ends.get(payload.partition) ?? 0)) ends.delete(payload.partition);
-    if (ends.size === 0) done();
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      const key = message.key!.toString();
-      if (message.value === null) latest.delete(`${partition}|${key}`);
-      else latest.set(`${partition}|${key}`, { partition, key, value: message.value });
-    },
-  });
-  await finished;
-  await consumer.disconnect();
-  return [...latest.values()];
-}
-
-function uidPartition(uid: string, n: number): number {
-  const metadata: PartitionMetadata[] = Array.from({ length: n }, (_, partitionId) => ({
-    partitionId,
-    leader: 0,
-    replicas: [0],
-    isr: [0],
-    offlineReplicas: [],
-    partitionErrorCode: 0,
-  }));
-  return Partitioners.DefaultPartitioner()({ topic: 't', partitionMetadata: metadata, message: { key: uid, value: null } });
-}
 
 /** Every entry of `store`'s changelog in `from`, present unchanged in `to`'s at its uid's partition: the keys that are not. */
 async function carried(

@@ -13,14 +13,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel, Partitioners, type PartitionMetadata } from 'kafkajs';
-import { stackEndpoints, uniqueName } from '../support/stack.ts';
+import { uniqueName } from '../support/stack.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import { startWorker, type RunningWorker } from '../../pipeline/worker.ts';
 import { trafficProducer, type TrafficProducer } from '../../demo/traffic.ts';
 import { buildScenario } from '../../chaos/scenario.ts';
 import { recordings, verifyPushes } from '../../chaos/verify.ts';
+import { readChangelog, uidPartition, type ChangelogEntry } from '../../chaos/repartition-model.ts';
 import { chaosAdmin, sleep } from '../../chaos/drain.ts';
 import { groupStatus } from '../../pipeline/group-status.ts';
 import { createLogger } from '../../common/log.ts';
@@ -34,55 +34,6 @@ const FROM_PARTITIONS = 2;
 const TO_PARTITIONS = 4;
 /** Long enough that the bursts of the last seconds before the cut-over still have their windows open at it. */
 const MERGE_WINDOW_MS = 10_000; // the longest PUSH_MERGE_WINDOW_MS allows
-
-interface Entry {
-  readonly partition: number;
-  readonly key: string;
-  readonly value: Buffer;
-}
-
-/** Latest value per (partition, key) of a changelog, tombstones applied, read to its end with a plain consumer. */
-async function readChangelog(topic: string): Promise<Entry[]> {
-  const kafka = new Kafka({ clientId: 'repartition-test', brokers: stackEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = new Map((await admin.fetchTopicOffsets(topic)).filter((p) => Number(p.high) > Number(p.low)).map((p) => [p.partition, Number(p.high)]));
-  await admin.disconnect();
-  const latest = new Map<string, Entry>();
-  if (ends.size === 0) return [];
-  const consumer = kafka.consumer({ groupId: uniqueName('repartition-model'), maxWaitTimeInMs: 100 });
-  let done!: () => void;
-  const finished = new Promise<void>((resolve) => (done = resolve));
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-    if (Number(payload.lastOffset) + 1 >= (ends.get(payload.partition) ?? 0)) ends.delete(payload.partition);
-    if (ends.size === 0) done();
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      const key = message.key!.toString();
-      if (message.value === null) latest.delete(`${partition}|${key}`);
-      else latest.set(`${partition}|${key}`, { partition, key, value: message.value });
-    },
-  });
-  await finished;
-  await consumer.disconnect();
-  return [...latest.values()];
-}
-
-/** The partition of a uid among `n`, as kafkajs' producers choose it. */
-function uidPartition(uid: string, n: number): number {
-  const metadata: PartitionMetadata[] = Array.from({ length: n }, (_, partitionId) => ({
-    partitionId,
-    leader: 0,
-    replicas: [0],
-    isr: [0],
-    offlineReplicas: [],
-    partitionErrorCode: 0,
-  }));
-  return Partitioners.DefaultPartitioner()({ topic: 't', partitionMetadata: metadata, message: { key: uid, value: null } });
-}
 
 /** Waits until the group has processed every record of `topics` it reads. */
 async function waitCaughtUp(group: string, topics: readonly string[], timeoutMs = 60_000): Promise<void> {
@@ -193,7 +144,7 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
     const windowsTopic = (g: typeof g1) => changelogTopicName(`${g.applicationId}-decisions`, 'merge-windows');
     const presenceTopic = (g: typeof g1) => changelogTopicName(`${g.applicationId}-decisions`, 'online-filter-presence');
     const ledgerTopic = (g: typeof g1) => changelogTopicName(`${g.applicationId}-decisions`, 'policy-quota-ledger');
-    const byKey = (entries: Entry[]) => new Map(entries.map((e) => [e.key, e]));
+    const byKey = (entries: ChangelogEntry[]) => new Map(entries.map((e) => [e.key, e]));
     const windows = byKey(await readChangelog(windowsTopic(g1)));
     const presence = byKey(await readChangelog(presenceTopic(g1)));
     const used = new Map<string, number>();
