@@ -36,7 +36,7 @@ import { registryValueSerdes } from '../serdes.ts';
 import { buildDecisionsTopology, decisionsOptionsFromEnv } from './decisions.ts';
 import { buildFanOutTopology } from './fan-out.ts';
 import { buildBusinessTopology, businessLaneVendors, businessOptionsFromEnv } from './business.ts';
-import { KafkaCampaignCancellations } from '../campaign-control.ts';
+import { startCampaignCancellations } from '../campaign-control.ts';
 import { readKey } from '../../common/config.ts';
 import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
 import { buildReceiptTopology, receiptsByMessageTopic } from './receipts.ts';
@@ -137,27 +137,33 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     }
     case 'business': {
       // Cancelled campaigns (push.campaign-control, read whole): their kept and later requests end SUPPRESSED campaign_cancelled.
-      const cancellations = new KafkaCampaignCancellations({
-        endpoints: ctx.endpoints,
-        registry: ctx.registry,
-        topicPrefix: ctx.topicPrefix,
-        logger: ctx.logger,
-      });
-      const reading = cancellations.start().catch((error: unknown) => ctx.logger.error('push.campaign-control could not be read', { error }));
-      const business = { ...businessOptionsFromEnv(ctx.env), cancelled: (id: string) => cancellations.cancelledAt(id) !== undefined };
+      const control = startCampaignCancellations({ endpoints: ctx.endpoints, registry: ctx.registry, topicPrefix: ctx.topicPrefix, logger: ctx.logger });
+      const business = { ...businessOptionsFromEnv(ctx.env), cancelled: (id: string) => control.cancellations.cancelledAt(id) !== undefined };
       const topology = buildBusinessTopology({ ...wiring, business });
-      return { name, eventPath: true, internalTopics: [], close: () => reading.then(() => cancellations.close()), topology };
+      return { name, eventPath: true, internalTopics: [], close: () => control.close(), topology };
     }
     case 'fan-out-business': {
       const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
       const percent = readKey(ctx.env, BUSINESS_KEYS.PUSH_BUSINESS_VENDOR_RATE_PERCENT);
       const lane = businessLaneVendors(meteredVendors(ctx.vendors, ctx.metrics), percent, { ratePerSecond: 500, concurrency: 64 });
-      const fanOut = { ...fanOutOptionsFromEnv(ctx.env), ...lane, ledger, listener: ctx.metrics.fanOutListener };
+      // A cancelled campaign's dispatches still queued, parked or at the vendor gate are not submitted (processors/fan-out/cancelled.ts).
+      const control = startCampaignCancellations({ endpoints: ctx.endpoints, registry: ctx.registry, topicPrefix: ctx.topicPrefix, logger: ctx.logger });
+      const fanOut = {
+        ...fanOutOptionsFromEnv(ctx.env),
+        ...lane,
+        ledger,
+        listener: ctx.metrics.fanOutListener,
+        cancellations: control.cancellations,
+        cancellationsRead: control.read,
+      };
       return {
         name,
         eventPath: true,
         internalTopics: [],
-        close: async () => ledger.close(),
+        close: async () => {
+          await control.close();
+          await ledger.close();
+        },
         topology: buildFanOutTopology({ ...wiring, fanOut, lane: 'business' }),
       };
     }
