@@ -1,7 +1,9 @@
 /**
- * Admission to one (vendor, app): a token bucket (`ratePerSecond`, burst of one second), a cap on
- * submit calls in flight (`concurrency`) and a pause that a 429 / Retry-After sets, during which
- * nothing is sent to that vendor for that app.
+ * Admission to one (vendor, app): a token bucket (`ratePerSecond` pushes, burst of one second), a
+ * cap on submit calls in flight (`concurrency`) and a pause that a 429 / Retry-After sets, during
+ * which nothing is sent to that vendor for that app. The rate counts pushes, not calls: a
+ * multi-token call larger than the bucket waits for a full bucket and leaves it in debt, so the
+ * calls after it wait until the rate has paid for every token sent.
  */
 export interface GateClock {
   now(): number;
@@ -35,7 +37,7 @@ export class VendorGate {
     this.pausedUntil = Math.max(this.pausedUntil, untilMs);
   }
 
-  /** Waits for a concurrency slot, the pause to end and `count` rate tokens. Call `release` after. */
+  /** Waits for a concurrency slot, the pause to end and `count` rate tokens (a full bucket at most; the rest is owed). Call `release` after. */
   async acquire(count = 1): Promise<void> {
     if (this.inFlight >= this.concurrency) await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.inFlight++;
@@ -50,7 +52,7 @@ export class VendorGate {
         this.refilledAt = now;
         const need = Math.min(count, this.ratePerSecond);
         if (this.tokens >= need) {
-          this.tokens -= need;
+          this.tokens -= count;
           return;
         }
         await this.clock.sleep(Math.ceil(((need - this.tokens) / this.ratePerSecond) * 1000));
