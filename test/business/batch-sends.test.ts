@@ -29,6 +29,7 @@ import { campaignRequest } from '../../bench/campaign-phase.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { taskTable } from '../fanout/support.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
+import { committedAll, progressOf } from './group-progress.ts';
 
 const USERS = 3_000;
 const VENDORS = ['hms', 'xiaomi', 'vivo'] as const;
@@ -139,7 +140,7 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
     );
     await business.start();
     // The users' tokens are in the business stage's table before their requests come (else they end no_token).
-    await committedAll(`${prefix}business`, topicName('tokens', prefix), 60_000);
+    await committedAll(kafka, `${prefix}business`, topicName('tokens', prefix), 60_000);
     const expireAt = now + 3_600_000;
     await produce(
       'requests',
@@ -147,7 +148,7 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
     );
     // The lane's fan-out starts on the campaign's whole backlog, as when a campaign reaches the lane faster than the vendors
     // take it: what meets in one submit call then follows from the fan-out's settings alone (the bound below).
-    await committedAll(`${prefix}business`, topicName('requests', prefix), 60_000);
+    await committedAll(kafka, `${prefix}business`, topicName('requests', prefix), 60_000);
     const ledger = new MysqlPushTaskLedger({ pool: db.pool, table: db.table, maxBatchRows: CLAIM_ROWS });
     const fanOut = app('fan-out-business', buildFanOutTopology({ ...wiring, lane: 'business', fanOut: { ...lane, ledger, maxInFlight: MAX_IN_FLIGHT } }));
     await fanOut.start();
@@ -159,7 +160,7 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
       if (answered >= USERS) break;
       if (Date.now() >= deadline) {
         const by = VENDORS.map((v) => `${v} ${new Set(em[v].received.map((p) => p.token)).size}`).join(', ');
-        const fanOutProgress = await progressOf(`${prefix}fan-out-business`, topicName('dispatchBusiness', prefix));
+        const fanOutProgress = await progressOf(kafka, `${prefix}fan-out-business`, topicName('dispatchBusiness', prefix));
         assert.fail(`${answered} of ${USERS} users' pushes reached the vendors (${by}); fan-out-business: ${JSON.stringify(fanOutProgress)}`);
       }
       await new Promise((r) => setTimeout(r, 200));
@@ -238,31 +239,6 @@ function sameRequest(vendor: BatchVendor, push: ReceivedPush, all: readonly Rece
   const id = (p: ReceivedPush) =>
     vendor === 'vivo' ? (p.request as { requestId?: string }).requestId : (p.request as { registration_id?: string }).registration_id;
   return all.filter((p) => id(p) === id(push));
-}
-
-/** Per partition of `topic`: the offset consumer group `groupId` committed and the end offset. */
-async function progressOf(groupId: string, topic: string): Promise<Array<{ partition: number; committed: number; end: number }>> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
-    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    const at = new Map(committed!.partitions.map((p) => [p.partition, Number(p.offset)]));
-    return [...ends].map(([partition, end]) => ({ partition, committed: at.get(partition) ?? -1, end }));
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-/** Waits until consumer group `groupId` has committed every record of `topic` (and so what it made of them). */
-async function committedAll(groupId: string, topic: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const progress = await progressOf(groupId, topic);
-    if (progress.every((p) => p.committed >= p.end)) return;
-    assert.ok(Date.now() < deadline, `${groupId} committed ${topic} in ${timeoutMs} ms: ${JSON.stringify(progress)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** Reads push.outcomes and push.tokens (read_committed) until `accepted` ACCEPTED outcomes and `invalid` FAN_OUT invalidations are in. */

@@ -31,6 +31,7 @@ import type { PushOutcome } from '../../processors/model/records.ts';
 import { campaignRequest, campaignUserRecords } from '../../bench/campaign-phase.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { dispatch, taskTable } from '../fanout/support.ts';
+import { committedAll } from './group-progress.ts';
 
 const USERS = 5_000;
 const IM_PUSHES = 40;
@@ -124,6 +125,9 @@ describe('business and IM lanes on the real stack', () => {
     const imFanOut = app('fan-out', buildFanOutTopology({ ...wiring, fanOut: { vendors, ledger: ledger(db.table) } }));
     const businessFanOut = app('fan-out-business', buildFanOutTopology({ ...wiring, lane: 'business', fanOut: { ...lane, ledger: ledger(db.table) } }));
     await Promise.all([business.start(), imFanOut.start(), businessFanOut.start()]);
+    // The stage reads push.tokens and push.requests side by side in fetch order: a request read before
+    // its user's token ends DROPPED no_token, so the campaign comes once the tokens are in.
+    await committedAll(kafka, `${prefix}business`, topicName('tokens', prefix), 60_000);
 
     const requests = uids.map((uid) => campaignRequest(uid, { sender: 'marketing', app_id: APP, campaign_id: 'spring' }));
     await produce(
