@@ -14,6 +14,7 @@ export type FanOutReason =
   | 'unknown_code' // a vendor code missing from its code table (the code is in `code`); never counts against the token
   | 'auth_failed' // the vendor credential still failed after one refresh
   | 'permanent' // the vendor refused the request for good
+  | 'campaign_cancelled' // the push's campaign was cancelled before it was submitted (SUPPRESSED; cancelled.ts)
   | 'retries_exhausted' // 5xx / network answers beyond the retry budget
   | 'vendor_unreachable' // the last attempts never reached the vendor (APNs streams refused on GOAWAY): not a submission
   | 'max_age_exceeded' // retryable answers (5xx, timeouts, lost answers) until the push was older than PUSH_FANOUT_RETRY_MAX_AGE_MS
