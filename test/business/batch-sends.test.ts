@@ -12,23 +12,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
-import { startEmulators, type ReceivedPush, type StartedEmulators } from '../../emulators/index.ts';
-import { createLogger } from '../../common/log.ts';
-import { registerSchemas } from '../../pipeline/schemas.ts';
+import type { ReceivedPush } from '../../emulators/index.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName, type TopicKey } from '../../pipeline/topics.ts';
-import { createPipelineTopics } from '../../pipeline/topics-admin.ts';
 import { buildBusinessTopology, businessLaneVendors } from '../../pipeline/apps/business.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
-import { StreamsApp } from '../../topology/runtime.ts';
-import type { Topology } from '../../topology/builder.ts';
 import type { PushOutcome, TokenReport } from '../../processors/model/records.ts';
 import { campaignRequest } from '../../bench/campaign-phase.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
-import { taskTable } from '../fanout/support.ts';
-import { deleteRunTopics } from '../support/run-topics.ts';
+import { LaneStack } from './lane-stack.ts';
 import { committedAll, progressOf } from './group-progress.ts';
 
 const USERS = 3_000;
@@ -44,62 +38,16 @@ const kafka = new Kafka({ clientId: 'business-batch-sends', brokers: endpoints.k
 const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
 
 describe('campaign sends on the vendors batch APIs (real stack)', () => {
-  let em: StartedEmulators;
-  let db: Awaited<ReturnType<typeof taskTable>>;
-  const apps: StreamsApp[] = [];
-  const prefix = `${uniqueName('batch')}.`;
-  const producer = kafka.producer();
-  const serdes = registryValueSerdes(registry, prefix);
-
-  async function produce(key: TopicKey, records: ReadonlyArray<{ key: string; value: unknown }>): Promise<void> {
-    const topic = topicName(key, prefix);
-    for (let i = 0; i < records.length; i += 1000) {
-      const chunk = records.slice(i, i + 1000);
-      const messages = await Promise.all(chunk.map(async (r) => ({ key: r.key, value: await serdes(key).serialize(topic, r.value) })));
-      // Just created: the broker may not know the topic's leaders for a moment.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await producer.send({ topic, messages });
-          break;
-        } catch (error) {
-          if (attempt >= 20) throw error;
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      }
-    }
-  }
-
-  function app(stage: string, topology: Topology): StreamsApp {
-    const a = new StreamsApp({
-      applicationId: `${prefix}${stage}`,
-      topology,
-      brokers: endpoints.kafkaBrokers,
-      processingGuarantee: 'exactly_once',
-      commitIntervalMs: 100,
-      dlqTopic: topicName('dlq', prefix),
-      sessionTimeoutMs: 6000,
-      logger: createLogger({ stage }, 'warn'),
-    });
-    apps.push(a);
-    return a;
-  }
-
+  let stack: LaneStack;
   before(async () => {
-    em = await startEmulators();
-    db = await taskTable();
-    await createPipelineTopics({ partitions: PARTITIONS, prefix }, endpoints.kafkaBrokers);
-    await registerSchemas(registry, { prefix });
-    await producer.connect();
+    stack = await LaneStack.start('batch', PARTITIONS);
   });
-  after(async () => {
-    for (const a of apps) await a.close().catch(() => undefined);
-    await producer.disconnect();
-    await em?.close();
-    await db?.close();
-    await deleteRunTopics(prefix).catch(() => undefined);
-  });
+  after(async () => stack?.close());
 
   test(`a ${USERS}-user campaign on HMS, Xiaomi and vivo: one push each, few requests, a dead token fails alone`, { timeout: 120_000 }, async (t) => {
+    const { em, db, prefix, serdes } = stack;
+    const produce = stack.produce.bind(stack);
+    const app = stack.app.bind(stack);
     const now = Date.now();
     const vendorOf = (i: number): BatchVendor => VENDORS[i % VENDORS.length]!;
     const users = Array.from({ length: USERS }, (_, i) => ({ uid: `bu-${i}`, vendor: vendorOf(i), token: em.token(vendorOf(i), `bu-${i}`) }));

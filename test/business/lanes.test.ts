@@ -15,22 +15,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
-import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
-import { createLogger } from '../../common/log.ts';
-import { registerSchemas } from '../../pipeline/schemas.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
-import { topicName, type TopicKey } from '../../pipeline/topics.ts';
-import { createPipelineTopics } from '../../pipeline/topics-admin.ts';
+import { topicName } from '../../pipeline/topics.ts';
 import { buildBusinessTopology, businessLaneVendors } from '../../pipeline/apps/business.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
-import { StreamsApp } from '../../topology/runtime.ts';
-import type { Topology } from '../../topology/builder.ts';
 import type { PushOutcome } from '../../processors/model/records.ts';
 import { campaignRequest, campaignUserRecords } from '../../bench/campaign-phase.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
-import { dispatch, taskTable } from '../fanout/support.ts';
+import { LaneStack } from './lane-stack.ts';
+import { dispatch } from '../fanout/support.ts';
 import { committedAll } from './group-progress.ts';
 
 const USERS = 5_000;
@@ -41,66 +36,16 @@ const kafka = new Kafka({ clientId: 'business-lanes', brokers: endpoints.kafkaBr
 const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
 
 describe('business and IM lanes on the real stack', () => {
-  let em: StartedEmulators;
-  let db: Awaited<ReturnType<typeof taskTable>>;
-  const apps: StreamsApp[] = [];
-  const prefix = `${uniqueName('lanes')}.`;
-  const producer = kafka.producer();
-  const serdes = registryValueSerdes(registry, prefix);
-
-  async function produce(key: TopicKey, records: ReadonlyArray<{ key: string; value: unknown }>): Promise<void> {
-    const topic = topicName(key, prefix);
-    for (let i = 0; i < records.length; i += 1000) {
-      const chunk = records.slice(i, i + 1000);
-      const messages = await Promise.all(chunk.map(async (r) => ({ key: r.key, value: await serdes(key).serialize(topic, r.value) })));
-      // Just created: the broker may not know the topic's leaders for a moment.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await producer.send({ topic, messages });
-          break;
-        } catch (error) {
-          if (attempt >= 20) throw error;
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      }
-    }
-  }
-
-  function app(stage: string, topology: Topology): StreamsApp {
-    const a = new StreamsApp({
-      applicationId: `${prefix}${stage}`,
-      topology,
-      brokers: endpoints.kafkaBrokers,
-      processingGuarantee: 'exactly_once',
-      commitIntervalMs: 100,
-      dlqTopic: topicName('dlq', prefix),
-      sessionTimeoutMs: 6000,
-      logger: createLogger({ stage }, 'warn'),
-    });
-    apps.push(a);
-    return a;
-  }
-
+  let stack: LaneStack;
   before(async () => {
-    em = await startEmulators({ ratePerSecond: 1000 });
-    db = await taskTable();
-    await createPipelineTopics({ partitions: 3, prefix }, endpoints.kafkaBrokers);
-    await registerSchemas(registry, { prefix });
-    await producer.connect();
+    stack = await LaneStack.start('lanes', 3, { ratePerSecond: 1000 });
   });
-  after(async () => {
-    for (const a of apps) await a.close().catch(() => undefined);
-    await producer.disconnect();
-    await em?.close();
-    await db?.close();
-    const admin = kafka.admin();
-    await admin.connect();
-    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
-    await admin.disconnect();
-  });
+  after(async () => stack?.close());
 
   test(`a ${USERS}-user campaign on the business lane: IM pushes to the same vendor overtake it, every push arrives`, { timeout: 240_000 }, async (t) => {
+    const { em, db, prefix, serdes } = stack;
+    const produce = stack.produce.bind(stack);
+    const app = stack.app.bind(stack);
     const now = Date.now();
     const uids = Array.from({ length: USERS }, (_, i) => `cu-${i}`);
     const { tokens: tokenRecords } = campaignUserRecords(new Map(uids.map((uid) => [em.token('fcm', uid), uid])), APP, 'UTC', now);
