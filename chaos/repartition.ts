@@ -37,6 +37,8 @@ export interface RepartitionRunOptions {
   readonly users: number;
   readonly messagesPerUser: number;
   readonly durationMs: number;
+  /** Leave the run's topics on the broker (to inspect them); default false. */
+  readonly keepTopics?: boolean;
 }
 
 /** The worker processes of a generation, in the order the runbook stops them. */
@@ -89,7 +91,7 @@ export async function runRepartition(o: RepartitionRunOptions): Promise<Record<s
   };
   const receiverPort = async (g: Generation, partitions: number, name: string) => {
     const port = await freePort();
-    await start(g, partitions, name, 'receiver', { PUSH_RECEIPTS_PORT: String(port) });
+    await start(g, partitions, name, 'receiver', { PUSH_RECEIPTS_PORT: String(port), PUSH_RECEIPTS_METRICS_PORT: String(await freePort()) });
     return port;
   };
   try {
@@ -167,7 +169,8 @@ export async function runRepartition(o: RepartitionRunOptions): Promise<Record<s
     for (;;) {
       const n = recordings(env.emulators, env.appId).length;
       if (n !== seen) [seen, stableSince] = [n, Date.now()];
-      if (Date.now() > lastAt + 10_000 && Date.now() - stableSince > 5000 && collectors[1]!.quietForMs() > 5000) break;
+      // Windows the backlog opened in the new generation close a merge window after it took over.
+      if (Date.now() > Math.max(lastAt, switchedAt + resumedMs) + 12_000 && Date.now() - stableSince > 5000 && collectors[1]!.quietForMs() > 5000) break;
       if (Date.now() > deadline) break;
       await sleep(1000);
     }
@@ -228,6 +231,7 @@ export async function runRepartition(o: RepartitionRunOptions): Promise<Record<s
         delivered: pushes.delivered,
         duplicates: pushes.duplicates,
         sharingCollapseId: pushes.duplicatesSharingCollapseId,
+        optionalDelivered: pushes.optionalDelivered,
         lost: pushes.lost.slice(0, 20),
         unexpected: pushes.unexpected.slice(0, 20),
       },
@@ -251,7 +255,7 @@ export async function runRepartition(o: RepartitionRunOptions): Promise<Record<s
     for (const c of collectors) await c.close().catch(() => undefined);
     for (const p of producers) await p.close().catch(() => undefined);
     await env.close();
-    await deleteRunTopics([g1.prefix, g2.prefix, g1.applicationId]);
+    if (!o.keepTopics) await deleteRunTopics([g1.prefix, g2.prefix, g1.applicationId]);
   }
 }
 

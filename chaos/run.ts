@@ -39,6 +39,7 @@ if (args.includes('--repartition')) {
     users: flag('--users', 600, 100_000),
     messagesPerUser: 3,
     durationMs: flag('--seconds', 90, 3600) * 1000,
+    keepTopics: args.includes('--keep-topics'),
   });
   const summary = report.summary as Record<string, boolean>;
   console.log(JSON.stringify({ figures: report.figures, pushes: report.pushes, mergeWindows: report.mergeWindows, summary }, null, 2));
