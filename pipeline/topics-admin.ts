@@ -2,7 +2,7 @@
  * Creating and inspecting the pipeline's topics (pipeline/topics.ts) on a cluster: used by the
  * worker at start, by `pushctl topics` and by the demo.
  */
-import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type ITopicConfig } from 'kafkajs';
 import { readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -59,10 +59,32 @@ export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoi
         throw new ConfigError('PUSH_REPLICATION_FACTOR', `${replication.factor} replicas asked, more than the cluster's brokers can hold (${error.message})`);
       throw error;
     }
+    await assertPartitionCount(client, plan);
     return wanted.map((t) => t.topic);
   } finally {
     await client.disconnect();
   }
+}
+
+/**
+ * The pipeline's topics must all have `plan.partitions` partitions: tasks are co-partitioned and
+ * vendor quotas are split by PUSH_PARTITIONS, so a worker started with another count than its
+ * topics' (e.g. a new generation after `pushctl repartition`, docs/operations.md) fails at start.
+ */
+async function assertPartitionCount(client: Admin, plan: TopicPlan): Promise<void> {
+  const names = (Object.keys(TOPICS) as TopicKey[]).map((key) => topicName(key, plan.prefix));
+  const { topics } = await client.fetchTopicMetadata({ topics: names });
+  const other = topics.filter((t) => t.partitions.length !== plan.partitions);
+  if (other.length > 0)
+    throw new ConfigError(
+      'PUSH_PARTITIONS',
+      `${plan.partitions} set, but ${other.length} of the pipeline's topics have another count (${other
+        .slice(0, 3)
+        .map((t) => `${t.name} has ${t.partitions.length}`)
+        .join(
+          ', ',
+        )}${other.length > 3 ? ', …' : ''}); set the count the topics have, or move them to another one with pushctl repartition (docs/operations.md, "Growing the partition count")`,
+    );
 }
 
 /** Every pipeline topic with its partition count and the records it holds (end minus start offsets). */

@@ -37,6 +37,7 @@ test('pushctl run --stages campaigns expands a campaign posted to the entry, onc
     env: {
       ...process.env,
       PUSH_TOPIC_PREFIX: stack.topics.prefix,
+      PUSH_PARTITIONS: '4', // as test/entry/support.ts created the topics
       PUSH_APPLICATION_ID: uniqueName('stage-test'),
       PUSH_MYSQL_URL: stack.mysqlUrl,
       PUSH_CLICKHOUSE_DATABASE: stack.clickhouseDatabase,

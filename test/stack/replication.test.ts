@@ -93,40 +93,54 @@ test('replication keys: default 1/1, read as set, min ISR above the factor refus
   );
 });
 
-test('the pipeline topics get the configured replication; more replicas than brokers is refused with the reason', { timeout: 60_000 }, async () => {
-  const prefix = `${uniqueName('repl')}.`;
-  const admin = new Kafka({ clientId: 'replication-test', brokers: stackEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  try {
-    const created = await createPipelineTopics({ partitions: 2, prefix, replication: { factor: 1, minInsyncReplicas: 1 } });
-    const names = (Object.keys(TOPICS) as TopicKey[]).map((k) => topicName(k, prefix));
-    assert.deepEqual([...created].sort(), [...names].sort());
-    const { topics } = await admin.fetchTopicMetadata({ topics: names });
-    for (const t of topics) assert.deepEqual(new Set(t.partitions.map((p) => p.replicas.length)), new Set([1]), t.name);
-    const { resources } = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: names.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })),
-    });
-    for (const r of resources) {
-      const entry = r.configEntries.find((e) => e.configName === 'min.insync.replicas');
-      assert.equal(entry?.configValue, '1', r.resourceName);
-      assert.equal(entry?.isDefault, false, `${r.resourceName}: min.insync.replicas set on the topic, not inherited`);
+test(
+  'the pipeline topics get the configured replication; more replicas than brokers, or another partition count than the topics have, is refused with the reason',
+  { timeout: 60_000 },
+  async () => {
+    const prefix = `${uniqueName('repl')}.`;
+    const admin = new Kafka({ clientId: 'replication-test', brokers: stackEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const created = await createPipelineTopics({ partitions: 2, prefix, replication: { factor: 1, minInsyncReplicas: 1 } });
+      const names = (Object.keys(TOPICS) as TopicKey[]).map((k) => topicName(k, prefix));
+      assert.deepEqual([...created].sort(), [...names].sort());
+      const { topics } = await admin.fetchTopicMetadata({ topics: names });
+      for (const t of topics) assert.deepEqual(new Set(t.partitions.map((p) => p.replicas.length)), new Set([1]), t.name);
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: names.map((name) => ({ type: 2, name, configNames: ['min.insync.replicas'] })),
+      });
+      for (const r of resources) {
+        const entry = r.configEntries.find((e) => e.configName === 'min.insync.replicas');
+        assert.equal(entry?.configValue, '1', r.resourceName);
+        assert.equal(entry?.isDefault, false, `${r.resourceName}: min.insync.replicas set on the topic, not inherited`);
+      }
+      // Started again with another partition count than the topics have (a new generation started with the
+      // old PUSH_PARTITIONS): refused naming the key, since tasks and quota shares follow the setting.
+      await assert.rejects(
+        createPipelineTopics({ partitions: 4, prefix, replication: { factor: 1, minInsyncReplicas: 1 } }),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.key === 'PUSH_PARTITIONS' &&
+          /4 set, but \d+ of the pipeline's topics have another count .* has 2/.test(error.message),
+      );
+      assert.deepEqual(await createPipelineTopics({ partitions: 2, prefix, replication: { factor: 1, minInsyncReplicas: 1 } }), [], 'the right count starts');
+      // The stack's single broker cannot hold 3 replicas: creating is refused, saying why, and nothing is created.
+      const other = `${uniqueName('repl3')}.`;
+      await assert.rejects(
+        createPipelineTopics({ partitions: 1, prefix: other, replication: { factor: 3, minInsyncReplicas: 2 } }),
+        (error: unknown) => error instanceof ConfigError && error.key === 'PUSH_REPLICATION_FACTOR' && /INVALID_REPLICATION_FACTOR/.test(error.message),
+      );
+      assert.deepEqual(
+        (await admin.listTopics()).filter((t) => t.startsWith(other)),
+        [],
+      );
+    } finally {
+      await admin.disconnect();
+      await deleteRunTopics(prefix);
     }
-    // The stack's single broker cannot hold 3 replicas: creating is refused, saying why, and nothing is created.
-    const other = `${uniqueName('repl3')}.`;
-    await assert.rejects(
-      createPipelineTopics({ partitions: 1, prefix: other, replication: { factor: 3, minInsyncReplicas: 2 } }),
-      (error: unknown) => error instanceof ConfigError && error.key === 'PUSH_REPLICATION_FACTOR' && /INVALID_REPLICATION_FACTOR/.test(error.message),
-    );
-    assert.deepEqual(
-      (await admin.listTopics()).filter((t) => t.startsWith(other)),
-      [],
-    );
-  } finally {
-    await admin.disconnect();
-    await deleteRunTopics(prefix);
-  }
-});
+  },
+);
 
 test('a worker start that meets a broker being lost or a starved connection is tried again, a refused topic is not', () => {
   for (const message of [
