@@ -2,17 +2,18 @@
  * The campaign phase of the benchmark (issue 16, docs/entry.md): IM latency with and without a
  * campaign on the business lane, measured in the same run. First a steady IM load alone (the
  * latency population's leading pushes to offline devices, persist → vendor), then the same load
- * again while a campaign of `users` users goes through push.requests → business →
+ * again while a campaign of `users` users, submitted as one push.campaigns record naming a uid
+ * file, goes through the expansion (PUSH_CAMPAIGN_EXPANSION_RATE) → push.requests → business →
  * push.dispatch.business → fan-out-business. Reported: both IM latency figures and their p99 ratio
- * (the target: within 20 %), the campaign's production rate (requests produced per second, what
- * an expansion feeds the lane with), its send rate at the vendors against the sender's rate limit
- * (the workers' default PUSH_BUSINESS_STRATEGIES: 500/s per sender), and whether every campaign
- * user got exactly one push.
- */
+ * (the target: within 20 %), the expansion rate, the campaign's send rate at the vendors against
+ * the sender's rate limit (the workers' default PUSH_BUSINESS_STRATEGIES: 500/s per sender), and
+ * whether every campaign user got exactly one push. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Environment } from '../demo/environment.ts';
 import type { ReceivedPush } from '../emulators/index.ts';
 import type { Population, TimedRecord } from '../demo/workload.ts';
-import type { PushRequestRecord } from '../processors/campaigns/records.ts';
+import { cancelRecord, type PushCampaignRecord, type PushRequestRecord } from '../processors/campaigns/records.ts';
 import type { TokenReport, UserSettings } from '../processors/model/records.ts';
 import { leadingPushLatency, type LatencyFigures } from './analysis.ts';
 import { runStep, waitDrained, type PipelineUnderTest } from './steps.ts';
@@ -28,6 +29,9 @@ export interface CampaignPhaseOptions {
   readonly mergeWindowMs: number;
   /** Most time the campaign may take to reach every user before the phase gives up, s. */
   readonly timeoutSeconds: number;
+  /** The workers' PUSH_CAMPAIGN_UID_DIR (the campaign's uid file is written there) and PUSH_CAMPAIGN_EXPANSION_RATE. */
+  readonly uidDir: string;
+  readonly expansionRatePerSecond: number;
 }
 
 export interface CampaignFigures {
@@ -37,8 +41,8 @@ export interface CampaignFigures {
   readonly imWithCampaign: LatencyFigures;
   /** imWithCampaign p99 ÷ imAlone p99 − 1, %; the target is ≤ 20. */
   readonly imP99IncreasePct: number | null;
-  /** Requests produced to push.requests per second (what feeds the lane). */
-  readonly requestsPerSecond: number;
+  /** The campaigns stage's expansion rate, per-user requests per second at most (what feeds the lane). */
+  readonly expansionRatePerSecond: number;
   /** Campaign users whose push reached the vendor, and how many got it more than once. */
   readonly reached: number;
   readonly repeated: number;
@@ -134,20 +138,28 @@ export async function runCampaignPhase(
   await runStep(put, `IM alone ${o.imRate}/s`, alone.records, { settleMs, window: alone.window });
   const imAlone = leadingPushLatency(alone.records, population, takeReceived(env), 2 * o.mergeWindowMs);
 
-  say(`[bench] campaign: ${o.users} requests from ${CAMPAIGN_SENDER} with IM at ${o.imRate} msgs/s beside them ...`);
-  const requests = uids.map((uid) => ({
-    key: uid,
-    value: campaignRequest(uid, { sender: CAMPAIGN_SENDER, app_id: env.appId, campaign_id: `${env.run}-spring`, collapse_key: 'spring-sale' }),
-  }));
+  // The campaign comes as large ones do: one push.campaigns record naming a uid file, expanded by the
+  // campaigns stage at PUSH_CAMPAIGN_EXPANSION_RATE into push.requests.
+  const campaignId = `${env.run}-spring`;
+  writeFileSync(join(o.uidDir, `${campaignId}.txt`), `${uids.join('\n')}\n`);
+  const campaign: PushCampaignRecord = {
+    ...cancelRecord(campaignId, CAMPAIGN_SENDER, Date.now()),
+    action: 'CREATE',
+    app_id: env.appId,
+    title: 'Spring sale',
+    body: 'Everything half price today',
+    collapse_key: 'spring-sale',
+    uid_file: `${campaignId}.txt`,
+  };
+  say(`[bench] campaign: ${o.users} users from ${CAMPAIGN_SENDER} (push.campaigns, a uid file) with IM at ${o.imRate} msgs/s beside them ...`);
   const beside = load(o.imRate, o.imSeconds);
   const campaignStart = Date.now();
-  const produced = put.traffic.send('requests', requests).then(() => Date.now());
+  await put.traffic.send('campaigns', [{ key: campaignId, value: campaign }]);
   const imStep = runStep(put, `IM beside campaign ${o.imRate}/s`, beside.records, { settleMs, window: beside.window });
   const received: ReceivedPush[] = [];
   await imStep;
   received.push(...takeReceived(env));
   const imWithCampaign = leadingPushLatency(beside.records, population, received, 2 * o.mergeWindowMs);
-  const producedAt = await produced;
 
   const reachedUsers = new Map<string, number>();
   let last = campaignStart;
@@ -173,7 +185,7 @@ export async function runCampaignPhase(
     imAlone,
     imWithCampaign,
     imP99IncreasePct: imAlone.p99Ms && imWithCampaign.p99Ms !== null ? Math.round(((imWithCampaign.p99Ms - imAlone.p99Ms) / imAlone.p99Ms) * 1000) / 10 : null,
-    requestsPerSecond: Math.round(o.users / Math.max(0.001, (producedAt - campaignStart) / 1000)),
+    expansionRatePerSecond: o.expansionRatePerSecond,
     reached: reachedUsers.size,
     repeated: [...reachedUsers.values()].filter((n) => n > 1).length,
     seconds: Math.round(seconds * 10) / 10,
@@ -183,7 +195,7 @@ export async function runCampaignPhase(
   };
   say(
     `[bench] campaign: IM p99 ${imAlone.p99Ms} ms alone, ${imWithCampaign.p99Ms} ms beside the campaign (${figures.imP99IncreasePct ?? 'n/a'} %); ` +
-      `campaign ${figures.reached}/${o.users} users in ${figures.seconds} s (${sendPerSecond}/s, limit ${o.senderRatePerSecond}/s), requests produced at ${figures.requestsPerSecond}/s`,
+      `campaign ${figures.reached}/${o.users} users in ${figures.seconds} s (${sendPerSecond}/s, limit ${o.senderRatePerSecond}/s), expanded at ≤ ${o.expansionRatePerSecond}/s`,
   );
   await waitDrained(put, 600_000);
   takeReceived(env);

@@ -41,6 +41,9 @@ export interface PhaseOptions {
   readonly idleSeconds: number;
   /** Users of the campaign phase (bench/campaign-phase.ts); 0 skips it. */
   readonly campaignUsers?: number;
+  /** The workers' PUSH_CAMPAIGN_UID_DIR and PUSH_CAMPAIGN_EXPANSION_RATE (the campaign is expanded from a uid file). */
+  readonly campaignUidDir?: string;
+  readonly campaignExpansionRate?: number;
   /** Its IM load beside the campaign, persisted msgs/s, and each IM run's length, s. */
   readonly campaignImRate?: number;
   readonly campaignImSeconds?: number;
@@ -209,6 +212,8 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
             senderRatePerSecond: 500,
             mergeWindowMs: options.mergeWindowMs,
             timeoutSeconds: Math.ceil(campaignUsers / 500) * 2 + 120,
+            uidDir: options.campaignUidDir ?? '',
+            expansionRatePerSecond: options.campaignExpansionRate ?? 0,
           },
         )
       : null;

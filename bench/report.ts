@@ -30,8 +30,8 @@ export interface BenchResult {
   readonly config: {
     readonly quick: boolean;
     readonly instances: number;
-    /** The business lane ran in a worker process of its own (not with `--shared-lanes`). */
-    readonly businessWorker: boolean;
+    /** The stages off the event path ran in a niced worker process of their own (not with `--all-stages`). */
+    readonly backgroundWorker: boolean;
     readonly partitions: number;
     readonly commitIntervalMs: number;
     readonly mergeWindowMs: number;
@@ -400,7 +400,7 @@ function campaignRows(c: CampaignFigures | null): Row[] {
       target: `≤ ${c?.senderRatePerSecond ?? 'n/a'}/s, all reached`,
       milestone: 'same',
       measured: c
-        ? `${c.sendPerSecond}/s (${c.reached}/${c.users} users in ${c.seconds} s, ${c.repeated} repeated); requests produced at ${c.requestsPerSecond}/s`
+        ? `${c.sendPerSecond}/s (${c.reached}/${c.users} users in ${c.seconds} s, ${c.repeated} repeated); expanded from a uid file at ≤ ${c.expansionRatePerSecond}/s`
         : 'n/a',
       verdict: verdict(c ? c.withinRateLimit && c.reached === c.users : null),
     },

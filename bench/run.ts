@@ -13,14 +13,15 @@
  * second, GC share of the workers' CPU (bench/worker-metrics.ts).
  * Writes bench/results/<timestamp>.json and prints a table. `--help` lists the flags.
  */
-import { cpus, loadavg } from 'node:os';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { readEndpoints } from '../common/endpoints.ts';
-import { readInt } from '../common/config.ts';
+import { readInt, readKey } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { startEnvironment } from '../demo/environment.ts';
 import { trafficProducer } from '../demo/traffic.ts';
 import { measureCeilings, type CeilingResult } from './ceilings.ts';
@@ -34,9 +35,9 @@ import { measureCampaignExpansion, type CampaignBenchResult } from './campaign-e
 const HELP = `npm run bench -- [flags]
 
   --quick                short run (smoke test): small steps, small ceilings, about a minute
-  --instances N          IM worker processes (default 1); the business lane runs in one more
-  --shared-lanes         run the business lane's stages in the IM workers too (by default they get a
-                         worker process of their own, as docs/operations.md advises)
+  --instances N          event-path worker processes (decisions, fan-out; default 1); the other
+                         stages run in one more, niced (demo/environment.ts backgroundWorker)
+  --all-stages           run every stage in every worker instead
   --partitions N         partitions of every topic (default 6)
   --commit-interval MS   PUSH_COMMIT_INTERVAL_MS of the workers (default 100)
   --rates A,B,...        persisted msgs/s of the load steps (default 250,500,1000,...,16000;
@@ -114,7 +115,9 @@ export async function main(args: string[]): Promise<number> {
     .split(',')
     .map(Number)
     .filter((n) => n > 0);
-  const workerEnv: Record<string, string> = { PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs), ...extraWorkerEnv() };
+  // The campaign phase's uid file goes here (a campaign names its file relative to PUSH_CAMPAIGN_UID_DIR).
+  const uidDir = mkdtempSync(join(tmpdir(), 'bench-uids-'));
+  const workerEnv: Record<string, string> = { PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs), PUSH_CAMPAIGN_UID_DIR: uidDir, ...extraWorkerEnv() };
   const mergeWindowMs = Number(workerEnv.PUSH_MERGE_WINDOW_MS ?? 5000);
   const phase: PhaseOptions = {
     rates,
@@ -130,6 +133,8 @@ export async function main(args: string[]): Promise<number> {
     lowerTries: quick ? 1 : 3,
     idleSeconds: quick ? 2 : 8,
     campaignUsers: intFlag(args, '--campaign-users', quick ? 2_000 : 100_000, 10_000_000, 0),
+    campaignUidDir: uidDir,
+    campaignExpansionRate: readKey(workerEnv, CONFIG_KEYS.PUSH_CAMPAIGN_EXPANSION_RATE),
   };
   const notes: string[] = [];
   const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
@@ -175,11 +180,11 @@ export async function main(args: string[]): Promise<number> {
     say(`[bench] merge state: RSS ${mergeState.rssMb} MB (heap ${mergeState.heapMb} MB), restore ${mergeState.restoreMs ?? 'n/a'} ms`);
   }
 
-  const businessWorker = !args.includes('--shared-lanes');
+  const backgroundWorker = !args.includes('--all-stages');
   say(
-    `[bench] pipeline: ${instances} worker(s)${businessWorker ? ' + 1 for the business lane' : ' running every stage'}, ${partitions} partitions, commit interval ${commitIntervalMs} ms`,
+    `[bench] pipeline: ${instances} worker(s)${backgroundWorker ? ' + 1 for the stages off the event path' : ' running every stage'}, ${partitions} partitions, commit interval ${commitIntervalMs} ms`,
   );
-  const env = await startEnvironment({ instances, partitions, workerEnv, businessWorker, verbose: true });
+  const env = await startEnvironment({ instances, partitions, workerEnv, backgroundWorker, verbose: true });
   // Ctrl-C or a kill must not leave worker processes behind.
   const stopWorkers = () => {
     for (const w of env.workers) w.process.kill('SIGTERM');
@@ -225,6 +230,7 @@ export async function main(args: string[]): Promise<number> {
     await admin.disconnect().catch(() => undefined);
     say('[bench] stopping workers and emulators ...');
     await env.close();
+    rmSync(uidDir, { recursive: true, force: true });
     await deleteRunTopics([env.topicPrefix, `${env.applicationId}-`]).catch((e) => notes.push(`could not delete the run's topics: ${String(e)}`));
   }
 
@@ -256,7 +262,7 @@ export async function main(args: string[]): Promise<number> {
     config: {
       quick,
       instances,
-      businessWorker,
+      backgroundWorker,
       partitions,
       commitIntervalMs,
       mergeWindowMs,

@@ -77,11 +77,12 @@ const DAY = 24 * HOUR;
 /** The pipeline's stages (pipeline/apps/index.ts builds one StreamsApp per stage). */
 export const STAGE_NAMES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
 /**
- * The business lane's stages (docs/entry.md). Run in workers of their own (PUSH_STAGES), a campaign
- * never shares an event loop with IM's decisions and fan-out; the IM stages are the rest.
+ * The stages on an IM push's path from persisted message to vendor. The others (receipts, the
+ * ClickHouse sink, the business lane) wait on nobody's notification: run in workers of their own
+ * at a lower CPU priority (PUSH_STAGES), they never take an event-path worker's event loop.
  */
-export const BUSINESS_STAGE_NAMES = ['campaigns', 'business', 'fan-out-business'] as const satisfies ReadonlyArray<(typeof STAGE_NAMES)[number]>;
-export const IM_STAGE_NAMES = STAGE_NAMES.filter((s) => !(BUSINESS_STAGE_NAMES as readonly string[]).includes(s));
+export const EVENT_PATH_STAGE_NAMES = ['decisions', 'fan-out'] as const satisfies ReadonlyArray<(typeof STAGE_NAMES)[number]>;
+export const BACKGROUND_STAGE_NAMES = STAGE_NAMES.filter((s) => !(EVENT_PATH_STAGE_NAMES as readonly string[]).includes(s));
 export const PROCESSING_GUARANTEES = ['exactly_once', 'at_least_once'] as const;
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const MERGE_MODES = ['leading', 'trailing-only'] as const;
@@ -523,10 +524,12 @@ export const CONFIG_KEYS = {
     max: 1_000_000,
     doc: 'requests per API key and second (a key may set its own in `push_business_key`); more get 429 with Retry-After',
   }),
+  // Twice the default sender rate: expanding faster than a campaign can be sent only moves its backlog from the
+  // uid list into the business stage's kept requests (changelogged state) and loads the broker in a burst.
   PUSH_CAMPAIGN_EXPANSION_RATE: int({
     key: 'PUSH_CAMPAIGN_EXPANSION_RATE',
     section: 'workers',
-    default: 20_000,
+    default: 1_000,
     min: 1,
     max: 1_000_000,
     doc: 'per-user requests one campaign-expansion task produces per second at most',

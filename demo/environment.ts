@@ -16,7 +16,7 @@ import { migrateAll } from '../migrations/migrate.ts';
 import { createPipelineTopics } from '../pipeline/topics-admin.ts';
 import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
 import { delay } from '../stack/process.ts';
-import { BUSINESS_STAGE_NAMES, IM_STAGE_NAMES } from '../common/config-keys.ts';
+import { BACKGROUND_STAGE_NAMES, EVENT_PATH_STAGE_NAMES } from '../common/config-keys.ts';
 
 export interface EnvironmentOptions {
   /** Worker processes. Default 1. */
@@ -30,11 +30,12 @@ export interface EnvironmentOptions {
   /** Print what is happening. Default true. */
   readonly verbose?: boolean;
   /**
-   * Run the business lane's stages in a worker process of their own (the last one, index
-   * `instances`, at a lower CPU priority), the other workers running the IM stages only, as
-   * docs/operations.md advises for production. Default false: every worker runs every stage.
+   * Run the stages off the IM event path (receipts with the receipt receiver, the ClickHouse sink,
+   * the business lane) in a worker process of their own (the last one, index `instances`, at a
+   * lower CPU priority), the other workers running decisions and fan-out only, as docs/operations.md
+   * advises for production. Default false: every worker runs every stage.
    */
-  readonly businessWorker?: boolean;
+  readonly backgroundWorker?: boolean;
 }
 
 export interface Worker {
@@ -52,8 +53,8 @@ export interface Environment {
   readonly emulators: StartedEmulators;
   readonly receiptPort: number;
   readonly workers: Worker[];
-  /** Index of the worker running only the business lane's stages (`businessWorker`), else undefined. */
-  readonly businessWorkerIndex?: number;
+  /** Index of the worker running the stages off the event path (`backgroundWorker`), else undefined. */
+  readonly backgroundWorkerIndex?: number;
   /** The env every worker gets (for starting more, or restarting one). */
   readonly workerEnv: Readonly<Record<string, string>>;
   startWorker(index: number, options?: { receiver?: boolean }): Promise<Worker>;
@@ -62,8 +63,8 @@ export interface Environment {
   close(): Promise<void>;
 }
 
-/** Scheduling niceness of the business lane's worker (`businessWorker`); IM workers keep 0. */
-const BUSINESS_WORKER_NICE = 10;
+/** Scheduling niceness of the background worker (`backgroundWorker`); event-path workers keep 0. */
+const BACKGROUND_WORKER_NICE = 10;
 
 const PUSHCTL = fileURLToPath(new URL('../cli/pushctl.ts', import.meta.url));
 
@@ -138,10 +139,12 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const workers: Worker[] = [];
 
   const instances = options.instances ?? 1;
-  const businessWorkerIndex = options.businessWorker ? instances : undefined;
-  /** PUSH_STAGES of worker `index` when the business lane has a worker of its own. */
+  const backgroundWorkerIndex = options.backgroundWorker ? instances : undefined;
+  /** PUSH_STAGES of worker `index` when the stages off the event path have a worker of their own. */
   const stagesOf = (index: number): Record<string, string> =>
-    businessWorkerIndex === undefined ? {} : { PUSH_STAGES: (index === businessWorkerIndex ? BUSINESS_STAGE_NAMES : IM_STAGE_NAMES).join(',') };
+    backgroundWorkerIndex === undefined ? {} : { PUSH_STAGES: (index === backgroundWorkerIndex ? BACKGROUND_STAGE_NAMES : EVENT_PATH_STAGE_NAMES).join(',') };
+  /** The receipt receiver runs with the receipts stage: in the background worker when there is one, else in worker 0. */
+  const receiverIndex = backgroundWorkerIndex ?? 0;
 
   const startWorker = async (index: number, o: { receiver?: boolean } = {}): Promise<Worker> => {
     const metricsPort = await freePort();
@@ -149,11 +152,18 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     // PUSH_WORKER_NODE_ARGS adds node flags to the workers (e.g. --cpu-prof for profiling a run).
     const nodeArgs = (process.env.PUSH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', PUSHCTL, 'run'], {
-      env: { ...process.env, ...workerEnv, ...stagesOf(index), PUSH_METRICS_PORT: String(metricsPort), PUSH_RECEIVER: String(o.receiver ?? index === 0) },
+      env: {
+        ...process.env,
+        ...workerEnv,
+        ...stagesOf(index),
+        PUSH_METRICS_PORT: String(metricsPort),
+        PUSH_RECEIVER: String(o.receiver ?? index === receiverIndex),
+      },
       stdio: ['ignore', log, log],
     });
-    // The business lane yields the CPU to IM: on a shared box a campaign's bursts must not delay a chat push.
-    if (index === businessWorkerIndex && child.pid !== undefined) setPriority(child.pid, BUSINESS_WORKER_NICE);
+    // The background stages yield the CPU to the event path: on a shared box a campaign's bursts, receipt floods and
+    // ClickHouse batches must not delay a chat push.
+    if (index === backgroundWorkerIndex && child.pid !== undefined) setPriority(child.pid, BACKGROUND_WORKER_NICE);
     const worker = { index, metricsPort, process: child };
     const existing = workers.findIndex((w) => w.index === index);
     if (existing >= 0) workers[existing] = worker;
@@ -161,10 +171,10 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     return worker;
   };
 
-  const lane = businessWorkerIndex === undefined ? '' : ` for IM and 1 for the business lane (${BUSINESS_STAGE_NAMES.join(', ')})`;
+  const lane = backgroundWorkerIndex === undefined ? '' : ` for ${EVENT_PATH_STAGE_NAMES.join(' and ')} and 1, niced, for ${BACKGROUND_STAGE_NAMES.join(', ')}`;
   say(`[env] ${instances} worker process(es)${lane}, logs in ${LOG_DIR}/${run}-worker-*.log ...`);
   for (let i = 0; i < instances; i++) await startWorker(i);
-  if (businessWorkerIndex !== undefined) await startWorker(businessWorkerIndex);
+  if (backgroundWorkerIndex !== undefined) await startWorker(backgroundWorkerIndex);
 
   const env: Environment = {
     run,
@@ -174,7 +184,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     emulators,
     receiptPort,
     workers,
-    businessWorkerIndex,
+    backgroundWorkerIndex,
     workerEnv,
     startWorker,
     async waitReady(timeoutMs = 120_000) {
