@@ -4,32 +4,17 @@
  * `expired`, with its business tag), and one that has not is sent with a vendor time to live that
  * ends by its expiry, so the vendor never delivers it later. IM dispatches keep the configured TTL.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
-import { dispatch, fanOutDriver, taskTable } from '../fanout/support.ts';
+import { dispatch, fanOutDriver, fanOutStack } from '../fanout/support.ts';
 
 describe('business expiry at the fan-out', () => {
-  let em: StartedEmulators;
-  let registry: VendorRegistry;
-  let db: Awaited<ReturnType<typeof taskTable>>;
-
-  before(async () => {
-    em = await startEmulators();
-    registry = createVendorRegistry(em.appsConfig);
-    db = await taskTable();
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await db.close();
-  });
+  const fx = fanOutStack();
 
   test('an expired business push is dropped unsent; a live one goes with a TTL ending at its expiry; IM keeps the configured TTL', async () => {
-    const fo = fanOutDriver(db.pool, db.table, { vendors: registry, ttlSeconds: 86_400 });
+    const fo = fanOutDriver(fx.db.pool, fx.db.table, { vendors: fx.registry, ttlSeconds: 86_400 });
     const tag = (expireAt: number) => ({ sender: 'orders', category: 'REMINDER', campaign_id: null, expire_at: expireAt });
-    const channel = (seed: string) => [{ vendor: 'fcm' as const, token: em.token('fcm', seed) }];
+    const channel = (seed: string) => [{ vendor: 'fcm' as const, token: fx.em.token('fcm', seed) }];
     await fo.send({ ...dispatch({ uid: 'u-late', device: 'd1', conv_id: 'biz:late', channels: channel('late') }), business: tag(Date.now() - 1000) });
     await fo.send({ ...dispatch({ uid: 'u-live', device: 'd1', conv_id: 'biz:live', channels: channel('live') }), business: tag(Date.now() + 600_000) });
     await fo.send(dispatch({ uid: 'u-im', device: 'd1', conv_id: 'chat', channels: channel('im') }));
@@ -39,14 +24,14 @@ describe('business expiry at the fan-out', () => {
       'u-late DROPPED expired orders',
       'u-live ACCEPTED  orders',
     ]);
-    const got = em.fcm.accepted();
-    assert.deepEqual(got.map((p) => p.token).sort(), [em.token('fcm', 'im'), em.token('fcm', 'live')].sort());
+    const got = fx.em.fcm.accepted();
+    assert.deepEqual(got.map((p) => p.token).sort(), [fx.em.token('fcm', 'im'), fx.em.token('fcm', 'live')].sort());
     const ttlOf = (token: string) => {
       const request = got.find((p) => p.token === token)!.request as { android?: { ttl?: string } };
       return Number.parseInt(request.android?.ttl ?? 'NaN', 10);
     };
-    assert.ok(ttlOf(em.token('fcm', 'live')) <= 600 && ttlOf(em.token('fcm', 'live')) >= 590, `live TTL ${ttlOf(em.token('fcm', 'live'))} s`);
-    assert.equal(ttlOf(em.token('fcm', 'im')), 86_400);
+    assert.ok(ttlOf(fx.em.token('fcm', 'live')) <= 600 && ttlOf(fx.em.token('fcm', 'live')) >= 590, `live TTL ${ttlOf(fx.em.token('fcm', 'live'))} s`);
+    assert.equal(ttlOf(fx.em.token('fcm', 'im')), 86_400);
     await fo.close();
   });
 });

@@ -11,49 +11,35 @@
  * test/entry/cancel-lane.test.ts checks the whole lane.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { parseAppsConfig } from '../../sinks/vendors/apps-config.ts';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
+import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
-import { dispatch, fanOutDriver, taskRow, taskTable } from '../fanout/support.ts';
+import { dispatch, fanOutDriver, taskRow, fanOutStack } from '../fanout/support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('fan-out: a campaign cancelled while its pushes wait', () => {
-  let em: StartedEmulators;
-  let registry: VendorRegistry;
-  let db: Awaited<ReturnType<typeof taskTable>>;
-
-  before(async () => {
-    em = await startEmulators();
-    registry = createVendorRegistry(em.appsConfig);
-    db = await taskTable();
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await db.close();
-  });
+  const fx = fanOutStack();
 
   const campaignPush = (uid: string, campaignId: string, vendor: 'fcm' | 'hms' = 'fcm'): PushDispatch =>
     dispatch({
       uid,
       device: 'phone',
       conv_id: `biz:${campaignId}`,
-      channels: [{ vendor, token: em.token(vendor, uid) }],
+      channels: [{ vendor, token: fx.em.token(vendor, uid) }],
       business: { sender: 'marketing', category: 'CAMPAIGN', campaign_id: campaignId, expire_at: null },
     });
 
   test('a parked push of a cancelled campaign ends SUPPRESSED campaign_cancelled when due, unsent, once; another campaign goes on', async () => {
     const cancelled = new Map<string, number>();
-    const fo = fanOutDriver(db.pool, db.table, {
-      vendors: registry,
+    const fo = fanOutDriver(fx.db.pool, fx.db.table, {
+      vendors: fx.registry,
       backoffInitialMs: 50,
       backoffMaxMs: 400,
       inlineBackoffMaxMs: 100,
@@ -66,8 +52,8 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
         await fo.driver.advanceWallClockTime(100);
       }
     };
-    const calls = (d: PushDispatch) => em.fcm.received.filter((r) => r.token === d.channels[0]!.token).length;
-    em.fcm.script({ kind: 'server-error' });
+    const calls = (d: PushDispatch) => fx.em.fcm.received.filter((r) => r.token === d.channels[0]!.token).length;
+    fx.em.fcm.script({ kind: 'server-error' });
     const spring = campaignPush('u-spring-1', 'spring');
     const autumn = campaignPush('u-autumn-1', 'autumn');
     await fo.send(spring); // each returns once its push is parked
@@ -77,8 +63,8 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
 
     cancelled.set('spring', Date.now());
     const callsAtCancel = calls(spring);
-    em.fcm.clearFaults();
-    for (const until = Date.now() + 8_000; Date.now() < until && !em.fcm.accepted().some((r) => r.token === autumn.channels[0]!.token);) await pump(200);
+    fx.em.fcm.clearFaults();
+    for (const until = Date.now() + 8_000; Date.now() < until && !fx.em.fcm.accepted().some((r) => r.token === autumn.channels[0]!.token);) await pump(200);
     const late = campaignPush('u-spring-2', 'spring');
     await fo.send(late);
     await pump(300);
@@ -95,7 +81,7 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
     assert.equal(calls(spring), callsAtCancel, 'no call after the cancel');
     assert.equal(calls(late), 0, 'a fresh dispatch of the cancelled campaign is never sent');
     for (const d of [spring, late]) {
-      const row = await taskRow(db.pool, db.table, d.task_id);
+      const row = await taskRow(fx.db.pool, fx.db.table, d.task_id);
       assert.deepEqual([row?.status, row?.fail_code], [3, 'CAMPAIGN_CANCELLED'], 'the task row is final');
     }
 
@@ -111,12 +97,12 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
 
   test('pushes waiting at the vendor gate: those of the cancelled campaign are left out of the batch call, the others go out', async () => {
     // One HMS call at a time: a slow first call keeps the next batch waiting at the gate.
-    const raw = em.rawAppsConfig as { apps: Array<{ vendors: Record<string, Record<string, unknown>> }> };
+    const raw = fx.em.rawAppsConfig as { apps: Array<{ vendors: Record<string, Record<string, unknown>> }> };
     const apps = raw.apps.map((a) => ({ ...a, vendors: { ...a.vendors, hms: { ...a.vendors.hms, concurrency: 1 } } }));
     const oneAtATime = createVendorRegistry(parseAppsConfig({ ...raw, apps }));
     const cancelled = new Map<string, number>();
     let claimed = 0;
-    const ledger = new MysqlPushTaskLedger({ pool: db.pool, table: db.table });
+    const ledger = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
     const fanOut = {
       vendors: oneAtATime,
       ledger,
@@ -131,16 +117,16 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
     });
     const send = (d: PushDispatch) => driver.pipeInput(TOPICS.dispatch.name, d.uid, d);
     const slow = campaignPush('u-gate-slow', 'summer', 'hms');
-    em.hms.scriptConnection({ kind: 'late', delayMs: 2_000 }, { token: slow.channels[0]!.token, times: 1 });
+    fx.em.hms.scriptConnection({ kind: 'late', delayMs: 2_000 }, { token: slow.channels[0]!.token, times: 1 });
     await send(slow);
     // Its request is at the vendor, the answer 2 s away: the one call allowed is under way.
-    for (const until = Date.now() + 1_500; em.hms.received.length === 0 && Date.now() < until;) await sleep(10);
+    for (const until = Date.now() + 1_500; fx.em.hms.received.length === 0 && Date.now() < until;) await sleep(10);
     const waiting = ['winter', 'summer', 'winter', 'summer', 'winter', 'summer'].map((c, i) => campaignPush(`u-gate-${i}`, c, 'hms'));
     for (const d of waiting) await send(d);
     // Claimed, so handed to the submit path (the walk's first step after its claim): now at the gate behind the slow call.
     for (const until = Date.now() + 1_500; claimed < 1 + waiting.length && Date.now() < until;) await sleep(10);
     await sleep(50);
-    const callsAtCancel = em.hms.received.length;
+    const callsAtCancel = fx.em.hms.received.length;
     cancelled.set('winter', Date.now());
     await driver.commit(); // waits for every dispatch in flight
 
@@ -157,7 +143,7 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
     );
     const tokens = (list: PushDispatch[]) => list.map((d) => d.channels[0]!.token).sort();
     assert.deepEqual(
-      em.hms
+      fx.em.hms
         .accepted()
         .map((p) => p.token)
         .sort(),
@@ -172,15 +158,15 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
   test('a restarted lane waits for the cancellations read before it sends: a campaign cancelled before the start is never sent', async () => {
     const cancelled = new Map<string, number>();
     let read!: () => void;
-    const fo = fanOutDriver(db.pool, db.table, {
-      vendors: registry,
+    const fo = fanOutDriver(fx.db.pool, fx.db.table, {
+      vendors: fx.registry,
       cancellations: { cancelledAt: (id) => cancelled.get(id) },
       cancellationsRead: new Promise<void>((resolve) => (read = resolve)),
     });
     const queued = campaignPush('u-restart-1', 'early');
     const sending = fo.send(queued);
     await sleep(300);
-    assert.equal(em.fcm.received.filter((r) => r.token === queued.channels[0]!.token).length, 0, 'nothing sent before the read');
+    assert.equal(fx.em.fcm.received.filter((r) => r.token === queued.channels[0]!.token).length, 0, 'nothing sent before the read');
     cancelled.set('early', Date.now() - 60_000); // what the topic held at the start
     read();
     await sending;
@@ -188,7 +174,7 @@ describe('fan-out: a campaign cancelled while its pushes wait', () => {
       fo.outcomes().map((o) => [o.task_id, o.status, o.reason]),
       [[queued.task_id, 'SUPPRESSED', 'campaign_cancelled']],
     );
-    assert.equal(em.fcm.received.filter((r) => r.token === queued.channels[0]!.token).length, 0);
+    assert.equal(fx.em.fcm.received.filter((r) => r.token === queued.channels[0]!.token).length, 0);
     await fo.close();
   });
 });

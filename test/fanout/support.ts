@@ -12,6 +12,9 @@ import { TOPICS } from '../../pipeline/topics.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
+import { after, before } from 'node:test';
+import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
+import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 
 /** A pool on the stack's MariaDB and a fresh im_push_task-shaped table (from the migration) for one test file. */
 export async function taskTable(): Promise<{ pool: mysql.Pool; table: string; close(): Promise<void> }> {
@@ -112,4 +115,23 @@ export function fanOutDriver(
 export async function taskRow(pool: mysql.Pool, table: string, task: string): Promise<VendorJson | undefined> {
   const [rows] = await pool.query(`SELECT * FROM \`${table}\` WHERE task_id = ?`, [task]);
   return (rows as Array<VendorJson>)[0];
+}
+
+/**
+ * What the fan-out suites share, opened before the suite's tests and closed after them (call it
+ * inside `describe`): the vendor emulators, a vendor registry on them and a task table.
+ */
+export function fanOutStack(): { readonly em: StartedEmulators; readonly registry: VendorRegistry; readonly db: Awaited<ReturnType<typeof taskTable>> } {
+  const stack = {} as { em: StartedEmulators; registry: VendorRegistry; db: Awaited<ReturnType<typeof taskTable>> };
+  before(async () => {
+    stack.em = await startEmulators();
+    stack.registry = createVendorRegistry(stack.em.appsConfig);
+    stack.db = await taskTable();
+  });
+  after(async () => {
+    await stack.registry.close();
+    await stack.em.close();
+    await stack.db.close();
+  });
+  return stack;
 }
