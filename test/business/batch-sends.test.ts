@@ -45,7 +45,7 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
   after(async () => stack?.close());
 
   test(`a ${USERS}-user campaign on HMS, Xiaomi and vivo: one push each, few requests, a dead token fails alone`, { timeout: 120_000 }, async (t) => {
-    const { em, db, prefix, serdes } = stack;
+    const { em, db, prefix } = stack;
     const produce = stack.produce.bind(stack);
     const app = stack.app.bind(stack);
     const now = Date.now();
@@ -77,7 +77,7 @@ describe('campaign sends on the vendors batch APIs (real stack)', () => {
 
     const vendors = createVendorRegistry(em.appsConfig);
     const lane = businessLaneVendors(vendors, 30, { ratePerSecond: 500, concurrency: 64 });
-    const wiring = { valueSerdes: serdes, topicPrefix: prefix };
+    const wiring = stack.wiring;
     // The sender is unlimited and the night rule is off, so the whole campaign reaches the lane at once, whatever the hour.
     const business = app(
       'business',

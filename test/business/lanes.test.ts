@@ -23,8 +23,9 @@ import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { PushOutcome } from '../../processors/model/records.ts';
 import { campaignRequest, campaignUserRecords } from '../../bench/campaign-phase.ts';
-import { stackEndpoints, uniqueName } from '../support/stack.ts';
+import { stackEndpoints } from '../support/stack.ts';
 import { LaneStack } from './lane-stack.ts';
+import { readUntil } from '../support/read-until.ts';
 import { dispatch } from '../fanout/support.ts';
 import { committedAll } from './group-progress.ts';
 
@@ -43,7 +44,7 @@ describe('business and IM lanes on the real stack', () => {
   after(async () => stack?.close());
 
   test(`a ${USERS}-user campaign on the business lane: IM pushes to the same vendor overtake it, every push arrives`, { timeout: 240_000 }, async (t) => {
-    const { em, db, prefix, serdes } = stack;
+    const { em, db, prefix } = stack;
     const produce = stack.produce.bind(stack);
     const app = stack.app.bind(stack);
     const now = Date.now();
@@ -57,7 +58,7 @@ describe('business and IM lanes on the real stack', () => {
 
     const vendors = createVendorRegistry(em.appsConfig);
     const lane = businessLaneVendors(vendors, 30, { ratePerSecond: 500, concurrency: 64 });
-    const wiring = { valueSerdes: serdes, topicPrefix: prefix };
+    const wiring = stack.wiring;
     const ledger = (table: string) => new MysqlPushTaskLedger({ pool: db.pool, table });
     // The campaign's sender is unlimited and the night rule is off, so the whole campaign reaches the lane at once, whatever the hour.
     const business = app(
@@ -153,20 +154,9 @@ describe('business and IM lanes on the real stack', () => {
 });
 
 /** Reads push.outcomes (read_committed) until `count` ACCEPTED outcomes are in or `waitMs` passed. */
-async function readOutcomes(prefix: string, count: number, waitMs = 60_000): Promise<PushOutcome[]> {
+function readOutcomes(prefix: string, count: number, waitMs = 60_000): Promise<PushOutcome[]> {
   const topic = topicName('outcomes', prefix);
   const serde = registryValueSerdes(registry, prefix)('outcomes');
-  const consumer = kafka.consumer({ groupId: uniqueName('lanes-outcomes'), maxWaitTimeInMs: 100, readUncommitted: false });
-  const out: PushOutcome[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) if (m.value) out.push((await serde.deserialize(topic, m.value)) as PushOutcome);
-    },
-  });
-  const deadline = Date.now() + waitMs;
-  while (out.filter((o) => o.status === 'ACCEPTED').length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-  await consumer.disconnect();
-  return out;
+  const accepted = (read: readonly PushOutcome[]) => read.filter((o) => o.status === 'ACCEPTED').length >= count;
+  return readUntil(kafka, topic, (value) => serde.deserialize(topic, value), accepted, waitMs);
 }

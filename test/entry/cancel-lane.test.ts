@@ -26,6 +26,7 @@ import { StreamsApp } from '../../topology/runtime.ts';
 import type { Topology } from '../../topology/builder.ts';
 import { campaignUserRecords } from '../../bench/campaign-phase.ts';
 import { dispatch } from '../fanout/support.ts';
+import { readUntil } from '../support/read-until.ts';
 import { call, endpoints, kafka, registry, startEntryStack, startExpansion, type EntryStack } from './support.ts';
 
 const USERS = 3_000;
@@ -86,22 +87,10 @@ async function imPush(uid: string): Promise<string> {
 }
 
 /** Reads push.outcomes (read_committed) from the start until `done` holds for what was read, or 30 s passed. */
-async function readOutcomes(done: (outcomes: readonly PushOutcome[]) => boolean): Promise<PushOutcome[]> {
+function readOutcomes(done: (outcomes: readonly PushOutcome[]) => boolean): Promise<PushOutcome[]> {
   const topic = stack.topics.name('outcomes');
   const serde = stack.topics.serdes('outcomes');
-  const consumer = kafka.consumer({ groupId: `${stack.topics.prefix}outcomes-reader`, maxWaitTimeInMs: 100, readUncommitted: false });
-  const out: PushOutcome[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) if (m.value) out.push((await serde.deserialize(topic, m.value)) as PushOutcome);
-    },
-  });
-  const deadline = Date.now() + 30_000;
-  while (!done(out) && Date.now() < deadline) await sleep(200);
-  await consumer.disconnect();
-  return out;
+  return readUntil(kafka, topic, (value) => serde.deserialize(topic, value), done, 30_000);
 }
 
 test(`a cancelled ${USERS}-user campaign: nothing reaches the vendor after the cancel's acknowledgement + 5 s, nothing is lost, IM goes on`, async (t) => {
