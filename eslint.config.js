@@ -79,4 +79,10 @@ export default tseslint.config(
     },
   },
   ...layerConfigs,
+  // The kafkajs fix is a CommonJS file installed into kafkajs itself (stack/kafkajs-patch/apply.mjs).
+  {
+    files: ['stack/kafkajs-patch/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

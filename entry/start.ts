@@ -3,6 +3,7 @@
  * behind `pushctl entry` and `pushctl campaigns` (cli/ only parses and prints).
  */
 import mysql, { type Pool } from 'mysql2/promise';
+import { assertKafkajsPatched } from '../common/kafkajs-patch.ts';
 import { readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { readEndpoints, type Endpoints } from '../common/endpoints.ts';
@@ -40,6 +41,7 @@ function pool(endpoints: Endpoints): Pool {
  */
 export async function startEntry(env: Env = process.env, logger: Logger = createLogger({ service: 'push-entry' })): Promise<RunningEntry> {
   const config = readEntryConfig(env);
+  assertKafkajsPatched();
   const endpoints = readEndpoints(env);
   const db = pool(endpoints);
   const clickhouse = createClickhouseClient(connectionFromEndpoints(endpoints));

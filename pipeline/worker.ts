@@ -5,6 +5,7 @@
  * changelogs) spread over them.
  */
 import { Kafka, logLevel } from 'kafkajs';
+import { assertKafkajsPatched } from '../common/kafkajs-patch.ts';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
@@ -108,6 +109,7 @@ export interface RunningWorker {
 
 export async function startWorker(env: Env = process.env, logger: Logger = createLogger({ service: 'push-worker' })): Promise<RunningWorker> {
   const config = readWorkerConfig(env);
+  assertKafkajsPatched();
   const endpoints = readEndpoints(env);
   const metrics = new PipelineMetrics();
   const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });

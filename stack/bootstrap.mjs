@@ -14,3 +14,7 @@ if (stale) {
   console.log('[bootstrap] installing Node dependencies (npm ci) ...');
   execFileSync('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
 }
+// kafkajs' producer loses records when a partition's leader moves during a send; the fix is
+// installed over it here as well as by npm's postinstall (stack/kafkajs-patch/apply.mjs).
+const { applyKafkajsPatch } = await import('./kafkajs-patch/apply.mjs');
+applyKafkajsPatch();
