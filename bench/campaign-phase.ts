@@ -17,6 +17,7 @@ import { cancelRecord, type PushCampaignRecord, type PushRequestRecord } from '.
 import type { TokenReport, UserSettings } from '../processors/model/records.ts';
 import { leadingPushLatency, type LatencyFigures } from './analysis.ts';
 import { runStep, waitDrained, type PipelineUnderTest } from './steps.ts';
+import { formatSegments } from './worker-metrics.ts';
 
 export interface CampaignPhaseOptions {
   /** Campaign recipients (one Android device with an FCM token each). */
@@ -135,7 +136,7 @@ export async function runCampaignPhase(
 
   say(`[bench] campaign: IM alone at ${o.imRate} msgs/s for ${o.imSeconds} s ...`);
   const alone = load(o.imRate, o.imSeconds);
-  await runStep(put, `IM alone ${o.imRate}/s`, alone.records, { settleMs, window: alone.window });
+  const aloneStep = await runStep(put, `IM alone ${o.imRate}/s`, alone.records, { settleMs, window: alone.window });
   const imAlone = leadingPushLatency(alone.records, population, takeReceived(env), 2 * o.mergeWindowMs);
 
   // The campaign comes as large ones do: one push.campaigns record naming a uid file, expanded by the
@@ -157,7 +158,7 @@ export async function runCampaignPhase(
   await put.traffic.send('campaigns', [{ key: campaignId, value: campaign }]);
   const imStep = runStep(put, `IM beside campaign ${o.imRate}/s`, beside.records, { settleMs, window: beside.window });
   const received: ReceivedPush[] = [];
-  await imStep;
+  const besideStep = await imStep;
   received.push(...takeReceived(env));
   const imWithCampaign = leadingPushLatency(beside.records, population, received, 2 * o.mergeWindowMs);
 
@@ -197,6 +198,14 @@ export async function runCampaignPhase(
     `[bench] campaign: IM p99 ${imAlone.p99Ms} ms alone, ${imWithCampaign.p99Ms} ms beside the campaign (${figures.imP99IncreasePct ?? 'n/a'} %); ` +
       `campaign ${figures.reached}/${o.users} users in ${figures.seconds} s (${sendPerSecond}/s, limit ${o.senderRatePerSecond}/s), expanded at ≤ ${o.expansionRatePerSecond}/s`,
   );
+  // Where the IM pushes' time went in each run (the IM workers' histograms), so a rise shows its segment.
+  for (const [label, step] of [
+    ['IM alone', aloneStep],
+    ['IM beside the campaign', besideStep],
+  ] as const) {
+    say(`[bench] campaign: segments of the leading pushes, ${label}:`);
+    for (const line of step.breakdown ? formatSegments(step.breakdown.segments) : ['    (no worker metrics)']) say(line);
+  }
   await waitDrained(put, 600_000);
   takeReceived(env);
   return figures;
