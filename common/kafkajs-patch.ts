@@ -6,11 +6,11 @@
  */
 import { createRequire } from 'node:module';
 
-const PATCH_MARK = 'offline-push sendMessages v1';
+const FIX_MARK = 'offline-push sendMessages v1';
 
 export function assertKafkajsPatched(): void {
   const require = createRequire(import.meta.url);
-  const mark = (require('kafkajs/src/producer/sendMessages.js') as { OFFLINE_PUSH_PATCH?: string }).OFFLINE_PUSH_PATCH;
-  if (mark !== PATCH_MARK)
+  const mark = (require('kafkajs/src/producer/sendMessages.js') as { offlinePushFix?: string }).offlinePushFix;
+  if (mark !== FIX_MARK)
     throw new Error('kafkajs is not patched (its producer can lose records when a leader moves): run `node stack/kafkajs-patch/apply.mjs` or `npm ci`');
 }

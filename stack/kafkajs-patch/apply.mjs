@@ -27,7 +27,7 @@ export function applyKafkajsPatch(log = (line) => console.log(line)) {
   if (current.equals(fixed)) return false;
   const sha = createHash('sha256').update(current).digest('hex');
   // An earlier version of this fix is replaced as well; anything else is not ours to overwrite.
-  if (sha !== ORIGINAL_SHA256 && !current.includes('OFFLINE_PUSH_PATCH'))
+  if (sha !== ORIGINAL_SHA256 && !current.includes("'offline-push sendMessages "))
     throw new Error(`${target} is neither kafkajs ${KAFKAJS_VERSION}'s file nor the patched one (sha256 ${sha}); reinstall with npm ci`);
   writeFileSync(target, fixed);
   log('[bootstrap] kafkajs: producer retry fix installed (stack/kafkajs-patch)');

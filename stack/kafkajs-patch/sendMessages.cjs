@@ -19,7 +19,7 @@ const createTopicData = require('./createTopicData');
 const responseSerializer = require('./responseSerializer');
 
 /** Marks this file as the patched one (stack/kafkajs-patch/apply.mjs checks it). */
-const OFFLINE_PUSH_PATCH = 'offline-push sendMessages v1';
+const offlinePushFix = 'offline-push sendMessages v1';
 
 function groupPerPartition({ topic, partitionMetadata, messages, partitioner }) {
   const out = {};
@@ -153,4 +153,4 @@ module.exports = ({ logger, cluster, partitioner, eosManager, retrier }) => {
   };
 };
 
-module.exports.OFFLINE_PUSH_PATCH = OFFLINE_PUSH_PATCH;
+module.exports.offlinePushFix = offlinePushFix;
