@@ -88,6 +88,7 @@ export function businessDispatch(
     persisted_at: p.requestedAt,
     decided_at: at,
     business: businessTag(p),
+    data: { ...p.data },
   };
 }
 

@@ -157,7 +157,9 @@ export function replayedAnswer(stored: StoredTask): FanOutAnswer {
 }
 
 /**
- * The vendor-neutral notification of one dispatch on one channel. A campaign's pushes (business
+ * The vendor-neutral notification of one dispatch on one channel. Its data is the business
+ * request's own (`d.data`) with the push's keys over it (conv_id, seq and msg_id, or a campaign's
+ * sender, category and campaign_id), so a sender's key never replaces one the client relies on. A campaign's pushes (business
  * pushes with a campaign id) carry nothing of their recipient but the token: their collapse id is
  * the sender's (processors/business/dispatch.ts `businessCollapseId`), their data names the
  * campaign only, and their TTL is the same for every push built in the same 10 s step
@@ -183,7 +185,10 @@ export function pushMessage(
     badge: d.badge,
     collapseId: d.collapse_id,
     silent: d.silent,
-    data: campaign === null ? { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id } : campaignData(d.business!.sender, d.business!.category, campaign),
+    data: {
+      ...d.data,
+      ...(campaign === null ? { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id } : campaignData(d.business!.sender, d.business!.category, campaign)),
+    },
     ttlSeconds: expireAt === null ? ttlSeconds : campaign === null ? expiringTtl(expireAt, ttlSeconds, now) : campaignTtl(expireAt, ttlSeconds, now),
     ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
   };

@@ -129,6 +129,8 @@ export interface PushDispatch {
   business?: BusinessTag | null;
   /** Why this push went out this way (`k=v;...`, processors/model/outcomes.ts); null or absent when not recorded. */
   detail?: string | null;
+  /** A business push's custom data from its request (sent to the vendor, never logged); absent or empty on IM pushes. */
+  data?: Record<string, string>;
 }
 
 /** Who sent a business push and why (push-dispatch and push-outcome `business`). */

@@ -103,6 +103,34 @@ describe('campaign payloads on the batch vendors', () => {
     }
   });
 
+  test('a business push’s own data reaches every vendor beside the push’s keys, which a sender’s key cannot replace', async () => {
+    const data = { deep_link: 'shop://orders/42', order_id: '42', conv_id: 'sender-tried-this' };
+    for (const vendor of ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo'] as const) {
+      const single = push('u1', null, { data });
+      const campaign = push('u2', 'autumn-sale', { data });
+      const token = (uid: string) => em.token(vendor, uid);
+      const dispatch = (p: BusinessPush) => businessDispatch(p, 'phone', 'android', [{ vendor, token: token(p.uid), classification: {} }], 'IMMEDIATE', NOW);
+      const outcomes = await registry.adapter(vendor, 'app-1')!.submit([pushMessage(dispatch(single), token('u1'), undefined, 86_400, NOW)]);
+      const more = await registry.adapter(vendor, 'app-1')!.submit([pushMessage(dispatch(campaign), token('u2'), undefined, 86_400, NOW)]);
+      assert.deepEqual(
+        [...outcomes, ...more].map((o) => o.kind),
+        ['accepted', 'accepted'],
+        vendor,
+      );
+      const got = (uid: string) => em[vendor].accepted().find((r) => r.token === token(uid))?.data as Record<string, unknown> | undefined;
+      assert.deepEqual(
+        { deep_link: got('u1')?.deep_link, order_id: got('u1')?.order_id, conv_id: got('u1')?.conv_id },
+        { deep_link: 'shop://orders/42', order_id: '42', conv_id: `biz:${single.requestId}` },
+        `${vendor}: a single push`,
+      );
+      assert.deepEqual(
+        { deep_link: got('u2')?.deep_link, campaign_id: got('u2')?.campaign_id, sender: got('u2')?.sender },
+        { deep_link: 'shop://orders/42', campaign_id: 'autumn-sale', sender: 'autumn' },
+        `${vendor}: a campaign's push`,
+      );
+    }
+  });
+
   test('a campaign collapse key is the sender’s: the same for every user, apart from the campaign id', () => {
     const collapse = (p: BusinessPush) => businessDispatch(p, 'phone', 'android', [], 'IMMEDIATE', NOW).collapse_id;
     assert.equal(collapse(push('u1', 'autumn-sale')), collapse(push('u2', 'autumn-sale')));
