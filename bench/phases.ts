@@ -11,7 +11,7 @@ import { processCpuMs } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
 import { formatSegments } from './worker-metrics.ts';
 import { describeStep } from './report.ts';
-import { runCampaignPhase, type CampaignFigures } from './campaign-phase.ts';
+import { CAMPAIGN_SENDER_RATE, runCampaignPhase, type CampaignFigures } from './campaign-phase.ts';
 
 export interface PhaseOptions {
   /** Offered persisted messages/s of the load steps, ascending. */
@@ -209,9 +209,9 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
             users: campaignUsers,
             imRate: options.campaignImRate ?? 100,
             imSeconds: options.campaignImSeconds ?? options.lowRateSeconds,
-            senderRatePerSecond: 500,
+            senderRatePerSecond: CAMPAIGN_SENDER_RATE,
             mergeWindowMs: options.mergeWindowMs,
-            timeoutSeconds: Math.ceil(campaignUsers / 500) * 2 + 120,
+            timeoutSeconds: Math.ceil(campaignUsers / CAMPAIGN_SENDER_RATE) * 2 + 120,
             uidDir: options.campaignUidDir ?? '',
             expansionRatePerSecond: options.campaignExpansionRate ?? 0,
           },

@@ -31,6 +31,7 @@ import { processMemory } from './probes.ts';
 import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
 import { measureShardedFanOut, type ShardBenchResult } from './shards-bench.ts';
 import { measureCampaignExpansion, type CampaignBenchResult } from './campaign-expansion.ts';
+import { CAMPAIGN_SENDER_RATE } from './campaign-phase.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -117,7 +118,15 @@ export async function main(args: string[]): Promise<number> {
     .filter((n) => n > 0);
   // The campaign phase's uid file goes here (a campaign names its file relative to PUSH_CAMPAIGN_UID_DIR).
   const uidDir = mkdtempSync(join(tmpdir(), 'bench-uids-'));
-  const workerEnv: Record<string, string> = { PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs), PUSH_CAMPAIGN_UID_DIR: uidDir, ...extraWorkerEnv() };
+  // The campaign phase has one sender, limited to CAMPAIGN_SENDER_RATE pushes/s: expanding its
+  // campaign faster would only queue requests ahead of the lane and spend the machine's CPU on them
+  // sooner (docs/entry.md, "Campaign expansion"), so the expansion runs at the sender's rate.
+  const workerEnv: Record<string, string> = {
+    PUSH_COMMIT_INTERVAL_MS: String(commitIntervalMs),
+    PUSH_CAMPAIGN_UID_DIR: uidDir,
+    PUSH_CAMPAIGN_EXPANSION_RATE: String(CAMPAIGN_SENDER_RATE),
+    ...extraWorkerEnv(),
+  };
   const mergeWindowMs = Number(workerEnv.PUSH_MERGE_WINDOW_MS ?? 5000);
   const phase: PhaseOptions = {
     rates,
