@@ -24,6 +24,16 @@ describe('text cutting by grapheme clusters', () => {
     assert.equal(graphemes(HARD_GRAPHEMES.join('')).length, HARD_GRAPHEMES.length);
   });
 
+  test('printable ASCII, whose clusters are taken without the segmenter, splits as the segmenter splits it; CR LF stays one cluster', () => {
+    const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+    const bySegmenter = (text: string) => Array.from(segmenter.segment(text), (x) => x.segment);
+    const printable = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
+    for (const text of ['', 'a', printable, `Group g12 ~ ${printable.split('').reverse().join('')}`, 'message 7 in c-u1-u2'])
+      assert.deepEqual(graphemes(text), bySegmenter(text), JSON.stringify(text));
+    assert.deepEqual(graphemes('a\r\nb'), ['a', '\r\n', 'b']);
+    assert.deepEqual(graphemes('e\u0301x'), ['e\u0301', 'x']);
+  });
+
   test('measures count the way the vendors document', () => {
     assert.equal(utf8Bytes('a中😀'), 1 + 3 + 4);
     assert.equal(utf16Units('a中😀'), 1 + 1 + 2);
