@@ -119,8 +119,38 @@ test('an idempotent send spanning two brokers writes every record once when one 
   }
 });
 
+/**
+ * A cluster's first transaction creates `__transaction_state`, whose partitions' leaders then move
+ * to their preferred replicas (auto leader rebalance): a transaction meeting such a move fails with
+ * NOT_COORDINATOR. This commits one transaction for `transactionalId` (into a topic of its own),
+ * trying again with a fresh producer, then waits until every coordinator sits on its preferred
+ * replica, so the test's own transactions meet a settled coordinator.
+ */
+async function settleTransactions(transactionalId: string): Promise<void> {
+  const topic = uniqueName('leader-move-warm-up');
+  await admin.createTopics({ waitForLeaders: false, topics: [{ topic, numPartitions: 1, replicationFactor: 3 }] });
+  await until('a first transaction', async () => {
+    const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    await producer.connect();
+    try {
+      const txn = await producer.transaction();
+      await txn.send({ topic, acks: -1, messages: [{ value: 'warm-up' }] });
+      await txn.commit();
+      return true;
+    } finally {
+      await producer.disconnect();
+    }
+  });
+  await until('the transaction coordinators on their preferred replicas', async () => {
+    const { topics } = await admin.fetchTopicMetadata({ topics: ['__transaction_state'] });
+    return topics[0]!.partitions.every((p) => p.leader === p.replicas[0]);
+  });
+}
+
 test('a transaction spanning two brokers commits every record once when one partition moved to the other broker', async () => {
-  const producer = kafka.producer({ transactionalId: uniqueName('leader-move-txn'), idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  const transactionalId = uniqueName('leader-move-txn');
+  await settleTransactions(transactionalId);
+  const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   try {
     const read = await sendAcrossLeaderMove(producer, async (topic, messages) => {
       const txn = await producer.transaction();
