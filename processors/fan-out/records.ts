@@ -162,7 +162,7 @@ export function replayedAnswer(stored: StoredTask): FanOutAnswer {
  * sender, category and campaign_id), so a sender's key never replaces one the client relies on. A campaign's pushes (business
  * pushes with a campaign id) carry nothing of their recipient but the token: their collapse id is
  * the sender's (processors/business/dispatch.ts `businessCollapseId`), their data names the
- * campaign only, and their TTL is the same for every push built in the same 10 s step
+ * campaign only beside the campaign's own data, and their TTL is the same for every push built in the same 10 s step
  * (`campaignTtl`). So the vendor payloads of a campaign's pushes that meet in one submit call are
  * identical apart from the token, and HMS, Xiaomi, vivo and OPPO send them as one multi-token
  * request (sinks/vendors/batching.ts `groupByPayload`).
@@ -185,13 +185,19 @@ export function pushMessage(
     badge: d.badge,
     collapseId: d.collapse_id,
     silent: d.silent,
-    data: {
-      ...d.data,
-      ...(campaign === null ? { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id } : campaignData(d.business!.sender, d.business!.category, campaign)),
-    },
+    data: withSenderData(
+      d.data,
+      campaign === null ? { conv_id: d.conv_id, seq: String(d.seq), msg_id: d.msg_id } : campaignData(d.business!.sender, d.business!.category, campaign),
+    ),
     ttlSeconds: expireAt === null ? ttlSeconds : campaign === null ? expiringTtl(expireAt, ttlSeconds, now) : campaignTtl(expireAt, ttlSeconds, now),
     ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
   };
+}
+
+/** The push's own data keys over the sender's data; the own keys alone (no copy) when the sender gave none, as on every IM push. */
+function withSenderData(sender: Readonly<Record<string, string>> | undefined, own: Record<string, string>): Record<string, string> {
+  for (const _ in sender) return { ...sender, ...own };
+  return own;
 }
 
 /** The custom data of a campaign's push: the campaign, never its recipient (no uid, request or task id). */
