@@ -3,7 +3,7 @@
  * (common/config-keys.ts spreads them into CONFIG_KEYS, so the README table, `pushctl config` and
  * the readers see them there). Kept in their own file to keep common/config-keys.ts short.
  */
-import type { IntKey, StringKey } from './config-keys.ts';
+import type { IntKey, StringKey } from './config-key-kinds.ts';
 
 const DAY = 86_400_000;
 

@@ -7,72 +7,11 @@
  */
 
 import { BUSINESS_KEYS } from './config-keys-business.ts';
+import { ENTRY_KEYS } from './config-keys-entry.ts';
+import { bool, DAY, HOUR, int, list, MINUTE, oneOf, SECOND, str, type ConfigKey } from './config-key-kinds.ts';
 
-/** The README table a key is listed in. */
-export type ConfigSection = 'endpoints' | 'workers' | 'decisions' | 'fan-out' | 'business';
-
-export const CONFIG_SECTIONS: Readonly<Record<ConfigSection, string>> = {
-  endpoints: 'Endpoints',
-  workers: 'Workers (`pushctl run`) and the receiver',
-  decisions: 'Decisions (docs/design.md §2.1–2.3)',
-  'fan-out': 'Fan-out (docs/design.md §2.4)',
-  business: 'Business pushes (docs/entry.md)',
-};
-
-interface KeyBase {
-  readonly key: `PUSH_${string}`;
-  readonly section: ConfigSection;
-  /** What the key means, for the README and `pushctl config`. */
-  readonly doc: string;
-  /** How the default reads when it is not a constant (e.g. it follows another key). */
-  readonly defaultDoc?: string;
-  /** Never printed with a value. */
-  readonly secret?: boolean;
-}
-
-export interface IntKey extends KeyBase {
-  readonly kind: 'int';
-  readonly default: number;
-  readonly min: number;
-  readonly max: number;
-  /** How the range reads when its bounds are not constant. */
-  readonly rangeDoc?: string;
-}
-export interface StringKey extends KeyBase {
-  readonly kind: 'string';
-  readonly default: string;
-  /** An empty value is refused. */
-  readonly nonEmpty?: boolean;
-}
-export interface BoolKey extends KeyBase {
-  readonly kind: 'bool';
-  readonly default: boolean;
-}
-export interface EnumKey<T extends string = string> extends KeyBase {
-  readonly kind: 'enum';
-  readonly default: T;
-  readonly values: readonly T[];
-}
-export interface ListKey extends KeyBase {
-  readonly kind: 'list';
-  readonly default: readonly string[];
-  /** When set, every item must be one of these. */
-  readonly values?: readonly string[];
-  /** What an item is, for error messages. Default `item`. */
-  readonly itemName?: string;
-}
-export type ConfigKey = IntKey | StringKey | BoolKey | EnumKey | ListKey;
-
-const int = (d: Omit<IntKey, 'kind'>): IntKey => ({ kind: 'int', ...d });
-const str = (d: Omit<StringKey, 'kind'>): StringKey => ({ kind: 'string', ...d });
-const bool = (d: Omit<BoolKey, 'kind'>): BoolKey => ({ kind: 'bool', ...d });
-const oneOf = <T extends string>(values: readonly T[], d: Omit<EnumKey<T>, 'kind' | 'values'>): EnumKey<T> => ({ kind: 'enum', values, ...d });
-const list = (d: Omit<ListKey, 'kind'>): ListKey => ({ kind: 'list', ...d });
-
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
+export { CONFIG_SECTIONS } from './config-key-kinds.ts';
+export type { BoolKey, ConfigKey, ConfigSection, EnumKey, IntKey, ListKey, StringKey } from './config-key-kinds.ts';
 
 /** The pipeline's stages (pipeline/apps/index.ts builds one StreamsApp per stage). */
 export const STAGE_NAMES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
@@ -497,58 +436,7 @@ export const CONFIG_KEYS = {
     max: 100_000,
     doc: 'dispatches in flight per task before back pressure',
   }),
-  // The HTTP entry (`pushctl entry`, docs/entry.md) and the campaign expansion (stage `campaigns`).
-  PUSH_ENTRY_HOST: str({ key: 'PUSH_ENTRY_HOST', section: 'workers', default: '127.0.0.1', doc: '`pushctl entry` address' }),
-  PUSH_ENTRY_PORT: int({ key: 'PUSH_ENTRY_PORT', section: 'workers', default: 18095, min: 0, max: 65535, doc: '`pushctl entry` port (0 = any free port)' }),
-  PUSH_ENTRY_MAX_BODY_BYTES: int({
-    key: 'PUSH_ENTRY_MAX_BODY_BYTES',
-    section: 'workers',
-    default: 900_000,
-    min: 1024,
-    max: 16 * 1_048_576,
-    doc: "larger requests get 413; a campaign goes to Kafka as one record, so keep it under the topic's `max.message.bytes`",
-  }),
-  PUSH_ENTRY_MAX_CONNECTIONS: int({
-    key: 'PUSH_ENTRY_MAX_CONNECTIONS',
-    section: 'workers',
-    default: 1_024,
-    min: 1,
-    max: 100_000,
-    doc: '`pushctl entry`: open connections; more are closed at once',
-  }),
-  PUSH_ENTRY_KEY_REQUESTS_PER_SECOND: int({
-    key: 'PUSH_ENTRY_KEY_REQUESTS_PER_SECOND',
-    section: 'workers',
-    default: 200,
-    min: 1,
-    max: 1_000_000,
-    doc: 'requests per API key and second (a key may set its own in `push_business_key`); more get 429 with Retry-After',
-  }),
-  // Twice the default sender rate: expanding faster than a campaign can be sent only moves its backlog from the
-  // uid list into the business stage's kept requests (changelogged state) and loads the broker in a burst.
-  PUSH_CAMPAIGN_EXPANSION_RATE: int({
-    key: 'PUSH_CAMPAIGN_EXPANSION_RATE',
-    section: 'workers',
-    default: 1_000,
-    min: 1,
-    max: 1_000_000,
-    doc: 'per-user requests one campaign-expansion task produces per second at most',
-  }),
-  PUSH_CAMPAIGN_MAX_UIDS: int({
-    key: 'PUSH_CAMPAIGN_MAX_UIDS',
-    section: 'workers',
-    default: 1_000_000,
-    min: 1,
-    max: 100_000_000,
-    doc: 'distinct uids of one campaign at most; a larger one goes to push.dlq',
-  }),
-  PUSH_CAMPAIGN_UID_DIR: str({
-    key: 'PUSH_CAMPAIGN_UID_DIR',
-    section: 'workers',
-    default: '',
-    defaultDoc: '— (uid files refused)',
-    doc: 'folder the `uid_file` of a campaign must lie in (a relative name is taken from it)',
-  }),
+  ...ENTRY_KEYS,
   ...BUSINESS_KEYS,
 };
 
