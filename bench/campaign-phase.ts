@@ -19,7 +19,7 @@ import { cancelRecord, type PushCampaignRecord, type PushRequestRecord } from '.
 import type { TokenReport, UserSettings } from '../processors/model/records.ts';
 import { leadingPushLatency, type LatencyFigures } from './analysis.ts';
 import { runStep, waitDrained, type PipelineUnderTest } from './steps.ts';
-import { formatSegments } from './worker-metrics.ts';
+import { formatByApp, formatSegments } from './worker-metrics.ts';
 
 export interface CampaignPhaseOptions {
   /** Campaign recipients (one Android device with an FCM token each). */
@@ -256,6 +256,8 @@ export async function runCampaignPhase(
   ] as const) {
     say(`[bench] campaign: segments of the leading pushes, ${label}:`);
     for (const line of step.breakdown ? formatSegments(step.breakdown.segments) : ['    (no worker metrics)']) say(line);
+    // Every stage's transactions share the broker (and its marker writes) with the IM pushes'.
+    if (step.breakdown) say(`    transactions/s ${step.breakdown.commitsPerSecond}: ${formatByApp(step.breakdown.commitsPerSecondByApp)}`);
   }
   return figures;
 }

@@ -9,7 +9,7 @@ import type { MemoryBenchResult } from './memory-bench.ts';
 import type { ShardBenchResult } from './shards-bench.ts';
 import type { CampaignBenchResult } from './campaign-expansion.ts';
 import type { CampaignFigures } from './campaign-phase.ts';
-import { formatSegments } from './worker-metrics.ts';
+import { formatByApp, formatSegments } from './worker-metrics.ts';
 
 export interface BenchResult {
   readonly startedAt: string;
@@ -230,11 +230,7 @@ export function tableRows(r: BenchResult): Row[] {
       what: 'commits (transactions) per second',
       target: '(reported)',
       milestone: '',
-      measured: b
-        ? `${b.commitsPerSecond}/s: ${Object.entries(b.commitsPerSecondByApp)
-            .map(([app, n]) => `${app} ${n}`)
-            .join(', ')}${atStep}`
-        : 'n/a',
+      measured: b ? `${b.commitsPerSecond}/s: ${formatByApp(b.commitsPerSecondByApp)}${atStep}` : 'n/a',
       verdict: '',
     },
     latencyRow('latency persist → vendor, offline, leading, ½ max load', r.latency, 'p99 ≤ 300 ms', 'p99 ≤ 300 ms', 300),
@@ -330,12 +326,8 @@ export function describeStep(s: StepResult): string {
   const b = s.breakdown;
   const cpu = `worker CPU ${s.workerCpuMsPerMessage} ms/msg`;
   if (!b) return `${cpu}; no worker metrics`;
-  const commits = Object.entries(b.commitsPerSecondByApp)
-    .map(([app, n]) => `${app} ${n}`)
-    .join(', ');
-  const requests = Object.entries(b.kafkaRequestsPerMessageByApi ?? {})
-    .map(([api, n]) => `${api} ${n}`)
-    .join(', ');
+  const commits = formatByApp(b.commitsPerSecondByApp);
+  const requests = formatByApp(b.kafkaRequestsPerMessageByApi ?? {});
   const topics = Object.entries(b.producedPerMessageByTopic ?? {})
     .filter(([, n]) => n >= 0.01)
     .map(([topic, n]) => `${topic} ${n}`)

@@ -128,6 +128,13 @@ export interface LatencySegments {
   readonly persistedToAccepted: SegmentFigure;
 }
 
+/** `name n, name n, ...` of a per-application (or per-API) figure. */
+export function formatByApp(byApp: Readonly<Record<string, number>>): string {
+  return Object.entries(byApp)
+    .map(([app, n]) => `${app} ${n}`)
+    .join(', ');
+}
+
 export interface StepBreakdown {
   /** Records the workers produced in committed transactions (outputs + changelogs, every application) per persisted message. */
   readonly recordsProducedPerMessage: number;

@@ -98,6 +98,14 @@ export const CONFIG_KEYS = {
     max: MINUTE,
     doc: 'commit interval of the stages off the push path (receipts, ClickHouse, campaigns), ms',
   }),
+  PUSH_BUSINESS_COMMIT_INTERVAL_MS: int({
+    key: 'PUSH_BUSINESS_COMMIT_INTERVAL_MS',
+    section: 'workers',
+    default: 1000,
+    min: 10,
+    max: MINUTE,
+    doc: "commit interval of the business lane (business, fan-out-business), ms: a business push waits up to about this long between the two stages; fewer of the lane's transactions leave the broker to IM's",
+  }),
   PUSH_PARTITIONS: int({
     key: 'PUSH_PARTITIONS',
     section: 'workers',

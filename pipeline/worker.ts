@@ -41,6 +41,8 @@ export interface WorkerConfig {
   readonly caughtUpCommitMs: number;
   /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts and the ClickHouse sink; default 1000; 10–60 000. */
   readonly backgroundCommitIntervalMs: number;
+  /** PUSH_BUSINESS_COMMIT_INTERVAL_MS: commit interval of the business lane (business, fan-out-business); default 1000; 10–60 000. */
+  readonly businessCommitIntervalMs: number;
   /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
   readonly partitions: number;
   /** PUSH_REPLICATION_FACTOR / PUSH_MIN_INSYNC_REPLICAS: replication of every topic this worker creates. Default 1 / 1. */
@@ -80,6 +82,7 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     commitIntervalMs,
     caughtUpCommitMs: readKey(env, caughtUp, Math.min(caughtUp.default, commitIntervalMs), { min: caughtUp.min, max: commitIntervalMs }),
     backgroundCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COMMIT_INTERVAL_MS),
+    businessCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BUSINESS_COMMIT_INTERVAL_MS),
     partitions,
     replication: readReplication(env),
     concurrentPartitions: readKey(env, CONFIG_KEYS.PUSH_CONCURRENT_PARTITIONS, partitions),
@@ -154,13 +157,14 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
       config.partitions,
       config.replication,
     );
+    const commitIntervals = { 'event-path': config.commitIntervalMs, business: config.businessCommitIntervalMs, background: config.backgroundCommitIntervalMs };
     for (const stage of stages) {
       const app = new StreamsApp({
         applicationId: `${config.applicationId}-${stage.name}`,
         topology: stage.topology,
         brokers: endpoints.kafkaBrokers,
         processingGuarantee: stage.atLeastOnce ? 'at_least_once' : config.guarantee,
-        commitIntervalMs: stage.eventPath ? config.commitIntervalMs : config.backgroundCommitIntervalMs,
+        commitIntervalMs: commitIntervals[stage.commitLane],
         ...(stage.commitWhenCaughtUp ? { caughtUpCommitMs: config.caughtUpCommitMs } : {}),
         // Tasks commit transactions with several broker round trips each: working on every assigned
         // partition at once keeps the pipeline from being bound by one partition's latency.

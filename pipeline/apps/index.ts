@@ -70,11 +70,14 @@ export interface Stage {
   /** Internal topics the application needs beside the pipeline's (created before start). */
   readonly internalTopics: readonly string[];
   /**
-   * On the persist → vendor path (decisions, fan-out): commits every PUSH_COMMIT_INTERVAL_MS, the
-   * latency knob. The others follow the pushes (task status, token health, accounting) and commit
-   * every PUSH_BACKGROUND_COMMIT_INTERVAL_MS, which costs fewer transactions.
+   * Which commit interval the stage runs with. `event-path` (decisions, fan-out: an IM push's way to
+   * its vendor) commits every PUSH_COMMIT_INTERVAL_MS, the latency knob. `business` (the business
+   * lane) commits every PUSH_BUSINESS_COMMIT_INTERVAL_MS: its transactions share the broker with IM's,
+   * and a campaign's many small ones delayed the commit markers IM's pushes wait for. `background`
+   * (task status, token health, accounting, campaign expansion) commits every
+   * PUSH_BACKGROUND_COMMIT_INTERVAL_MS. Fewer commits cost fewer transactions.
    */
-  readonly eventPath: boolean;
+  readonly commitLane: 'event-path' | 'business' | 'background';
   /**
    * Its outputs are the next hop's input on the persist → vendor path (decisions → push.dispatch):
    * a task that has caught up commits PUSH_CAUGHT_UP_COMMIT_MS after its previous commit rather
@@ -99,7 +102,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
       const merge = { ...options.merge, listener: ctx.metrics.mergeListener };
       return {
         name,
-        eventPath: true,
+        commitLane: 'event-path',
         commitWhenCaughtUp: true,
         internalTopics: [],
         close: none,
@@ -109,7 +112,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'fan-out': {
       const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
       const fanOut = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };
-      return { name, eventPath: true, internalTopics: [], close: async () => ledger.close(), topology: buildFanOutTopology({ ...wiring, fanOut }) };
+      return { name, commitLane: 'event-path', internalTopics: [], close: async () => ledger.close(), topology: buildFanOutTopology({ ...wiring, fanOut }) };
     }
     case 'receipts': {
       const topology = buildReceiptTopology({
@@ -122,13 +125,13 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
           listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) },
         },
       });
-      return { name, eventPath: false, internalTopics: [receiptsByMessageTopic(ctx.topicPrefix)], close: none, topology };
+      return { name, commitLane: 'background', internalTopics: [receiptsByMessageTopic(ctx.topicPrefix)], close: none, topology };
     }
     case 'clickhouse': {
       const writer = new PushEventWriter({ connection: connectionFromEndpoints(ctx.endpoints) });
       return {
         name,
-        eventPath: false,
+        commitLane: 'background',
         atLeastOnce: true,
         internalTopics: [],
         close: () => writer.close(),
@@ -140,7 +143,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
       const control = startCampaignCancellations({ endpoints: ctx.endpoints, registry: ctx.registry, topicPrefix: ctx.topicPrefix, logger: ctx.logger });
       const business = { ...businessOptionsFromEnv(ctx.env), cancelled: (id: string) => control.cancellations.cancelledAt(id) !== undefined };
       const topology = buildBusinessTopology({ ...wiring, business });
-      return { name, eventPath: true, internalTopics: [], close: () => control.close(), topology };
+      return { name, commitLane: 'business', internalTopics: [], close: () => control.close(), topology };
     }
     case 'fan-out-business': {
       const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
@@ -158,7 +161,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
       };
       return {
         name,
-        eventPath: true,
+        commitLane: 'business',
         internalTopics: [],
         close: async () => {
           await control.close();
@@ -170,7 +173,7 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'campaigns': {
       const progress = new MysqlCampaignProgress(ctx.mysql, { listener: ctx.metrics.mysqlListener });
       const topology = buildCampaignsTopology({ ...wiring, expansion: campaignExpansionOptionsFromEnv(ctx.env), progress });
-      return { name, eventPath: false, internalTopics: [], close: none, topology };
+      return { name, commitLane: 'background', internalTopics: [], close: none, topology };
     }
   }
 }
