@@ -110,9 +110,9 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     fcm.registerServiceAccount({ clientEmail, projectId: `project-${appId}`, appId, publicKey: rsa.publicKey });
     const hmsApp = { clientId: String(100_000_000 + i), clientSecret: secret(), appId };
     hms.registerApp(hmsApp);
-    const xiaomiApp = { appSecret: secret(), packageName: `com.example.${appId}`, channelIds: ['im_private'], appId };
+    const xiaomiApp = { appSecret: secret(), packageName: `com.example.${appId}`, channelIds: ['im_private', 'marketing'], appId };
     xiaomi.registerApp(xiaomiApp);
-    const oppoApp = { appKey: secret(), masterSecret: secret(), channelIds: ['im_message'], appId };
+    const oppoApp = { appKey: secret(), masterSecret: secret(), channelIds: ['im_message', 'marketing'], appId };
     oppo.registerApp(oppoApp);
     const vivoApp = { appId: String(10_000 + i), appKey: secret(), appSecret: secret() };
     vivo.registerApp(vivoApp);
@@ -147,6 +147,7 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
           appSecret: xiaomiApp.appSecret,
           packageName: xiaomiApp.packageName,
           channelId: 'im_private',
+          marketingChannelId: 'marketing',
           ...(options.receiptUrls?.xiaomi ? { receiptUrl: options.receiptUrls.xiaomi } : {}),
         },
         oppo: {
@@ -155,6 +156,7 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
           appKey: oppoApp.appKey,
           masterSecret: oppoApp.masterSecret,
           channelId: 'im_message',
+          marketingChannelId: 'marketing',
           ...(options.receiptUrls?.oppo ? { receiptUrl: options.receiptUrls.oppo } : {}),
         },
         vivo: { ...common, baseUrl: baseUrls.vivo, appId: vivoApp.appId, appKey: vivoApp.appKey, appSecret: vivoApp.appSecret, receiptId: 'receipt-1' },

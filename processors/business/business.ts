@@ -188,7 +188,7 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
         continue;
       }
       this.ledger.charge(usable[0]!, p.appId, now);
-      const channels = usable.map((vendor) => ({ vendor, token: valid.get(vendor)!, classification: {} }));
+      const channels = usable.map((vendor) => ({ vendor, token: valid.get(vendor)!, classification: this.vendors.businessClassification(vendor, p.category) }));
       this.ctx.forward(
         { key: p.uid, value: businessDispatch(p, deviceId, device.platform, channels, kind, now), timestamp: now },
         this.config.outputs.dispatch,

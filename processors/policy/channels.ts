@@ -5,6 +5,8 @@
  * vendor's IM class) comes through this port from the adapters (sinks/vendors/channels.ts).
  */
 
+import type { PushCategory } from '../model/records.ts';
+
 /** The vendor facts the policy needs, supplied by the wiring. */
 export interface VendorChannels {
   /** Vendors in fallback order after the preferred one. */
@@ -13,6 +15,11 @@ export interface VendorChannels {
   preferredVendor(platform: string, manufacturer: string | null): string;
   /** The fields that put an IM push in the vendor's private / communication class (a fresh object). */
   imClassification(vendor: string): Record<string, string>;
+  /**
+   * The fields of a business push's class at the vendor (a fresh object): campaigns in the
+   * marketing class, notices and reminders in the service class (docs/entry.md, "Vendor classes").
+   */
+  businessClassification(vendor: string, category: PushCategory): Record<string, string>;
 }
 
 /**

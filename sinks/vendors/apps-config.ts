@@ -73,6 +73,8 @@ export interface XiaomiAppConfig extends VendorCommon {
   readonly packageName: string;
   /** extra.channel_id of the private (IM) channel. */
   readonly channelId: string;
+  /** extra.channel_id of the public (marketing) channel, for campaigns; without it they go on `channelId`. */
+  readonly marketingChannelId?: string;
   /** extra.callback: where Xiaomi posts receipts (may carry a shared secret in its query). */
   readonly receiptUrl?: string;
 }
@@ -82,6 +84,8 @@ export interface OppoAppConfig extends VendorCommon {
   readonly masterSecret: string;
   /** channel_id of the communication channel (Android 9+). */
   readonly channelId: string;
+  /** channel_id of the content & marketing channel, for campaigns; without it they go on `channelId`. */
+  readonly marketingChannelId?: string;
   /** category of the communication class. Default IM. */
   readonly category: string;
   /** call_back_url for receipts (may carry a shared secret in its query). */
@@ -243,6 +247,7 @@ const VENDOR_PARSERS: { [V in Vendor]: (r: Reader, o: Raw, key: string) => NonNu
       appSecret: r.secret(o, 'appSecret', key),
       packageName: r.str(o, 'packageName', key),
       channelId: r.str(o, 'channelId', key),
+      marketingChannelId: r.optStr(o, 'marketingChannelId', key),
       receiptUrl: r.url(o, 'receiptUrl', key),
     }),
   oppo: (r, o, key) =>
@@ -251,6 +256,7 @@ const VENDOR_PARSERS: { [V in Vendor]: (r: Reader, o: Raw, key: string) => NonNu
       appKey: r.str(o, 'appKey', key),
       masterSecret: r.secret(o, 'masterSecret', key),
       channelId: r.str(o, 'channelId', key),
+      marketingChannelId: r.optStr(o, 'marketingChannelId', key),
       category: r.str(o, 'category', key, 'IM'),
       receiptUrl: r.url(o, 'receiptUrl', key),
     }),

@@ -1,4 +1,6 @@
 import type { VendorChannels } from '../../processors/policy/channels.ts';
+import type { PushCategory } from '../../processors/model/records.ts';
+import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
 
 /**
  * What the policy needs to know about the vendors to choose a device's channels (docs/design.md
@@ -37,6 +39,33 @@ const IM_CLASSIFICATION: Readonly<Record<string, Readonly<Record<string, string>
   vivo: { classification: '1', category: 'IM' },
 };
 
+/**
+ * Per-vendor message class of business pushes (docs/entry.md, "Vendor classes"). A campaign is
+ * marketing: HMS `MARKETING`, OPPO `MARKETING` at notification level 1, vivo operation class (0),
+ * and Xiaomi's and OPPO's marketing channel (`channel: marketing`, the apps file's
+ * `marketingChannelId`). Notices and reminders are service messages (account updates, to-dos) in
+ * each vendor's service class, which needs the same entitlement as IM's. Sending a campaign in the
+ * IM class breaks the vendors' classification rules; in its own class it counts against the
+ * marketing caps (2–5 a device a day) instead of IM's unlimited class.
+ */
+const MARKETING: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  hms: { category: 'MARKETING' },
+  xiaomi: { channel: 'marketing' },
+  oppo: { category: 'MARKETING', notify_level: '1', channel: 'marketing' },
+  vivo: { classification: '0', category: 'MARKETING' },
+};
+const SERVICE = (hms: string, todo: string): Readonly<Record<string, Readonly<Record<string, string>>>> => ({
+  hms: { category: hms },
+  xiaomi: { channel: 'private' },
+  oppo: { category: todo, notify_level: '2' },
+  vivo: { classification: '1', category: todo },
+});
+const BUSINESS_CLASSIFICATION: Readonly<Record<PushCategory, Readonly<Record<string, Readonly<Record<string, string>>>>>> = {
+  CAMPAIGN: MARKETING,
+  NOTICE: SERVICE('ACCOUNT', 'ACCOUNT'),
+  REMINDER: SERVICE('ACCOUNT', 'TODO'),
+};
+
 /** iOS → APNs; Huawei → HMS; Xiaomi/OPPO/vivo → their own; others → FCM. */
 export const VENDOR_CHANNELS: VendorChannels = {
   priority: VENDOR_PRIORITY,
@@ -49,4 +78,16 @@ export const VENDOR_CHANNELS: VendorChannels = {
   imClassification(vendor) {
     return { ...(IM_CLASSIFICATION[vendor] ?? {}) };
   },
+  businessClassification(vendor, category) {
+    return { ...(BUSINESS_CLASSIFICATION[category][vendor] ?? {}) };
+  },
 };
+
+/**
+ * The notification channel (Xiaomi `extra.channel_id`, OPPO `channel_id`) of a message: the app's
+ * marketing channel for a push classed `channel: marketing` when the apps file names one, else its
+ * IM / communication channel.
+ */
+export function channelOf(m: Pick<PushMessage, 'classification'>, config: { readonly channelId: string; readonly marketingChannelId?: string }): string {
+  return m.classification?.channel === 'marketing' ? (config.marketingChannelId ?? config.channelId) : config.channelId;
+}

@@ -13,6 +13,7 @@ import type { PushMessage, SubmitOutcome } from '../../processors/fan-out/vendor
 import type { StartedEmulators } from '../../emulators/index.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { useEmulators } from '../vendors/support.ts';
+import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 
 const NOW = Date.UTC(2026, 11, 1, 12, 0, 3);
 type BatchVendor = 'hms' | 'xiaomi' | 'vivo' | 'oppo';
@@ -128,6 +129,34 @@ describe('campaign payloads on the batch vendors', () => {
         { deep_link: 'shop://orders/42', campaign_id: 'autumn-sale', sender: 'autumn' },
         `${vendor}: a campaign's push`,
       );
+    }
+  });
+
+  test('a campaign goes in each vendor’s marketing class and channel, a notice in its service class; every emulator accepts both', async () => {
+    /** The class fields of what the emulator received, as each vendor's request names them. */
+    const classOf = (vendor: BatchVendor, request: unknown): Record<string, unknown> => {
+      const r = request as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- a vendor's recorded request, read field by field
+      if (vendor === 'hms') return { category: r.android?.category };
+      if (vendor === 'xiaomi') return { channel: r['extra.channel_id'] };
+      if (vendor === 'oppo') return { category: r.notification?.category, level: r.notification?.notify_level, channel: r.notification?.channel_id };
+      return { classification: r.classification, category: r.category };
+    };
+    const expected: Record<BatchVendor, Record<'CAMPAIGN' | 'NOTICE', Record<string, unknown>>> = {
+      hms: { CAMPAIGN: { category: 'MARKETING' }, NOTICE: { category: 'ACCOUNT' } },
+      xiaomi: { CAMPAIGN: { channel: 'marketing' }, NOTICE: { channel: 'im_private' } },
+      oppo: { CAMPAIGN: { category: 'MARKETING', level: 1, channel: 'marketing' }, NOTICE: { category: 'ACCOUNT', level: 2, channel: 'im_message' } },
+      vivo: { CAMPAIGN: { classification: 0, category: 'MARKETING' }, NOTICE: { classification: 1, category: 'ACCOUNT' } },
+    };
+    for (const vendor of ['hms', 'xiaomi', 'oppo', 'vivo'] as const) {
+      for (const p of [push('u1', 'autumn-sale'), push('u2', null)]) {
+        const token = em.token(vendor, p.uid);
+        const channel = { vendor, token, classification: VENDOR_CHANNELS.businessClassification(vendor, p.category) };
+        const d = businessDispatch(p, 'phone', 'android', [channel], 'IMMEDIATE', NOW);
+        const [outcome] = await registry.adapter(vendor, 'app-1')!.submit([pushMessage(d, token, channel.classification, 86_400, NOW)]);
+        assert.equal(outcome?.kind, 'accepted', `${vendor} ${p.category}: ${JSON.stringify(outcome)}`);
+        const got = em[vendor].accepted().find((r) => r.token === token);
+        assert.deepEqual(classOf(vendor, got?.request), expected[vendor][p.category as 'CAMPAIGN' | 'NOTICE'], `${vendor} ${p.category}`);
+      }
     }
   });
 

@@ -63,6 +63,29 @@ describe('business transfer', () => {
     await h.close();
   });
 
+  test('each dispatch carries its category’s vendor class: a campaign is marketing, a notice or reminder a service message', async () => {
+    const h = BusinessHarness.create(NOON);
+    await h.device('u1', 'phone', 'hms');
+    await h.device('u2', 'phone', 'vivo');
+    await h.device('u3', 'phone', 'oppo');
+    await h.request('u1', 'sale', { category: 'CAMPAIGN', campaign_id: 'c-1' });
+    await h.request('u1', 'notice', { category: 'NOTICE' });
+    await h.request('u2', 'sale', { category: 'CAMPAIGN', campaign_id: 'c-1' });
+    await h.request('u2', 'due', { category: 'REMINDER' });
+    await h.request('u3', 'sale', { category: 'CAMPAIGN', campaign_id: 'c-1' });
+    assert.deepEqual(
+      h.dispatches().map((d) => [d.uid, d.business?.category, d.channels[0]?.vendor, d.channels[0]?.classification]),
+      [
+        ['u1', 'CAMPAIGN', 'hms', { category: 'MARKETING' }],
+        ['u1', 'NOTICE', 'hms', { category: 'ACCOUNT' }],
+        ['u2', 'CAMPAIGN', 'vivo', { classification: '0', category: 'MARKETING' }],
+        ['u2', 'REMINDER', 'vivo', { classification: '1', category: 'TODO' }],
+        ['u3', 'CAMPAIGN', 'oppo', { category: 'MARKETING', notify_level: '1', channel: 'marketing' }],
+      ],
+    );
+    await h.close();
+  });
+
   test('no valid token: dropped with no_token; a request for one device goes only to that device', async () => {
     const h = BusinessHarness.create(NOON);
     await h.request('u0', 'k');

@@ -5,6 +5,7 @@ import { deadlineAfter, joinUrl, jsonOf, type HttpAnswer } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
+import { channelOf } from '../channels.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
@@ -63,7 +64,7 @@ export class OppoAdapter extends CredentialedHttpAdapter implements VendorAdapte
         action_parameters: oppoActionParameters(m),
         off_line: true,
         off_line_ttl: Math.min(864_000, Math.max(1, m.ttlSeconds)),
-        channel_id: this.config.channelId,
+        channel_id: channelOf(m, this.config),
         notify_id: notifyId(m.collapseId),
         category: m.classification?.category ?? this.config.category,
         notify_level: m.silent ? 1 : Number(m.classification?.notify_level ?? 2),

@@ -3,6 +3,7 @@ import { joinUrl, jsonOf } from '../http.ts';
 import { answerOf, HttpVendorAdapter, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
+import { channelOf } from '../channels.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
@@ -38,7 +39,7 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
       notify_type: m.silent ? '4' : '-1',
       time_to_live: String(Math.max(0, m.ttlSeconds) * 1000),
       notify_id: String(notifyId(m.collapseId)),
-      'extra.channel_id': this.config.channelId,
+      'extra.channel_id': channelOf(m, this.config),
       'extra.notify_effect': '1',
     };
     if (this.config.receiptUrl) {
