@@ -25,12 +25,15 @@ const MAKERS: Readonly<Record<string, string>> = {
   iqoo: 'vivo',
 };
 
+/** The fields of a message class, by vendor (the adapters copy them onto their requests). */
+type VendorClasses = Readonly<Record<string, Readonly<Record<string, string>>>>;
+
 /**
  * Per-vendor message classification for IM pushes: each vendor's private / communication class, so
  * IM traffic does not burn marketing quotas (docs/vendors.md, "IM classification sent"). The policy
  * puts these on the dispatch's channels and the adapters copy them onto their requests.
  */
-const IM_CLASSIFICATION: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+const IM_CLASSIFICATION: VendorClasses = {
   apns: {},
   fcm: {},
   hms: { category: 'IM' },
@@ -48,19 +51,19 @@ const IM_CLASSIFICATION: Readonly<Record<string, Readonly<Record<string, string>
  * IM class breaks the vendors' classification rules; in its own class it counts against the
  * marketing caps (2–5 a device a day) instead of IM's unlimited class.
  */
-const MARKETING: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+const MARKETING: VendorClasses = {
   hms: { category: 'MARKETING' },
   xiaomi: { channel: 'marketing' },
   oppo: { category: 'MARKETING', notify_level: '1', channel: 'marketing' },
   vivo: { classification: '0', category: 'MARKETING' },
 };
-const SERVICE = (hms: string, todo: string): Readonly<Record<string, Readonly<Record<string, string>>>> => ({
-  hms: { category: hms },
+const SERVICE = (hmsCategory: string, oppoVivoCategory: string): VendorClasses => ({
+  hms: { category: hmsCategory },
   xiaomi: { channel: 'private' },
-  oppo: { category: todo, notify_level: '2' },
-  vivo: { classification: '1', category: todo },
+  oppo: { category: oppoVivoCategory, notify_level: '2' },
+  vivo: { classification: '1', category: oppoVivoCategory },
 });
-const BUSINESS_CLASSIFICATION: Readonly<Record<PushCategory, Readonly<Record<string, Readonly<Record<string, string>>>>>> = {
+const BUSINESS_CLASSIFICATION: Readonly<Record<PushCategory, VendorClasses>> = {
   CAMPAIGN: MARKETING,
   NOTICE: SERVICE('ACCOUNT', 'ACCOUNT'),
   REMINDER: SERVICE('ACCOUNT', 'TODO'),
