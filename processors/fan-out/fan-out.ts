@@ -3,32 +3,20 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
-import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskRow } from './ledger.ts';
+import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger, type TaskRow } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
 import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';
-import {
-  ACCEPTED_DISCRIMINATOR,
-  deadTokenReport,
-  isExpired,
-  fanOutOutcome,
-  pushMessage,
-  replayedAnswer,
-  taskRowOf,
-  type FanOutAnswer,
-  type FanOutReason,
-} from './records.ts';
+import { ACCEPTED_DISCRIMINATOR, isExpired, pushMessage, taskRowOf, type FanOutReason } from './records.ts';
 import { CAMPAIGN_CANCELLED, CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
-import { ReleaseQueue, type Job, type Output } from './release-queue.ts';
+import { DispatchesInFlight, type Output } from './release-queue.ts';
 import { RetryingDispatches } from './retrying.ts';
 import { SubmitPaths, type SubmitPath } from './submit-paths.ts';
+import { FAILURE_REASON, readAnswer, TaskAnswers, UNREACHED_CODES } from './answers.ts';
 
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
 export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
 
 export type { DispatchProgress, ParkedValue } from './parked.ts';
-
-/** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
-const RECENT_LIMIT = 100_000;
 
 /**
  * Header of a dispatch an operator re-submits (`pushctl replay`, after setting the task back to
@@ -42,24 +30,6 @@ export const REPLAY_HEADER = 'push-replay';
  */
 const STORE_UNAVAILABLE = 'TASK_STORE_UNAVAILABLE';
 const STORE_WAIT_MS = 1_000;
-
-/** Retryable codes of calls the vendor never processed; a push that ends on one was not submitted. */
-const UNREACHED_CODES = new Set(['CONNECTION_LOST']);
-
-const FAILURE_REASON: Readonly<Record<'payload-too-large' | 'payload-rejected' | 'permanent' | 'unknown-code' | 'auth-failed', FanOutReason>> = {
-  'payload-too-large': 'payload_too_large',
-  'payload-rejected': 'payload_rejected',
-  permanent: 'permanent',
-  'unknown-code': 'unknown_code',
-  'auth-failed': 'auth_failed',
-};
-
-/**
- * The completion of a job without an input record of its own (a dispatch resumed from the parked
- * store, an outcome of a parked one): its input offset was committed when it was first parked, so
- * there is nothing to hold or release. A resumed dispatch's error fails the task instead (`rethrow`).
- */
-const NO_INPUT_RECORD = (): void => undefined;
 
 type In = PushDispatch | PresenceEvent;
 type Out = PushOutcome | TokenReport;
@@ -109,17 +79,6 @@ interface ChannelAt {
 /** What a vendor answer leaves the walk to do. */
 type Next = 'call-again' | 'next-channel' | 'no-other-channel' | 'done';
 
-/** The outcome of a retrying dispatch whose conversation was read: SUPPRESSED read, final. */
-const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({
-  channel: -1,
-  status: 'SUPPRESSED',
-  vendor,
-  reason: 'read',
-  code: 'READ',
-  attempts,
-  discriminator: 'read',
-});
-
 /**
  * The fan-out processor of one task. Per dispatch: claim the task in im_push_task (status 0; a task
  * no longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
@@ -137,18 +96,10 @@ const readAnswer = (vendor: string, attempts: number): ChannelAnswer => ({
 export class FanOutProcessor implements Processor<string, In, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private parked!: ParkedDispatches;
-  private readonly queue = new ReleaseQueue();
-  /** The first error of a resumed dispatch (it has no input record to dead-letter): fails the task at the next flush. */
-  private failure: unknown;
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Dispatches resumed from the parked store: a commit waits for them (their parked entry is gone). */
-  private readonly resumed = new Set<Promise<void>>();
-  /** The latest run of each task in flight: a second dispatch of the task waits for its verdict. */
-  private readonly activeTasks = new Map<string, Promise<void>>();
-  private readonly recent = new Map<string, StoredTask>();
+  private running!: DispatchesInFlight;
   private readonly retrying = new RetryingDispatches();
   private readonly ledger: PushTaskLedger;
-  private readonly outputs: FanOutOptions['outputs'];
+  private readonly answers: TaskAnswers;
   private readonly listener: FanOutListener | undefined;
 
   constructor(
@@ -159,12 +110,13 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     private readonly cancelled?: CancelledCampaigns,
   ) {
     this.ledger = options.ledger;
-    this.outputs = options.outputs;
     this.listener = options.listener;
+    this.answers = new TaskAnswers(options.ledger, options.outputs, config.clock, options.listener);
   }
 
   init(context: ProcessorContext<string, Out>): void {
     this.ctx = context;
+    this.running = new DispatchesInFlight(this.config.maxInFlight, (o) => context.forward(o.record, o.child));
     this.parked = new ParkedDispatches(
       context.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked),
       context.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers),
@@ -182,21 +134,17 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
 
   /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. */
   async flushFinished(): Promise<void> {
-    while (this.resumed.size > 0) await Promise.all([...this.resumed]);
-    this.drain();
-    this.rethrow();
+    await this.running.settle(false);
     await this.ledger.flush();
   }
 
   async flush(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
-    this.drain();
-    this.rethrow();
+    await this.running.settle(true);
     await this.ledger.flush();
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.inFlight]);
+    await this.running.close();
     this.listener?.onParked?.(this.ctx.taskId, 0);
   }
 
@@ -204,8 +152,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   private async onDispatch(record: StreamRecord<string, In>, d: PushDispatch): Promise<void> {
     this.listener?.onDispatchReceived?.(d);
     if (this.options.cancellationsRead) await this.options.cancellationsRead; // the business lane: every earlier cancellation known first
-    this.drain();
-    if (record.headers?.[REPLAY_HEADER]) this.recent.delete(d.task_id);
+    this.running.drain();
+    if (record.headers?.[REPLAY_HEADER]) this.answers.forget(d.task_id);
     const fresh: DispatchProgress = {
       dispatch: d,
       key: record.key,
@@ -216,8 +164,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       last: { vendor: '', code: '', quotaOnly: true, throttled: false },
     };
     this.start(fresh, true);
-    await this.backpressure();
-    this.drain();
+    await this.running.backpressure();
+    this.running.drain();
   }
 
   /** The retry punctuator: ends what is over the cap, resumes the parked dispatches now due. */
@@ -226,8 +174,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     this.evictOverCap(); // a cap lowered since the store was written
     for (const p of this.parked.takeDue(now, this.config.maxInFlight)) this.start(p, false);
     this.listener?.onParked?.(this.ctx.taskId, this.parked.size);
-    await this.backpressure();
-    this.drain();
+    await this.running.backpressure();
+    this.running.drain();
   }
 
   /**
@@ -237,27 +185,14 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    */
   private start(p: DispatchProgress, fresh: boolean): void {
     const taskId = p.dispatch.task_id;
-    const job: Job = { outputs: [], finished: false, done: fresh ? this.ctx.deferCompletion() : NO_INPUT_RECORD };
-    this.queue.add(job);
-    const previous = this.activeTasks.get(taskId) ?? Promise.resolve();
-    const running: Promise<void> = previous
-      .then(() => this.run(p, fresh, job.outputs))
-      .catch((error: unknown) => {
-        // The error belongs to this dispatch: released with it, in start order (drain). A
-        // resumed dispatch has no input record to dead-letter; its failure fails the task.
-        if (fresh) job.error = error;
-        else this.failure ??= error;
-      })
-      .finally(() => {
+    this.running.start(
+      taskId,
+      fresh ? this.ctx.deferCompletion() : undefined,
+      (outputs) => this.run(p, fresh, outputs),
+      () => {
         if (!this.parked.has(taskId)) this.retrying.remove(taskId);
-        job.finished = true;
-        this.inFlight.delete(running);
-        this.resumed.delete(running);
-        if (this.activeTasks.get(taskId) === running) this.activeTasks.delete(taskId);
-      });
-    this.activeTasks.set(taskId, running);
-    this.inFlight.add(running);
-    if (!fresh) this.resumed.add(running);
+      },
+    );
   }
 
   /** Takes a dispatch as far as it goes now: claimed (when fresh), then over its channels until it ends or parks. */
@@ -265,18 +200,18 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     const d = p.dispatch;
     const task = taskRowOf(d);
     if (isExpired(d, this.config.clock.now()))
-      return this.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
+      return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
     if (fresh || p.waitingOn === STORE_UNAVAILABLE) {
       if (d.channels.length === 0)
-        return this.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
+        return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
       if (fresh && this.parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
-      const known = await this.claim(d, task).catch((error: unknown) => {
+      const known = await this.answers.claim(d, task).catch((error: unknown) => {
         if (error instanceof TaskStoreUnavailableError) return undefined;
         throw error;
       });
       // The user's shard is down: park unclaimed (the input offset commits with the parked entry) and claim again later.
       if (known === undefined) return this.parked.park({ ...p, waitingOn: STORE_UNAVAILABLE }, this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
-      if (known.status !== TASK_STATUS.pending) return this.replay(p, known, ready);
+      if (known.status !== TASK_STATUS.pending) return this.answers.replay(p, known, ready);
     }
     const walk: Walk = {
       progress: p,
@@ -296,14 +231,6 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       if (next === 'no-other-channel') break;
     }
     this.endAllChannelsFailed(walk);
-  }
-
-  /** Claims the task in the ledger (status 0 unless a row exists), or answers from the tasks this instance finished. */
-  private async claim(d: PushDispatch, task: TaskRow): Promise<StoredTask> {
-    const started = this.config.clock.now();
-    const known = this.recent.get(d.task_id) ?? (await this.ledger.claim(task));
-    this.listener?.onClaimed?.(d, this.config.clock.now() - started);
-    return known;
   }
 
   /**
@@ -387,25 +314,22 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
 
   /** Accepted: the task is submitted (1), recorded in the ledger, and its ACCEPTED outcome emitted. */
   private accept(walk: Walk, at: ChannelAt, vendorMessageId: string): void {
-    const { vendor } = at;
-    const result = { status: TASK_STATUS.submitted, vendor, vendorMessageId, failCode: null, attempts: walk.attempts, trail: walk.trail } as const;
-    this.ledger.record(walk.task, result);
-    this.remember(walk.dispatch.task_id, result);
-    this.emit(walk.progress, walk.ready, {
+    const answer = {
       status: 'ACCEPTED',
-      vendor,
+      vendor: at.vendor,
       reason: null,
       code: null,
       vendorMessageId,
       attempts: walk.attempts,
       discriminator: ACCEPTED_DISCRIMINATOR,
-    });
+    } as const;
+    this.answers.accepted(walk.progress, walk.ready, walk.task, answer, walk.trail);
   }
 
   /** A dead token: the channel fails, never retried, and the token is reported invalid (push.tokens). */
   private onDeadToken(walk: Walk, at: ChannelAt, code: string, now: number): void {
     this.failChannel(walk, at.index, at.vendor, 'DEAD_TOKEN', 'dead_token', code);
-    this.reportDeadToken(walk.progress, walk.ready, at.vendor, at.token, now);
+    this.answers.deadToken(walk.progress, walk.ready, at.vendor, at.token, now);
   }
 
   /**
@@ -503,74 +427,24 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       this.emitChannel(walk, { channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
     else if (last.throttled)
       this.emitChannel(walk, { channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
-    this.endFailed(walk.task, walk.dispatch.task_id, last.vendor, last.code, attempts, walk.trail);
+    this.answers.failed(walk.task, walk.dispatch.task_id, last.vendor, last.code, attempts, walk.trail);
   }
 
   /** The conversation was read while this dispatch waited to retry: it ends here, unsent. */
   private endRead(walk: Walk, vendor: string): void {
     this.emitChannel(walk, readAnswer(vendor, walk.attempts));
-    this.endFailed(walk.task, walk.dispatch.task_id, vendor, 'READ', walk.attempts, walk.trail);
+    this.answers.failed(walk.task, walk.dispatch.task_id, vendor, 'READ', walk.attempts, walk.trail);
   }
 
   /** The dispatch's campaign was cancelled (cancelled.ts): it ends here, unsent, its task failed (3) with the cancellation in its trail. */
   private endCancelled(walk: Walk, vendor: string): void {
     this.emitChannel(walk, cancelledAnswer(vendor, walk.attempts));
-    this.endFailed(walk.task, walk.dispatch.task_id, vendor, CAMPAIGN_CANCELLED.code, walk.attempts, walk.trail);
+    this.answers.failed(walk.task, walk.dispatch.task_id, vendor, CAMPAIGN_CANCELLED.code, walk.attempts, walk.trail);
   }
 
-  /** Ends a task as failed (3); its trail, which a replay re-emits, already holds its final outcome. */
-  private endFailed(task: TaskRow, taskId: string, vendor: string, code: string, attempts: number, trail: readonly ChannelAnswer[]): void {
-    const result = { status: TASK_STATUS.failed, vendor, vendorMessageId: null, failCode: code, attempts, trail } as const;
-    this.ledger.record(task, result);
-    this.remember(taskId, result);
-  }
-
-  /** Keeps a final task for `recent`, forgetting the oldest over RECENT_LIMIT. */
-  private remember(taskId: string, stored: StoredTask): void {
-    this.recent.set(taskId, stored);
-    if (this.recent.size > RECENT_LIMIT) this.recent.delete(this.recent.keys().next().value!);
-  }
-
-  /**
-   * A task already final (a replayed or re-delivered dispatch): every answer it gave, from the
-   * row, with the same event ids, and the invalidation of each dead token again. So a crash
-   * between the vendor's answers and the commit of their outcomes loses none of them.
-   */
-  private replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
-    const d = p.dispatch;
-    const now = this.config.clock.now();
-    for (const a of known.trail) {
-      ready.push({
-        child: this.outputs.outcomes,
-        record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp },
-      });
-      const token = d.channels[a.channel]?.token;
-      if (a.status === 'DEAD_TOKEN' && token !== undefined) this.reportDeadToken(p, ready, a.vendor, token, now);
-    }
-    // A failed task's trail holds every outcome it had, its final one included: nothing else is
-    // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
-    // trail (written before trails existed) re-emit their stored verdict.
-    if (known.status === TASK_STATUS.failed && known.trail.length > 0) return;
-    const a = replayedAnswer(known);
-    ready.push({ child: this.outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, now), timestamp: p.timestamp } });
-    this.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
-  }
-
-  /** An answer of the task other than ACCEPTED: kept in the trail, which a replay re-emits, and emitted. */
+  /** An answer of the task other than ACCEPTED: kept in the walk's trail, which a replay re-emits, and emitted. */
   private emitChannel(walk: Walk, a: ChannelAnswer): void {
-    walk.trail.push(a);
-    this.emit(walk.progress, walk.ready, { ...a, reason: a.reason as FanOutReason });
-  }
-
-  /** Queues the outcome of an answer with the dispatch's other outputs, and tells the listener. */
-  private emit(p: DispatchProgress, ready: Output[], a: FanOutAnswer): void {
-    ready.push({ child: this.outputs.outcomes, record: { key: p.key, value: fanOutOutcome(p.dispatch, a, this.config.clock.now()), timestamp: p.timestamp } });
-    this.listener?.onAnswer?.(a.vendor ?? '', p.dispatch.app_id, a.status, a.code);
-  }
-
-  /** Queues the invalidation of a dead token (to push.tokens) with the dispatch's other outputs. */
-  private reportDeadToken(p: DispatchProgress, ready: Output[], vendor: string, token: string, now: number): void {
-    ready.push({ child: this.outputs.tokens, record: { key: p.key, value: deadTokenReport(p.dispatch, vendor, token, now), timestamp: p.timestamp } });
+    this.answers.channel(walk.progress, walk.ready, walk.trail, a);
   }
 
   /**
@@ -587,7 +461,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       if (!p) continue; // running: it sees the READ before its next call
       this.endParked(p, readAnswer(p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor, p.attempts));
     }
-    this.drain();
+    this.running.drain();
   }
 
   /**
@@ -599,14 +473,9 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   private endParked(p: DispatchProgress, answer: ChannelAnswer): void {
     const d = p.dispatch;
     this.retrying.remove(d.task_id);
-    this.endFailed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
-    const record = {
-      key: p.key,
-      value: fanOutOutcome(d, { ...answer, reason: answer.reason as FanOutReason }, this.config.clock.now()),
-      timestamp: p.timestamp,
-    };
+    this.answers.failed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
     // Released in start order behind the dispatches in flight, like any other outcome.
-    this.queue.add({ outputs: [{ child: this.outputs.outcomes, record }], finished: true, done: NO_INPUT_RECORD });
+    this.running.addFinished([this.answers.outcome(p, { ...answer, reason: answer.reason as FanOutReason })]);
     this.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
   }
 
@@ -625,26 +494,5 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       this.endParked(p, { channel: p.channel, status: 'FAILED', vendor, reason, code, attempts: p.attempts, discriminator: `${p.channel}:${vendor}:FAILED` });
       this.listener?.onEvicted?.(vendor, p.dispatch.app_id);
     }
-  }
-
-  /** Waits while too much is in flight. Finished dispatches wait behind a slow earlier one: they count against the bound too. */
-  private async backpressure(): Promise<void> {
-    while (this.inFlight.size >= this.config.maxInFlight || this.queue.length >= 4 * this.config.maxInFlight) {
-      if (this.inFlight.size > 0) await Promise.race(this.inFlight);
-      this.drain();
-    }
-  }
-
-  /** Forwards the outputs of the dispatches finished in start order (ReleaseQueue). */
-  private drain(): void {
-    this.queue.release((o) => this.ctx.forward(o.record, o.child));
-  }
-
-  /** Throws (once) the failure of a resumed dispatch, failing the task. */
-  private rethrow(): void {
-    if (this.failure === undefined) return;
-    const error = this.failure;
-    this.failure = undefined;
-    throw error;
   }
 }

@@ -52,3 +52,102 @@ export class ReleaseQueue {
     if (released > 0) this.jobs = this.jobs.slice(released);
   }
 }
+
+/**
+ * The completion of a job without an input record of its own (a dispatch resumed from the parked
+ * store, an outcome of a parked one): its input offset was committed when it was first parked, so
+ * there is nothing to hold or release.
+ */
+const NO_INPUT_RECORD = (): void => undefined;
+
+/**
+ * The dispatches a fan-out task has in flight: each runs behind any earlier run of the same task
+ * (a replayed record waits for the first one's verdict), and their outputs are released in start
+ * order (ReleaseQueue). A dispatch resumed from the parked store has no input record: its error
+ * fails the task at the next flush instead of going to the DLQ (`rethrow`), and a periodic commit
+ * waits for it (its parked entry is already gone).
+ */
+export class DispatchesInFlight {
+  private readonly queue = new ReleaseQueue();
+  /** The first error of a resumed dispatch: fails the task at the next flush. */
+  private failure: unknown;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly resumed = new Set<Promise<void>>();
+  /** The latest run of each task in flight. */
+  private readonly activeTasks = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly maxInFlight: number,
+    private readonly forward: (output: Output) => void,
+  ) {}
+
+  get size(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Starts `run` for task `taskId`: `done` completes the input record of a fresh dispatch
+   * (undefined for a resumed one); `settled` runs when it has finished, whatever the result.
+   */
+  start(taskId: string, done: Job['done'] | undefined, run: (outputs: Output[]) => Promise<void>, settled: () => void): void {
+    const job: Job = { outputs: [], finished: false, done: done ?? NO_INPUT_RECORD };
+    this.queue.add(job);
+    const previous = this.activeTasks.get(taskId) ?? Promise.resolve();
+    const running: Promise<void> = previous
+      .then(() => run(job.outputs))
+      .catch((error: unknown) => {
+        // The error belongs to this dispatch: released with it, in start order (drain).
+        if (done) job.error = error;
+        else this.failure ??= error;
+      })
+      .finally(() => {
+        settled();
+        job.finished = true;
+        this.inFlight.delete(running);
+        this.resumed.delete(running);
+        if (this.activeTasks.get(taskId) === running) this.activeTasks.delete(taskId);
+      });
+    this.activeTasks.set(taskId, running);
+    this.inFlight.add(running);
+    if (!done) this.resumed.add(running);
+  }
+
+  /** Outputs without a dispatch run or input record of their own, released in start order behind those in flight. */
+  addFinished(outputs: Output[]): void {
+    this.queue.add({ outputs, finished: true, done: NO_INPUT_RECORD });
+  }
+
+  /** Waits for the resumed dispatches (or, with `all`, every one in flight), then releases what has finished. */
+  async settle(all: boolean): Promise<void> {
+    const waiting = all ? this.inFlight : this.resumed;
+    while (waiting.size > 0) await Promise.all([...waiting]);
+    this.drain();
+    this.rethrow();
+  }
+
+  /** Waits while too much is in flight. Finished dispatches wait behind a slow earlier one: they count against the bound too. */
+  async backpressure(): Promise<void> {
+    while (this.inFlight.size >= this.maxInFlight || this.queue.length >= 4 * this.maxInFlight) {
+      if (this.inFlight.size > 0) await Promise.race(this.inFlight);
+      this.drain();
+    }
+  }
+
+  /** Forwards the outputs of the dispatches finished in start order. */
+  drain(): void {
+    this.queue.release(this.forward);
+  }
+
+  /** Waits for every dispatch in flight, without releasing anything (closing). */
+  async close(): Promise<void> {
+    await Promise.all([...this.inFlight]);
+  }
+
+  /** Throws (once) the failure of a resumed dispatch, failing the task. */
+  private rethrow(): void {
+    if (this.failure === undefined) return;
+    const error = this.failure;
+    this.failure = undefined;
+    throw error;
+  }
+}
