@@ -14,10 +14,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import avro from 'avsc';
 import type { RowDataPacket } from 'mysql2/promise';
 import { loadSchema } from '../../pipeline/schemas.ts';
-import type { TopicKey } from '../../pipeline/topics.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import type { ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PresenceEvent, PushDispatch, UserSettings } from '../../processors/model/records.ts';
+import type { PushDispatch, UserSettings } from '../../processors/model/records.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { registerSchema } from '../../topology/registry-serde.ts';
@@ -26,11 +25,11 @@ import { FOLLOW_UP_LIMIT_MS, PoisonChecks, WAIT_MS, assertBreaksRule, hmsCallbac
 import { partitionOf, PoisonStack, VENDOR_LIST, type Follower, type OfflineUser, type Produced } from './poison-stack.ts';
 import { assertLeadingGraphemes, fill, POOLS } from './poison-texts.ts';
 import { startSecondReceiver, type SecondReceiver } from './second-receiver.ts';
+import { INGEST_RULE_ROWS, mysqlOutage } from './poison-cases.ts';
 
 const PARTITIONS = 3;
 const MINUTE = 60_000;
-const DAY = 24 * 60 * MINUTE;
-const YEAR = 365 * DAY;
+const YEAR = 365 * 24 * 60 * MINUTE;
 
 let stack: PoisonStack;
 let c: PoisonChecks;
@@ -81,65 +80,11 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
   );
 
   describe('decision inputs breaking an ingest rule go to push.dlq with the rule', () => {
-    const rows: Array<{ name: string; topic: TopicKey; rule: string; value: (u: OfflineUser) => unknown }> = [
-      { name: 'a negative seq', topic: 'persisted', rule: 'int_range', value: (u) => stack.message(u.uid, 'poison', { seq: -1 }) },
-      { name: 'a negative unread_cnt', topic: 'persisted', rule: 'int_range', value: (u) => stack.message(u.uid, 'poison', { unread_cnt: -1 }) },
-      { name: 'persisted_at 0', topic: 'persisted', rule: 'epoch_ms', value: (u) => stack.message(u.uid, 'poison', { persisted_at: 0 }) },
-      {
-        name: 'persisted_at ten years ahead',
-        topic: 'persisted',
-        rule: 'future_skew',
-        value: (u) => stack.message(u.uid, 'poison', { persisted_at: Date.now() + 10 * YEAR }),
-      },
-      {
-        name: 'persisted_at eight days old',
-        topic: 'persisted',
-        rule: 'past_skew',
-        value: (u) => stack.message(u.uid, 'poison', { persisted_at: Date.now() - 8 * DAY }),
-      },
-      { name: 'an empty msg_id', topic: 'persisted', rule: 'non_empty', value: (u) => stack.message(u.uid, 'poison', { msg_id: '' }) },
-      {
-        name: 'a heartbeat ten minutes ahead',
-        topic: 'presence',
-        rule: 'future_skew',
-        value: (u): PresenceEvent => ({ uid: u.uid, device_id: u.deviceId, kind: 'HEARTBEAT', conv_id: null, seq: null, at: Date.now() + 10 * MINUTE }),
-      },
-      {
-        name: 'a READ with seq -1',
-        topic: 'presence',
-        rule: 'int_range',
-        value: (u): PresenceEvent => ({ uid: u.uid, device_id: u.deviceId, kind: 'READ', conv_id: 'c1', seq: -1, at: Date.now() }),
-      },
-      {
-        name: 'a device_id over its column (129)',
-        topic: 'presence',
-        rule: 'max_length',
-        value: (u): PresenceEvent => ({ uid: u.uid, device_id: 'd'.repeat(129), kind: 'CONNECT', conv_id: null, seq: null, at: Date.now() }),
-      },
-      {
-        name: 'a token over its column (513)',
-        topic: 'tokens',
-        rule: 'max_length',
-        value: (u) => stack.tokenReport(u, { device_id: `${u.deviceId}-2`, token: 'x'.repeat(513) }),
-      },
-      {
-        name: 'a token reported_at 0',
-        topic: 'tokens',
-        rule: 'epoch_ms',
-        value: (u) => stack.tokenReport(u, { device_id: `${u.deviceId}-2`, reported_at: 0 }),
-      },
-      {
-        name: 'quiet hours starting at minute 1440',
-        topic: 'settings',
-        rule: 'int_range',
-        value: (u) => settings(u.uid, { quiet_hours: { start_minute: 1440, end_minute: 60 } }),
-      },
-    ];
-    for (const row of rows) {
+    for (const row of INGEST_RULE_ROWS) {
       test(`${row.topic}: ${row.name} → push.dlq (${row.rule}); the next message on its partition is pushed within 5 s`, (t) =>
         poisonCase(t, async () => {
           const victim = stack.takeUser(nextPartition());
-          const poison = await stack.send(row.topic, victim.uid, row.value(victim));
+          const poison = await stack.send(row.topic, victim.uid, row.value(stack, victim));
           const next = c.followUp(poison.partition);
           assertBreaksRule(await c.deadLetterOf(poison), row.rule);
           await next;
@@ -477,46 +422,9 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
   describe('MySQL errors are retried until MySQL takes the write', () => {
     let dispatches: Follower<PushDispatch>;
     before(async () => (dispatches = await stack.follow('dispatch')));
+    const outage = (breakMysql: () => Promise<unknown>, repair: () => Promise<unknown>, code: string) =>
+      mysqlOutage(stack, c, dispatches, nextPartition(), breakMysql, repair, code);
     const grant = () => stack.mysql.pool.query(`GRANT INSERT, UPDATE ON \`${stack.mysql.database}\`.\`im_push_task\` TO '${stack.mysql.user}'@'%'`);
-
-    /**
-     * With MySQL refusing the worker's writes (`breakMysql`), a message's claim is retried (counted in
-     * push_mysql_retries_total with `code`) and nothing is pushed; once MySQL takes writes again
-     * (`repair`), that message is pushed exactly once and a message produced right then on the same
-     * partition within 5 s, with no dead letter.
-     */
-    async function outage(breakMysql: () => Promise<unknown>, repair: () => Promise<unknown>, code: string): Promise<void> {
-      const victim = stack.takeUser(nextPartition(), 'fcm');
-      const claimRetries = () => stack.metricTotal('push_mysql_retries_total', new RegExp(`^(?=.*writer="im_push_task")(?=.*code="${code}")`));
-      const retriesBefore = await claimRetries();
-      const lettersBefore = c.dlq.records.length;
-      let conv = '';
-      await breakMysql();
-      try {
-        conv = (await stack.sendMessage(victim, 'mysql')).value.conv_id;
-        await dispatches.waitFor((r) => r.value?.uid === victim.uid && r.value.conv_id === conv, WAIT_MS, 'the dispatch of the message sent during the outage');
-        for (const deadline = Date.now() + WAIT_MS; (await claimRetries()) < retriesBefore + 2;) {
-          assert.ok(Date.now() < deadline, `no im_push_task ${code} retries in push_mysql_retries_total within ${WAIT_MS} ms`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        assert.deepEqual(stack.pushesTo(victim, conv), [], 'nothing is pushed before the task is claimed');
-      } finally {
-        await repair();
-      }
-      const next = c.followUp(victim.partition);
-      await stack.accepted(victim, conv, WAIT_MS);
-      await next;
-      assert.deepEqual(
-        stack.pushesTo(victim, conv).map((r) => r.answer),
-        ['accepted'],
-        'pushed exactly once',
-      );
-      assert.deepEqual(
-        c.dlq.records.slice(lettersBefore).map((r) => r.headers[DLQ_HEADERS.errorCode]),
-        [],
-        'a transient error sends nothing to the DLQ',
-      );
-    }
 
     test("access denied (the worker's INSERT and UPDATE on im_push_task revoked, then granted again)", (t) =>
       poisonCase(t, () =>
