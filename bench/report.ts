@@ -392,7 +392,7 @@ function campaignRows(c: CampaignFigures | null): Row[] {
       target: `≤ ${c?.senderRatePerSecond ?? 'n/a'}/s, all reached`,
       milestone: 'same',
       measured: c
-        ? `${c.sendPerSecond}/s (${c.reached}/${c.users} users in ${c.seconds} s, ${c.repeated} repeated); expanded from a uid file at ≤ ${c.expansionRatePerSecond}/s`
+        ? `${c.sendPerSecond}/s (${c.besideSendPerSecond ?? 'n/a'}/s beside IM; ${c.reached}/${c.users} users in ${c.seconds} s, ${c.repeated} repeated); expanded from a uid file at ≤ ${c.expansionRatePerSecond}/s`
         : 'n/a',
       verdict: verdict(c ? c.withinRateLimit && c.reached === c.users : null),
     },

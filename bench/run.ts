@@ -52,6 +52,8 @@ const HELP = `npm run bench -- [flags]
   --ceiling-records N    records per ceiling scenario (default 100000)
   --no-ceilings          skip the ceilings
   --campaign-users N     users of the campaign phase (IM latency beside a campaign; default 100000; quick 2000; 0 skips it)
+  --campaign-im-seconds S  length of each of its three IM runs (alone, beside, alone again; default 60, quick 5):
+                         a p99 over 20 s of leading pushes swings by half between two runs alone
   --shard-dispatches N   dispatches per run of the 1-vs-4 MySQL shards fan-out phase (default 1500; quick 500)
   --no-shards            skip that phase
   --expansion-uids N     uids of the campaign-expansion throughput phase (bench/campaign-expansion.ts;
@@ -142,6 +144,7 @@ export async function main(args: string[]): Promise<number> {
     lowerTries: quick ? 1 : 3,
     idleSeconds: quick ? 2 : 8,
     campaignUsers: intFlag(args, '--campaign-users', quick ? 2_000 : 100_000, 10_000_000, 0),
+    campaignImSeconds: intFlag(args, '--campaign-im-seconds', quick ? 5 : 60, 3600),
     campaignUidDir: uidDir,
     campaignExpansionRate: readKey(workerEnv, CONFIG_KEYS.PUSH_CAMPAIGN_EXPANSION_RATE),
   };

@@ -42,6 +42,16 @@ export const ENTRY_KEYS = {
     max: 1_000_000,
     doc: 'per-user requests one campaign-expansion task produces per second at most',
   }),
+  // Calibrated on the 2-core bench box (docs/entry.md, "Campaigns yield to IM"): a broker round trip's median
+  // stays within 2 ms of its base with only a campaign running and rises 5–25 ms with IM pushes beside it.
+  PUSH_CAMPAIGN_YIELD_DELAY_MS: int({
+    key: 'PUSH_CAMPAIGN_YIELD_DELAY_MS',
+    section: 'workers',
+    default: 3,
+    min: 0,
+    max: 60_000,
+    doc: 'broker round-trip delay over its base at which the campaign expansion halves its rate (down to 2 %); 0 expands at the full rate always',
+  }),
   PUSH_CAMPAIGN_MAX_UIDS: int({
     key: 'PUSH_CAMPAIGN_MAX_UIDS',
     section: 'workers',

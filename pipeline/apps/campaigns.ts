@@ -6,6 +6,7 @@ import { withStores } from '../../topology/api.ts';
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { keyValueStore } from '../../topology/stores.ts';
 import { CampaignExpansion, type CampaignMeta, type CampaignProgressSink, type UidFileReader } from '../../processors/campaigns/expansion.ts';
+import type { ExpansionPace } from '../../processors/campaigns/pace.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 /** Stable node and store names (they appear in `describe()` and in the changelog topics' names). */
@@ -21,6 +22,10 @@ export const CAMPAIGN_NODES = {
 export interface CampaignExpansionOptions {
   /** PUSH_CAMPAIGN_EXPANSION_RATE. */
   readonly ratePerSecond: number;
+  /** PUSH_CAMPAIGN_YIELD_DELAY_MS: yield when the broker's queueing delay exceeds it (0: never). */
+  readonly yieldDelayMs?: number;
+  /** The share of the rate to expand at now (the stage's DelayYield); absent: the full rate. */
+  readonly pace?: ExpansionPace;
   /** PUSH_CAMPAIGN_MAX_UIDS. */
   readonly maxUids: number;
   /** Uids per changelogged chunk. Default 500. */
@@ -55,6 +60,7 @@ export function buildCampaignsTopology(o: CampaignsTopologyOptions): Topology {
         chunkSize: e.chunkSize ?? 500,
         tickMs: e.tickMs ?? 100,
         ratePerSecond: e.ratePerSecond,
+        ...(e.pace ? { pace: e.pace } : {}),
         maxUids: e.maxUids,
         ...(e.readUidFile ? { readUidFile: e.readUidFile } : {}),
         ...(o.progress ? { progress: o.progress } : {}),
@@ -69,11 +75,12 @@ export function buildCampaignsTopology(o: CampaignsTopologyOptions): Topology {
     .build();
 }
 
-/** PUSH_CAMPAIGN_EXPANSION_RATE, PUSH_CAMPAIGN_MAX_UIDS, PUSH_CAMPAIGN_UID_DIR. */
+/** PUSH_CAMPAIGN_EXPANSION_RATE, PUSH_CAMPAIGN_YIELD_DELAY_MS, PUSH_CAMPAIGN_MAX_UIDS, PUSH_CAMPAIGN_UID_DIR. */
 export function campaignExpansionOptionsFromEnv(env: Env): CampaignExpansionOptions {
   const dir = readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_UID_DIR);
   return {
     ratePerSecond: readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_EXPANSION_RATE),
+    yieldDelayMs: readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_YIELD_DELAY_MS),
     maxUids: readKey(env, CONFIG_KEYS.PUSH_CAMPAIGN_MAX_UIDS),
     ...(dir === '' ? {} : { readUidFile: uidFileReader(dir) }),
   };

@@ -16,6 +16,7 @@ import type { ChildNames, Processor, ProcessorContext, StreamRecord } from '../.
 import type { KeyValueStore } from '../../topology/stores.ts';
 import { MAX_LENGTH, id } from '../model/ingest.ts';
 import { MAX_CAMPAIGN_ID, campaignRequestKey, contentOf, type PushCampaignRecord, type PushContent, type PushRequestRecord } from './records.ts';
+import { FULL_PACE, type ExpansionPace } from './pace.ts';
 
 export type CampaignState = 'expanding' | 'done' | 'cancelled';
 
@@ -65,6 +66,8 @@ export interface ExpansionConfig {
   readonly chunkSize: number;
   /** Requests produced per second and task at most (PUSH_CAMPAIGN_EXPANSION_RATE). */
   readonly ratePerSecond: number;
+  /** The share of `ratePerSecond` to expand at now (pace.ts); default the full rate. */
+  readonly pace?: ExpansionPace;
   /** Punctuator interval, ms. */
   readonly tickMs: number;
   /** Distinct uids per campaign at most (PUSH_CAMPAIGN_MAX_UIDS). */
@@ -82,6 +85,8 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
   /** Campaigns still expanding, oldest first (rebuilt from `campaign-meta` at init). */
   private readonly active = new Set<string>();
   private readonly dirty = new Set<string>();
+  /** Requests the pace allowed and not produced yet (fractions carried between ticks, at most one tick's worth). */
+  private allowance = 0;
 
   constructor(private readonly config: ExpansionConfig) {}
 
@@ -134,9 +139,16 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
     this.dirty.clear();
   }
 
-  /** Expands up to the rate's share of one tick, oldest campaign first; a chunk is deleted once all of it is expanded. */
+  /** Expands up to the paced rate's share of one tick, oldest campaign first; a chunk is deleted once all of it is expanded. */
   private expand(): void {
-    let budget = Math.max(1, Math.floor((this.config.ratePerSecond * this.config.tickMs) / 1000));
+    if (this.active.size === 0) return void (this.allowance = 0);
+    const pace = this.config.pace ?? FULL_PACE;
+    pace.expanding?.();
+    const tickBudget = (this.config.ratePerSecond * this.config.tickMs) / 1000;
+    this.allowance = Math.min(Math.max(1, tickBudget), this.allowance + tickBudget * pace.share());
+    let budget = Math.floor(this.allowance);
+    if (budget === 0) return;
+    this.allowance -= budget;
     const now = this.ctx.wallClockTimeMs();
     for (const campaignId of this.active) {
       const m = this.meta.get(campaignId);

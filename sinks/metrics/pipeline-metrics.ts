@@ -74,6 +74,11 @@ export class PipelineMetrics {
     onRetry: (writer: string, code: string) => this.mysqlRetries.inc({ writer, code }),
     onDataError: (writer: string, code: string) => this.mysqlRowsRefused.inc({ writer, code }),
   };
+  readonly campaignPace = this.registry.gauge(
+    'push_campaign_pace',
+    'Share of PUSH_CAMPAIGN_EXPANSION_RATE the campaign expansion runs at (below 1 while it yields to IM)',
+  );
+  readonly campaignQueueing = this.registry.gauge('push_campaign_broker_queueing_ms', "The broker delay probe's latest round trip over its base, ms");
   readonly quotaUsed = this.registry.counter('push_quota_used_total', 'Pushes the vendor accepted (what vendor daily quotas count), by vendor and app');
   readonly dispatches = this.registry.counter('push_dispatches_total', 'Push decisions sent to the fan-out, by kind (LEADING, TRAILING, IMMEDIATE, DEFERRED)');
   readonly mergeEvictions = this.registry.counter(

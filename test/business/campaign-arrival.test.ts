@@ -31,7 +31,7 @@ test(
         instances: 1,
         partitions: 3,
         verbose: false,
-        // The expansion at 200 uids/s takes ~10 s, so the kill lands in the middle of it.
+        // The expansion at 200 uids/s takes ~15 s with its slow start (processors/campaigns/pace.ts), so the kill lands in the middle of it.
         workerEnv: { PUSH_STAGES: 'campaigns,business,fan-out-business,receipts,clickhouse', PUSH_CAMPAIGN_EXPANSION_RATE: '200' },
       });
       await env.waitReady();

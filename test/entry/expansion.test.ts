@@ -13,6 +13,7 @@ import { topicName } from '../../pipeline/topics.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import type { CampaignProgress } from '../../processors/campaigns/expansion.ts';
 import { cancelRecord, type PushCampaignRecord, type PushRequestRecord } from '../../processors/campaigns/records.ts';
+import type { ExpansionPace } from '../../processors/campaigns/pace.ts';
 
 const CAMPAIGNS = topicName('campaigns');
 const REQUESTS = topicName('requests');
@@ -40,7 +41,7 @@ function campaign(id: string, uids: string[], extra: Partial<PushCampaignRecord>
   };
 }
 
-function harness(options: { rate?: number; chunk?: number; uidDir?: string; maxUids?: number } = {}) {
+function harness(options: { rate?: number; chunk?: number; uidDir?: string; maxUids?: number; pace?: ExpansionPace } = {}) {
   const progress: CampaignProgress[] = [];
   const topology = buildCampaignsTopology({
     valueSerdes: rawAvroValueSerdes(),
@@ -50,6 +51,7 @@ function harness(options: { rate?: number; chunk?: number; uidDir?: string; maxU
       chunkSize: options.chunk ?? 10,
       tickMs: 100,
       ...(options.uidDir ? { readUidFile: uidFileReader(options.uidDir) } : {}),
+      ...(options.pace ? { pace: options.pace } : {}),
     },
     progress: { write: async (p) => void progress.push(...p) },
   });
@@ -114,6 +116,24 @@ test('expansion keeps to the rate, also below a chunk per tick, and a repeated C
   assert.deepEqual(perTick, [3, 3, 3, 3, 3, 3, 3, 3, 1, 0]);
   assert.deepEqual(slow.progress.at(-1)!.state, 'done');
   await slow.driver.close();
+});
+
+test('expansion follows the pace: a share of the rate per tick, fractions carried over, the full rate once the pace allows it', async () => {
+  let share = 0.1;
+  const { driver, requests } = harness({ rate: 200, chunk: 10, pace: { share: () => share } }); // 20 uids per tick at the full rate
+  await driver.pipeInput(CAMPAIGNS, 'c-p', campaign('c-p', uids(100)));
+  const perTick: number[] = [];
+  const tick = async () => {
+    await driver.advanceWallClockTime(100);
+    perTick.push(requests().length);
+  };
+  for (let i = 0; i < 3; i++) await tick(); // 2 a tick
+  share = 0.025; // 0.5 a tick: one every other tick
+  for (let i = 0; i < 4; i++) await tick();
+  share = 1;
+  for (let i = 0; i < 5; i++) await tick();
+  assert.deepEqual(perTick, [2, 2, 2, 0, 1, 0, 1, 20, 20, 20, 20, 12]); // 6 + 2 + 80, the last 12 of 100
+  await driver.close();
 });
 
 test('a CANCEL stops the rest at once, is announced on push.campaign-control and makes a later CREATE of the id a no-op', async () => {

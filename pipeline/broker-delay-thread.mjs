@@ -1,0 +1,55 @@
+// The broker delay probe's thread (pipeline/broker-delay.ts): its own event loop, so what it times
+// is the brokers' answer and this process's share of the CPU, not the worker's busy main loop.
+// Plain JavaScript: a worker thread loads it without the TypeScript loader.
+import { parentPort, workerData } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { setTimeout } from 'node:timers';
+import { Kafka, logLevel } from 'kafkajs';
+
+const { brokers, topic, intervalMs, periodMs } = workerData;
+const admin = new Kafka({ clientId: 'push-broker-delay', brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+let stopped = false;
+let wake;
+parentPort.on('message', (message) => {
+  if (message !== 'stop') return;
+  stopped = true;
+  wake?.();
+});
+
+let samples = [];
+let periodStart = Date.now();
+let failing = false;
+// The topic's end offsets: when they moved during a period, IM pushes crossed it (records or their commit markers).
+let lastEnd;
+let moved = false;
+while (!stopped) {
+  const started = performance.now();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    samples.push(performance.now() - started);
+    const end = offsets.reduce((sum, p) => sum + Number(p.high), 0);
+    moved ||= lastEnd !== undefined && end !== lastEnd;
+    lastEnd = end;
+    if (failing) parentPort.postMessage({ type: 'answered' });
+    failing = false;
+  } catch (error) {
+    // A broker that cannot answer is no reason to speed up: the failure counts as at least a period.
+    samples.push(Math.max(periodMs, performance.now() - started));
+    if (!failing) parentPort.postMessage({ type: 'failed', error: String(error?.message ?? error) });
+    failing = true;
+  }
+  const now = Date.now();
+  if (now - periodStart >= periodMs) {
+    samples.sort((a, b) => a - b);
+    parentPort.postMessage({ type: 'period', delayMs: samples[Math.floor(samples.length / 2)], now, active: moved || failing });
+    samples = [];
+    moved = false;
+    periodStart = now;
+  }
+  await new Promise((resolve) => {
+    wake = resolve;
+    setTimeout(resolve, intervalMs);
+  });
+}
+await admin.disconnect().catch(() => undefined);
+parentPort.close();

@@ -1,0 +1,60 @@
+/**
+ * The delay signal the campaign expansion yields to (processors/campaigns/pace.ts): every
+ * `intervalMs` a thread of its own (broker-delay-thread.mjs) asks the brokers leading a topic of
+ * IM's event path (push.dispatch, which every IM push crosses) for its end offsets, and once a
+ * period hands the median round trip of the period's requests to `onPeriod`, with whether the end
+ * offsets moved (IM pushes were under way: the delay may be theirs to suffer). The round trip grows
+ * when the brokers' request queues grow and when the machine's CPU is taken by busier work than
+ * this process's (a niced worker waits for it); the thread's own event loop keeps the worker's
+ * processing out of the figure. A request that fails counts as at least a period: a broker that
+ * cannot answer is no reason to speed up. One request in flight at a time.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../common/log.ts';
+
+export interface BrokerDelayProbeOptions {
+  readonly brokers: readonly string[];
+  readonly topic: string;
+  /** Between requests, ms. Default 200. */
+  readonly intervalMs?: number;
+  /** One sample per period, ms. Default 1 000. */
+  readonly periodMs?: number;
+  /** The period's median round trip, ms, when the period ended (epoch ms), and whether the topic's end offsets moved in it (or the probe failed). */
+  readonly onPeriod: (delayMs: number, now: number, active: boolean) => void;
+  readonly logger?: Logger;
+}
+
+type ProbeMessage = { type: 'period'; delayMs: number; now: number; active: boolean } | { type: 'failed'; error: string } | { type: 'answered' };
+
+export class BrokerDelayProbe {
+  private thread: Worker | undefined;
+  private exited: Promise<void> | undefined;
+
+  constructor(private readonly options: BrokerDelayProbeOptions) {}
+
+  start(): void {
+    if (this.thread) return;
+    const o = this.options;
+    const thread = new Worker(new URL('./broker-delay-thread.mjs', import.meta.url), {
+      workerData: { brokers: [...o.brokers], topic: o.topic, intervalMs: o.intervalMs ?? 200, periodMs: o.periodMs ?? 1_000 },
+    });
+    thread.on('message', (m: ProbeMessage) => {
+      if (m.type === 'period') o.onPeriod(m.delayMs, m.now, m.active);
+      else if (m.type === 'failed') o.logger?.warn('broker delay probe failed; the campaign expansion yields until it answers', { error: m.error });
+      else o.logger?.info('broker delay probe answered again');
+    });
+    thread.on('error', (error) => o.logger?.warn('broker delay probe stopped', { error: error.message }));
+    thread.unref();
+    this.exited = new Promise((resolve) => thread.once('exit', () => resolve()));
+    this.thread = thread;
+  }
+
+  /** Stops the thread after its request in flight (at most a few seconds). */
+  async close(): Promise<void> {
+    if (!this.thread) return;
+    this.thread.postMessage('stop');
+    const timeout = setTimeout(() => void this.thread?.terminate(), 5_000);
+    await this.exited;
+    clearTimeout(timeout);
+  }
+}
