@@ -19,6 +19,7 @@ parentPort.on('message', (message) => {
 let samples = [];
 let periodStart = Date.now();
 let failing = false;
+let failedInPeriod = false;
 // The topic's end offsets: when they moved during a period, IM pushes crossed it (records or their commit markers).
 let lastEnd;
 let moved = false;
@@ -33,17 +34,19 @@ while (!stopped) {
     if (failing) parentPort.postMessage({ type: 'answered' });
     failing = false;
   } catch (error) {
-    // A broker that cannot answer is no reason to speed up: the failure counts as at least a period.
-    samples.push(Math.max(periodMs, performance.now() - started));
+    // A broker that cannot answer is no reason to speed up: the period reports a failure, not a delay.
+    failedInPeriod = true;
     if (!failing) parentPort.postMessage({ type: 'failed', error: String(error?.message ?? error) });
     failing = true;
   }
   const now = Date.now();
   if (now - periodStart >= periodMs) {
     samples.sort((a, b) => a - b);
-    parentPort.postMessage({ type: 'period', delayMs: samples[Math.floor(samples.length / 2)], now, active: moved || failing });
+    const delayMs = failedInPeriod ? null : samples[Math.floor(samples.length / 2)];
+    parentPort.postMessage({ type: 'period', delayMs, now, active: moved || failedInPeriod });
     samples = [];
     moved = false;
+    failedInPeriod = false;
     periodStart = now;
   }
   await new Promise((resolve) => {

@@ -6,8 +6,8 @@
  * offsets moved (IM pushes were under way: the delay may be theirs to suffer). The round trip grows
  * when the brokers' request queues grow and when the machine's CPU is taken by busier work than
  * this process's (a niced worker waits for it); the thread's own event loop keeps the worker's
- * processing out of the figure. A request that fails counts as at least a period: a broker that
- * cannot answer is no reason to speed up. One request in flight at a time.
+ * processing out of the figure. A period in which a request failed reports no delay (null) and IM
+ * as under way: a broker that cannot answer is no reason to speed up. One request in flight at a time.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../common/log.ts';
@@ -19,12 +19,15 @@ export interface BrokerDelayProbeOptions {
   readonly intervalMs?: number;
   /** One sample per period, ms. Default 1 000. */
   readonly periodMs?: number;
-  /** The period's median round trip, ms, when the period ended (epoch ms), and whether the topic's end offsets moved in it (or the probe failed). */
-  readonly onPeriod: (delayMs: number, now: number, active: boolean) => void;
+  /**
+   * The period's median round trip, ms (null: a request failed in it), when the period ended
+   * (epoch ms), and whether the topic's end offsets moved in it (or a request failed).
+   */
+  readonly onPeriod: (delayMs: number | null, now: number, active: boolean) => void;
   readonly logger?: Logger;
 }
 
-type ProbeMessage = { type: 'period'; delayMs: number; now: number; active: boolean } | { type: 'failed'; error: string } | { type: 'answered' };
+type ProbeMessage = { type: 'period'; delayMs: number | null; now: number; active: boolean } | { type: 'failed'; error: string } | { type: 'answered' };
 
 export class BrokerDelayProbe {
   private thread: Worker | undefined;

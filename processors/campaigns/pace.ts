@@ -11,9 +11,10 @@
  * leading IM's topics, and whether IM pushes crossed them in the period (pipeline/broker-delay.ts).
  * Its base is the lowest delay of the last few minutes (a bucket per minute, as LEDBAT keeps its
  * base delay), so what it reacts to is the queueing over that base, whatever the machine and the
- * network add to every request. Queueing above the target while IM is under way halves the share
- * (to a floor, so a campaign always progresses); otherwise the share grows by `rampPerSecond`, five
- * times as fast while IM is idle. Unlike LEDBAT, queueing with no IM push under way is no reason to
+ * network add to every request. Queueing above the target while IM is under way (or a period in
+ * which the probe failed: no base is learnt from it) halves the share (to a floor, so a campaign
+ * always progresses); otherwise the share grows by `rampPerSecond`, five times as fast while IM is
+ * idle. Unlike LEDBAT, queueing with no IM push under way is no reason to
  * slow down: it is the campaign's own, and yielding to itself would only stretch the campaign.
  * The share grows only while a campaign is being expanded (as TCP grows its window only while it
  * has data to send, RFC 7661) and falls back to the floor when none is, so a campaign never starts
@@ -69,25 +70,31 @@ export class DelayYield implements ExpansionPace {
     this.expandedSinceObserve = true;
   }
 
-  /** The queueing delay of the latest sample over the base, ms. */
+  /** The queueing delay of the latest delay over the base, ms. */
   queueingMs(): number {
     return this.lastQueueingMs;
   }
 
-  /** One period's delay (ms) taken at `now` (epoch ms); `imActive`: IM pushes crossed the probed brokers in the period. */
-  observe(delayMs: number, now: number, imActive: boolean): void {
+  /**
+   * One period's delay (ms; null: the probe failed, which counts as contention and leaves the base
+   * alone) taken at `now` (epoch ms); `imActive`: IM pushes crossed the probed brokers in the period.
+   */
+  observe(delayMs: number | null, now: number, imActive: boolean): void {
     const minute = Math.floor(now / MINUTE_MS);
-    const newest = this.minima[this.minima.length - 1];
-    if (newest?.minute === minute) newest.min = Math.min(newest.min, delayMs);
-    else this.minima.push({ minute, min: delayMs });
     while (this.minima.length > 0 && this.minima[0]!.minute <= minute - this.baseMinutes) this.minima.shift();
-    this.lastQueueingMs = delayMs - Math.min(...this.minima.map((m) => m.min));
+    if (delayMs !== null) {
+      const newest = this.minima[this.minima.length - 1];
+      if (newest?.minute === minute) newest.min = Math.min(newest.min, delayMs);
+      else this.minima.push({ minute, min: delayMs });
+      this.lastQueueingMs = delayMs - Math.min(...this.minima.map((m) => m.min));
+    }
+    const contended = imActive && (delayMs === null || this.lastQueueingMs > this.options.targetDelayMs);
     const seconds = this.lastAt === undefined ? 0 : Math.min(1, Math.max(0, (now - this.lastAt) / 1000));
     this.lastAt = now;
     const expanded = this.expandedSinceObserve;
     this.expandedSinceObserve = false;
     if (!expanded) this.current = this.floor;
-    else if (imActive && this.lastQueueingMs > this.options.targetDelayMs) this.current = Math.max(this.floor, this.current / 2);
+    else if (contended) this.current = Math.max(this.floor, this.current / 2);
     else this.current = Math.min(1, this.current + this.ramp * seconds * (imActive ? 1 : IDLE_RAMP_FACTOR));
   }
 }

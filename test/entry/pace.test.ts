@@ -2,7 +2,8 @@
  * The campaign expansion's pace (processors/campaigns/pace.ts): a LEDBAT-like controller over one
  * broker round trip a second and whether IM pushes were under way. Expected shares are worked out
  * from the rule (halve above the target while IM is under way, else add 0.02 a second, 0.1 while
- * IM is idle; floor 0.02, ceiling 1; back to the floor when no campaign was expanded), not read
+ * IM is idle; floor 0.02, ceiling 1; back to the floor when no campaign was expanded; a failed
+ * probe as contention), not read
  * back from the code.
  */
 import { test } from 'node:test';
@@ -11,7 +12,7 @@ import { DelayYield } from '../../processors/campaigns/pace.ts';
 
 const T0 = 1_800_000_000_000; // a minute boundary
 /** One second of expanding a campaign, then its sample. */
-const second = (pace: DelayYield, delayMs: number, now: number, imActive: boolean) => {
+const second = (pace: DelayYield, delayMs: number | null, now: number, imActive: boolean) => {
   pace.expanding();
   pace.observe(delayMs, now, imActive);
 };
@@ -81,6 +82,22 @@ test('with no campaign to expand the share goes back to the floor, so the next c
   assert.equal(pace.share(), 0.02);
   second(pace, 2, (t += 1000), false);
   close(pace.share(), 0.12, 'growing again from the floor');
+});
+
+test('a failed probe counts as contention beside IM and never becomes the base', () => {
+  const pace = new DelayYield({ targetDelayMs: 3 });
+  let t = T0;
+  for (let s = 0; s < 12; s++) second(pace, 2, (t += 1000), false);
+  assert.equal(pace.share(), 1);
+  const failed: number[] = [];
+  for (let s = 0; s < 3; s++) {
+    second(pace, null, (t += 1000), true);
+    failed.push(pace.share());
+  }
+  assert.deepEqual(failed, [0.5, 0.25, 0.125]);
+  second(pace, 2, (t += 1000), true); // answering again at the old base
+  close(pace.queueingMs(), 0, 'the base is still 2 ms');
+  close(pace.share(), 0.145, 'growing again');
 });
 
 test('a target of 0 or less is refused', () => {
