@@ -6,7 +6,12 @@ import { withStores } from '../../topology/api.ts';
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { keyValueStore } from '../../topology/stores.ts';
 import { CampaignExpansion, type CampaignMeta, type CampaignProgressSink, type UidFileReader } from '../../processors/campaigns/expansion.ts';
-import type { ExpansionPace } from '../../processors/campaigns/pace.ts';
+import { DelayYield, type ExpansionPace } from '../../processors/campaigns/pace.ts';
+import type { Endpoints } from '../../common/endpoints.ts';
+import type { Logger } from '../../common/log.ts';
+import type { PipelineMetrics } from '../../sinks/metrics/pipeline-metrics.ts';
+import { BrokerDelayProbe } from '../broker-delay.ts';
+import { topicName } from '../topics.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 /** Stable node and store names (they appear in `describe()` and in the changelog topics' names). */
@@ -73,6 +78,35 @@ export function buildCampaignsTopology(o: CampaignsTopologyOptions): Topology {
     .addSink(n.requests, sink('requests'), n.processor)
     .addSink(n.control, sink('campaignControl'), n.processor)
     .build();
+}
+
+/**
+ * The expansion's pace when it yields to IM (`yieldDelayMs` > 0, PUSH_CAMPAIGN_YIELD_DELAY_MS): a
+ * DelayYield fed by a broker delay probe on push.dispatch, which every IM push crosses
+ * (processors/campaigns/pace.ts, pipeline/broker-delay.ts), its share and queueing exported as
+ * metrics. With 0: no pace (the full rate) and no probe. `close` stops the probe.
+ */
+export function startCampaignPace(o: {
+  readonly yieldDelayMs: number;
+  readonly endpoints: Endpoints;
+  readonly topicPrefix: string;
+  readonly logger: Logger;
+  readonly metrics: PipelineMetrics;
+}): { readonly pace?: ExpansionPace; close(): Promise<void> } {
+  if (o.yieldDelayMs === 0) return { close: async () => undefined };
+  const pace = new DelayYield({ targetDelayMs: o.yieldDelayMs });
+  const probe = new BrokerDelayProbe({
+    brokers: o.endpoints.kafkaBrokers,
+    topic: topicName('dispatch', o.topicPrefix),
+    logger: o.logger,
+    onPeriod: (delayMs, now, imActive) => {
+      pace.observe(delayMs, now, imActive);
+      o.metrics.campaignPace.set({}, pace.share());
+      o.metrics.campaignQueueing.set({}, pace.queueingMs());
+    },
+  });
+  probe.start();
+  return { pace, close: () => probe.close() };
 }
 
 /** PUSH_CAMPAIGN_EXPANSION_RATE, PUSH_CAMPAIGN_YIELD_DELAY_MS, PUSH_CAMPAIGN_MAX_UIDS, PUSH_CAMPAIGN_UID_DIR. */

@@ -42,11 +42,8 @@ import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
 import { buildReceiptTopology, receiptsByMessageTopic } from './receipts.ts';
 import { buildClickhouseSinkTopology } from './clickhouse.ts';
 import { meteredSerdes, meteredVendors } from './metering.ts';
-import { buildCampaignsTopology, campaignExpansionOptionsFromEnv } from './campaigns.ts';
+import { buildCampaignsTopology, campaignExpansionOptionsFromEnv, startCampaignPace } from './campaigns.ts';
 import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
-import { DelayYield } from '../../processors/campaigns/pace.ts';
-import { BrokerDelayProbe } from '../broker-delay.ts';
-import { topicName } from '../topics.ts';
 
 export const STAGES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
 export type StageName = (typeof STAGES)[number];
@@ -176,23 +173,9 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'campaigns': {
       const progress = new MysqlCampaignProgress(ctx.mysql, { listener: ctx.metrics.mysqlListener });
       const expansion = campaignExpansionOptionsFromEnv(ctx.env);
-      // The expansion yields to IM while the brokers IM's pushes cross are queueing (processors/campaigns/pace.ts).
-      const pace = expansion.yieldDelayMs ? new DelayYield({ targetDelayMs: expansion.yieldDelayMs }) : undefined;
-      const probe = pace
-        ? new BrokerDelayProbe({
-            brokers: ctx.endpoints.kafkaBrokers,
-            topic: topicName('dispatch', ctx.topicPrefix),
-            logger: ctx.logger,
-            onPeriod: (delayMs, now, imActive) => {
-              pace.observe(delayMs, now, imActive);
-              ctx.metrics.campaignPace.set({}, pace.share());
-              ctx.metrics.campaignQueueing.set({}, pace.queueingMs());
-            },
-          })
-        : undefined;
-      probe?.start();
-      const topology = buildCampaignsTopology({ ...wiring, expansion: { ...expansion, ...(pace ? { pace } : {}) }, progress });
-      return { name, commitLane: 'background', internalTopics: [], close: async () => probe?.close(), topology };
+      const yielding = startCampaignPace({ ...ctx, yieldDelayMs: expansion.yieldDelayMs ?? 0 });
+      const topology = buildCampaignsTopology({ ...wiring, expansion: { ...expansion, ...(yielding.pace ? { pace: yielding.pace } : {}) }, progress });
+      return { name, commitLane: 'background', internalTopics: [], close: () => yielding.close(), topology };
     }
   }
 }
