@@ -2,14 +2,15 @@
  * The benchmark's result document (written as JSON) and its readable table: every docs/design.md §7 target
  * beside the figure measured in the same run, with `met`, `MISSED` or `not measured`.
  */
-import type { CeilingResult } from './ceilings.ts';
+import type { CeilingResult, ClientCpu } from './ceilings.ts';
 import type { LatencyFigures, StormFigures } from './analysis.ts';
 import type { StepResult } from './steps.ts';
 import type { MemoryBenchResult } from './memory-bench.ts';
 import type { ShardBenchResult } from './shards-bench.ts';
 import type { CampaignBenchResult } from './campaign-expansion.ts';
 import type { CampaignFigures } from './campaign-phase.ts';
-import { formatByApp, formatSegments } from './worker-metrics.ts';
+import { formatByApp, formatSegments, type SegmentFigure } from './worker-metrics.ts';
+import type { HopLatency } from './hop-latency.ts';
 
 export interface BenchResult {
   readonly startedAt: string;
@@ -98,6 +99,49 @@ export function atRate(step: StepResult, idleMsPerSecond: number): AtRate {
     commitsPerSecond: b?.commitsPerSecond ?? null,
     commitsPerSecondByApp: b?.commitsPerSecondByApp ?? null,
     gcShareOfWorkerCpu: b?.gcShareOfWorkerCpu ?? null,
+  };
+}
+
+/**
+ * What kafkajs alone costs the workers per persisted message at the sustained rate: its records
+ * produced × a produce plus records fetched × a consume, at the ceilings' CPU per record (bench/ceilings.ts).
+ * A lower bound of the worker CPU per message: no transaction, no processing, no vendor call in it.
+ */
+export function clientFloorMsPerMessage(cpu: ClientCpu, at: AtRate | null): number | null {
+  if (!at || at.recordsProducedPerMessage === null || at.recordsFetchedPerMessage === null) return null;
+  const us = at.recordsProducedPerMessage * cpu.produceUsPerRecord + at.recordsFetchedPerMessage * cpu.consumeUsPerRecord;
+  return Math.round(us) / 1000;
+}
+
+/**
+ * The Kafka part's latency floor (bench/hop-latency.ts) beside the pipeline's own "persisted → fan-out
+ * received" at 100 msgs/s: the segment cannot be faster than the floor, so a p99 target on the whole
+ * path below the floor's p99 plus a claim and a vendor call is out of reach on this box.
+ */
+function hopLatencyRow(floor: HopLatency, pipeline: SegmentFigure | undefined): Row {
+  const ms = (x: number | null) => (x === null ? 'n/a' : `${x} ms`);
+  const beside = pipeline ? `; the pipeline's persisted → fan-out received at 100 msgs/s: p50 ${ms(pipeline.p50Ms)}, p99 ${ms(pipeline.p99Ms)}` : '';
+  return {
+    what: 'floor: producer → 1 exactly-once hop → read_committed, 100/s',
+    target: '(reference)',
+    milestone: '',
+    measured: `p50 ${ms(floor.p50Ms)}, p99 ${ms(floor.p99Ms)}, p99.9 ${ms(floor.p999Ms)} (n=${floor.records}, before the pipeline starts)${beside}`,
+    verdict: '',
+  };
+}
+
+function clientFloorRow(cpu: ClientCpu, at: AtRate | null): Row {
+  const floor = clientFloorMsPerMessage(cpu, at);
+  const perRecord = `produce ${cpu.produceUsPerRecord} µs, consume ${cpu.consumeUsPerRecord} µs, exactly-once hop ${cpu.exactlyOnceHopUsPerRecord} µs per record`;
+  return {
+    what: 'client floor: kafkajs CPU per persisted msg',
+    target: '(reference)',
+    milestone: '',
+    measured:
+      floor === null || !at
+        ? `n/a (${perRecord})`
+        : `${floor} ms = ${at.recordsProducedPerMessage} produced × produce + ${at.recordsFetchedPerMessage} fetched × consume (${perRecord})`,
+    verdict: '',
   };
 }
 
@@ -296,6 +340,8 @@ export function tableRows(r: BenchResult): Row[] {
       measured: `${r.ceilings.exactlyOnceChain.recordsPerSecond.toLocaleString('en-US')} records/s; pipeline ÷ chain ${r.pipelineToCeiling ?? 'n/a'}`,
       verdict: '',
     });
+    rows.push(clientFloorRow(r.ceilings.cpu, at));
+    rows.push(hopLatencyRow(r.ceilings.hopLatency, r.latencyAt100?.step.breakdown?.segments.persistedToReceived));
   }
   if (r.shards) {
     rows.push({

@@ -23,6 +23,7 @@ import { readEndpoints } from '../common/endpoints.ts';
 import { readInt, readKey } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { startEnvironment } from '../demo/environment.ts';
+import { readCaughtUpCommitMs } from '../pipeline/worker-config.ts';
 import { trafficProducer } from '../demo/traffic.ts';
 import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
@@ -158,6 +159,8 @@ export async function main(args: string[]): Promise<number> {
       records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000),
       partitions,
       commitIntervalMs,
+      caughtUpCommitMs: readCaughtUpCommitMs(workerEnv, commitIntervalMs),
+      latencySeconds: quick ? 5 : 20,
       onProgress: say,
     });
   }

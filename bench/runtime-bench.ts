@@ -15,6 +15,7 @@ import { createLogger } from '../common/log.ts';
 import { TopologyBuilder } from '../topology/builder.ts';
 import { bufferSerde } from '../topology/serdes.ts';
 import { StreamsApp, type ProcessingGuarantee } from '../topology/runtime.ts';
+import { createTopicsWithLeaders } from '../topology/create-topics.ts';
 import type { ProcessorContext, StreamRecord } from '../topology/api.ts';
 
 export interface RuntimeBenchOptions {
@@ -158,8 +159,20 @@ async function runtimeHop(
   return seconds;
 }
 
+/** Waits until every app holds some partition (60 s at most), so a measurement starts on running hops. */
+export async function waitForPartitions(apps: readonly StreamsApp[], what: string): Promise<void> {
+  for (const deadline = Date.now() + 60_000; apps.some((a) => a.assignedTasks().length === 0);) {
+    if (Date.now() > deadline) throw new Error(`${what} got no partitions within 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Waits for leaders as the workers do (topology/create-topics.ts): a broker just started answers UNKNOWN_TOPIC_OR_PARTITION for a moment. */
 export async function createTopics(admin: Admin, topics: string[], partitions: number): Promise<void> {
-  await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) });
+  await createTopicsWithLeaders(
+    admin,
+    topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
+  );
 }
 
 export async function runRuntimeBench(opts: RuntimeBenchOptions = {}): Promise<RuntimeBenchResult> {

@@ -4,7 +4,8 @@
  * setup drained into the pipeline's state, its timeline played in real time, and the verdict read
  * from the emulators, push.outcomes, push.dlq and ClickHouse.
  */
-import { startEnvironment, freePort, type Environment } from '../demo/environment.ts';
+import { startEnvironment, type Environment } from '../demo/environment.ts';
+import { freePort } from '../demo/ports.ts';
 import { trafficProducer, type TrafficProducer } from '../demo/traffic.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { errorMessage } from '../common/errors.ts';

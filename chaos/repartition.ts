@@ -13,7 +13,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEnvironment, freePort } from '../demo/environment.ts';
+import { startEnvironment } from '../demo/environment.ts';
+import { freePort } from '../demo/ports.ts';
 import { trafficProducer, type TrafficProducer } from '../demo/traffic.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ensureDir, stackPath } from '../stack/paths.ts';

@@ -3,8 +3,8 @@ import { CONFIG_KEYS, configKeys } from '../common/config-keys.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
 import { compilePolicyOptions, parseQuotas } from '../processors/policy/options.ts';
-import { readWorkerConfig } from '../pipeline/worker.ts';
-import { businessOptionsFromEnv } from '../pipeline/apps/business.ts';
+import { readWorkerConfig } from '../pipeline/worker-config.ts';
+import { businessOptionsFromEnv } from '../pipeline/apps/business-config.ts';
 import { compileBusinessOptions } from '../processors/business/options.ts';
 import { BUSINESS_KEYS } from '../common/config-keys-business.ts';
 

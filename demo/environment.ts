@@ -4,8 +4,7 @@
  * receipt callbacks) on their own topic prefix and application id, so runs never see each other.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +15,7 @@ import { migrateAll } from '../migrations/migrate.ts';
 import { createPipelineTopics } from '../pipeline/topics-admin.ts';
 import { startEmulators, type StartedEmulators } from '../emulators/index.ts';
 import { delay } from '../stack/process.ts';
+import { freePort } from './ports.ts';
 import { BACKGROUND_STAGE_NAMES, EVENT_PATH_STAGE_NAMES } from '../common/config-keys.ts';
 
 export interface EnvironmentOptions {
@@ -68,28 +68,20 @@ const BACKGROUND_WORKER_NICE = 10;
 
 const PUSHCTL = fileURLToPath(new URL('../cli/pushctl.ts', import.meta.url));
 
-const issuedPorts = new Set<number>();
+const workerLogName = (run: string, index: number) => `${run}-worker-${index}.log`;
 
-/** A port nothing listens on now and that this process has not handed out before. */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await unusedPort();
-    if (!issuedPorts.has(port)) {
-      issuedPorts.add(port);
-      return port;
-    }
+/**
+ * The last lines of a worker's log, as the reason a start failed: a clean checkout's run (CI) keeps
+ * only what the test prints, not the log files.
+ */
+export function workerLogTail(run: string, index: number, lines = 15): string {
+  const path = join(LOG_DIR, workerLogName(run, index));
+  try {
+    const tail = readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines);
+    return [...tail, `(the whole log: ${path})`].join('\n');
+  } catch (error) {
+    return `(no log at ${path}: ${(error as Error).message})`;
   }
-}
-
-function unusedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startEnvironment(options: EnvironmentOptions = {}): Promise<Environment> {
@@ -148,7 +140,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
 
   const startWorker = async (index: number, o: { receiver?: boolean } = {}): Promise<Worker> => {
     const metricsPort = await freePort();
-    const log = openSync(join(ensureDir(LOG_DIR), `${run}-worker-${index}.log`), 'a');
+    const log = openSync(join(ensureDir(LOG_DIR), workerLogName(run, index)), 'a');
     // PUSH_WORKER_NODE_ARGS adds node flags to the workers (e.g. --cpu-prof for profiling a run).
     const nodeArgs = (process.env.PUSH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', PUSHCTL, 'run'], {
@@ -192,7 +184,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
       for (const worker of workers) {
         for (;;) {
           if (worker.process.exitCode !== null)
-            throw new Error(`worker ${worker.index} exited with ${worker.process.exitCode}; see ${LOG_DIR}/${run}-worker-${worker.index}.log`);
+            throw new Error(`worker ${worker.index} exited with ${worker.process.exitCode}; its log ends:\n${workerLogTail(run, worker.index)}`);
           const ok = await fetch(`http://127.0.0.1:${worker.metricsPort}/readyz`).then(
             (r) => r.ok,
             () => false,

@@ -18,7 +18,7 @@ import { CampaignProgressReader, type CampaignReport } from './progress.ts';
 import { KafkaEntryPublisher } from './publisher.ts';
 import { EntryServer } from './server.ts';
 import { transferCheck } from './validate.ts';
-import { businessOptionsFromEnv } from '../pipeline/apps/business.ts';
+import { businessOptionsFromEnv } from '../pipeline/apps/business-config.ts';
 import { compileIngestRules, ingestOptionsFromEnv } from '../processors/model/ingest.ts';
 
 export interface RunningEntry {

@@ -8,6 +8,8 @@
  * this process's (a niced worker waits for it); the thread's own event loop keeps the worker's
  * processing out of the figure. A period in which a request failed reports no delay (null) and IM
  * as under way: a broker that cannot answer is no reason to speed up. One request in flight at a time.
+ * A thread that ends before `close` (an error in it) counts as a failed period and is started again
+ * a period later, so the expansion never goes on at the share of a probe that stopped.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../common/log.ts';
@@ -25,6 +27,8 @@ export interface BrokerDelayProbeOptions {
    */
   readonly onPeriod: (delayMs: number | null, now: number, active: boolean) => void;
   readonly logger?: Logger;
+  /** The thread's script; default broker-delay-thread.mjs beside this file (tests give one that fails). */
+  readonly threadUrl?: URL;
 }
 
 type ProbeMessage = { type: 'period'; delayMs: number | null; now: number; active: boolean } | { type: 'failed'; error: string } | { type: 'answered' };
@@ -32,28 +36,47 @@ type ProbeMessage = { type: 'period'; delayMs: number | null; now: number; activ
 export class BrokerDelayProbe {
   private thread: Worker | undefined;
   private exited: Promise<void> | undefined;
+  private closing = false;
+  private restart: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: BrokerDelayProbeOptions) {}
 
   start(): void {
-    if (this.thread) return;
+    if (this.thread || this.closing) return;
     const o = this.options;
-    const thread = new Worker(new URL('./broker-delay-thread.mjs', import.meta.url), {
-      workerData: { brokers: [...o.brokers], topic: o.topic, intervalMs: o.intervalMs ?? 200, periodMs: o.periodMs ?? 1_000 },
+    const periodMs = o.periodMs ?? 1_000;
+    const thread = new Worker(o.threadUrl ?? new URL('./broker-delay-thread.mjs', import.meta.url), {
+      workerData: { brokers: [...o.brokers], topic: o.topic, intervalMs: o.intervalMs ?? 200, periodMs },
     });
     thread.on('message', (m: ProbeMessage) => {
       if (m.type === 'period') o.onPeriod(m.delayMs, m.now, m.active);
       else if (m.type === 'failed') o.logger?.warn('broker delay probe failed; the campaign expansion yields until it answers', { error: m.error });
       else o.logger?.info('broker delay probe answered again');
     });
-    thread.on('error', (error) => o.logger?.warn('broker delay probe stopped', { error: error.message }));
+    // An error ends the thread: it is logged once, with the exit.
+    let error: string | undefined;
+    thread.on('error', (e) => (error = e.message));
     thread.unref();
-    this.exited = new Promise((resolve) => thread.once('exit', () => resolve()));
+    this.exited = new Promise((resolve) =>
+      thread.once('exit', (code) => {
+        resolve();
+        if (this.closing) {
+          if (error !== undefined) o.logger?.warn('broker delay probe thread ended while closing', { code, error });
+          return;
+        }
+        this.thread = undefined;
+        o.logger?.warn('broker delay probe thread ended; the campaign expansion yields until it is started again', { code, error });
+        o.onPeriod(null, Date.now(), true);
+        this.restart = setTimeout(() => this.start(), periodMs).unref();
+      }),
+    );
     this.thread = thread;
   }
 
   /** Stops the thread after its request in flight (at most a few seconds). */
   async close(): Promise<void> {
+    this.closing = true;
+    clearTimeout(this.restart);
     if (!this.thread) return;
     this.thread.postMessage('stop');
     const timeout = setTimeout(() => void this.thread?.terminate(), 5_000);

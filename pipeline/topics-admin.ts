@@ -3,12 +3,11 @@
  * worker at start, by `pushctl topics` and by the demo.
  */
 import { Kafka, logLevel, type Admin, type ITopicConfig } from 'kafkajs';
-import { readKey, type Env } from '../common/config.ts';
-import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
 import { createTopicsWithLeaders, replicatedTopic, TopicCreationError, type TopicReplication } from '../topology/create-topics.ts';
 import { TOPICS, topicName, type TopicKey } from './topics.ts';
+import { readReplication } from './worker-config.ts';
 
 /** How many partitions the topics get and the prefix of their names (PUSH_TOPIC_PREFIX). */
 export interface TopicPlan {
@@ -16,17 +15,6 @@ export interface TopicPlan {
   readonly prefix: string;
   /** Replicas and min.insync.replicas. Default PUSH_REPLICATION_FACTOR and PUSH_MIN_INSYNC_REPLICAS. */
   readonly replication?: TopicReplication;
-}
-
-/**
- * PUSH_REPLICATION_FACTOR and PUSH_MIN_INSYNC_REPLICAS (default 1 and 1, the single broker): the
- * replication of every topic the pipeline creates. min.insync.replicas above the factor would
- * refuse every write, so it is refused at start, naming the key.
- */
-export function readReplication(env: Env = process.env): TopicReplication {
-  const factor = readKey(env, CONFIG_KEYS.PUSH_REPLICATION_FACTOR);
-  const minKey = CONFIG_KEYS.PUSH_MIN_INSYNC_REPLICAS;
-  return Object.freeze({ factor, minInsyncReplicas: readKey(env, minKey, Math.min(factor, minKey.default), { min: minKey.min, max: factor }) });
 }
 
 /** One pipeline topic as found on the cluster. */

@@ -35,11 +35,12 @@ import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { registryValueSerdes } from '../serdes.ts';
 import { buildDecisionsTopology, decisionsOptionsFromEnv } from './decisions.ts';
 import { buildFanOutTopology } from './fan-out.ts';
-import { buildBusinessTopology, businessLaneVendors, businessOptionsFromEnv } from './business.ts';
+import { buildBusinessTopology, businessLaneVendors } from './business.ts';
+import { businessOptionsFromEnv } from './business-config.ts';
 import { startCampaignCancellations } from '../campaign-control.ts';
 import { readKey } from '../../common/config.ts';
 import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
-import { buildReceiptTopology, receiptsByMessageTopic } from './receipts.ts';
+import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from './receipts.ts';
 import { buildClickhouseSinkTopology } from './clickhouse.ts';
 import { meteredSerdes, meteredVendors } from './metering.ts';
 import { buildCampaignsTopology, campaignExpansionOptionsFromEnv, startCampaignPace } from './campaigns.ts';
@@ -125,7 +126,13 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
           listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) },
         },
       });
-      return { name, commitLane: 'background', internalTopics: [receiptsByMessageTopic(ctx.topicPrefix)], close: none, topology };
+      return {
+        name,
+        commitLane: 'background',
+        internalTopics: [receiptsByMessageTopic(ctx.topicPrefix), receiptsByUidTopic(ctx.topicPrefix)],
+        close: none,
+        topology,
+      };
     }
     case 'clickhouse': {
       const writer = new PushEventWriter({ connection: connectionFromEndpoints(ctx.endpoints) });

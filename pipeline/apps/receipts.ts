@@ -1,7 +1,7 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { tokenLifecycleProcessor, type TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
-import { receiptJoinProcessor, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
+import { RECEIPT_JOIN_BY_UID_STORES, receiptJoinProcessor, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import { RECEIPT_VENDORS, type ByMessageRecord, type ReceiptJoinListener, type ReceiptParsers } from '../../processors/receipt-join/records.ts';
 import { receiptParseProcessor, submissionIndexProcessor } from '../../processors/receipt-join/rekey.ts';
 import type { IngestOptions } from '../../processors/model/ingest.ts';
@@ -10,6 +10,13 @@ import { topicIo, type WiringOptions } from './wiring.ts';
 
 /** The internal topic of the receipts application: submissions and receipts keyed by (vendor, vendor message id). */
 export const receiptsByMessageTopic = (prefix = '') => `${prefix}push.receipts.by-message`;
+
+/**
+ * The internal topic of receipts naming their recipient (processors/model/receipt-route.ts), keyed
+ * by that uid: read beside push.outcomes, so it has their partition count (the worker creates the
+ * internal topics with the pipeline's).
+ */
+export const receiptsByUidTopic = (prefix = '') => `${prefix}push.receipts.by-uid`;
 
 export interface ReceiptTopologyOptions extends WiringOptions {
   readonly parsers: ReceiptParsers;
@@ -27,35 +34,54 @@ export interface ReceiptTopologyOptions extends WiringOptions {
 
 /**
  * The receipts application: three sub-topologies.
- * 1. `receipts-raw` (push.receipts.raw, keyed by vendor) → `receipt-parse` → by-message topic;
- * 2. `uid-keyed` (push.outcomes, push.tokens, push.receipts; co-partitioned by uid) →
- *    `submission-index` → by-message topic, and → `token-lifecycle` → push.tokens (INVALID reports);
+ * 1. `receipts-raw` (push.receipts.raw, keyed by vendor) → `receipt-parse` → push.receipts.by-uid
+ *    for receipts naming their recipient in the callback parameter, else the by-message topic;
+ * 2. `uid-keyed` (push.outcomes, push.tokens, push.receipts) and `receipts-by-uid`
+ *    (push.receipts.by-uid), co-partitioned by uid: `submission-index` → `receipt-join-by-uid`
+ *    (acceptances whose receipts name the recipient, forwarded in-process) or → by-message topic
+ *    (the others: a campaign's multi-token requests); `receipts-by-uid` → `receipt-join-by-uid`
+ *    → push.receipts; and → `token-lifecycle` → push.tokens (INVALID reports);
  * 3. `by-message` → `receipt-join` → push.receipts.
- * The by-message topic is a repartition: the key changes from uid (or vendor) to the vendor message
- * id, so a topic sits there (any partition count; JSON values, internal to this application).
- * Kafka records per message: an acceptance by a receipt vendor costs one by-message record, one
- * join changelog record and, when it expires, one tombstone; an acceptance by APNs or FCM costs
- * none. A receipt costs one by-message record, one push.receipts record and one join changelog
- * record (none but the by-message record when it is a duplicate), plus a token-lifecycle changelog
- * record only when it changes the token's failure count or state. The stores are declared by the
- * processors' suppliers (token-lifecycle's and receipt-join's), not here.
+ * Both internal topics are repartitions (the key changes from vendor or uid to the uid or the
+ * vendor message id), so a topic sits there; JSON values, internal to this application.
+ * Kafka records per acceptance by a receipt vendor: one join changelog record and, when it
+ * expires, one tombstone, plus one by-message record when its receipts do not name the recipient;
+ * an acceptance by APNs or FCM costs none. A receipt costs one by-uid or by-message record, one
+ * push.receipts record and one join changelog record (none but the first when it is a duplicate),
+ * plus a token-lifecycle changelog record only when it changes the token's failure count or state.
+ * The stores are declared by the processors' suppliers (token-lifecycle's and both joins'), not here.
  */
 export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
   const { topic, source, sink } = topicIo(o);
   const receiptVendors = o.receiptVendors ?? RECEIPT_VENDORS;
-  const byMessage = { topic: receiptsByMessageTopic(o.topicPrefix), keySerde: stringSerde, valueSerde: jsonSerde<ByMessageRecord>() };
+  const valueSerde = jsonSerde<ByMessageRecord>();
+  const byMessage = { topic: receiptsByMessageTopic(o.topicPrefix), keySerde: stringSerde, valueSerde };
+  const byUid = { topic: receiptsByUidTopic(o.topicPrefix), keySerde: stringSerde, valueSerde };
   const uidKeyed = (['outcomes', 'tokens', 'receipts'] as const).map((key) => [topic(key), key] as const);
+  const join = { ...o.join, listener: o.join.listener ?? o.listener };
   return new TopologyBuilder()
     .addSource('receipts-raw', source('receiptsRaw'))
-    .addProcessor('receipt-parse', receiptParseProcessor(o.parsers, o.listener, o.ingest), 'receipts-raw')
+    .addProcessor(
+      'receipt-parse',
+      receiptParseProcessor(o.parsers, { byMessage: 'receipt-parse-out', byUid: 'receipt-parse-by-uid' }, o.listener, o.ingest),
+      'receipts-raw',
+    )
     .addSink('receipt-parse-out', byMessage, 'receipt-parse')
+    .addSink('receipt-parse-by-uid', byUid, 'receipt-parse')
     .addSource('uid-keyed', { topics: uidKeyed.map(([name]) => name), keySerde: stringSerde, valueSerde: perTopicSerde(o.valueSerdes, uidKeyed) })
-    .addProcessor('submission-index', submissionIndexProcessor(receiptVendors), 'uid-keyed')
+    .addSource('receipts-by-uid', { topics: [byUid.topic], keySerde: stringSerde, valueSerde })
+    .addProcessor(
+      'submission-index',
+      submissionIndexProcessor({ byMessage: 'submission-index-out', byUid: 'receipt-join-by-uid' }, receiptVendors),
+      'uid-keyed',
+    )
     .addSink('submission-index-out', byMessage, 'submission-index')
+    .addProcessor('receipt-join-by-uid', receiptJoinProcessor(join, RECEIPT_JOIN_BY_UID_STORES), 'submission-index', 'receipts-by-uid')
+    .addSink('push-receipts-by-uid', sink('receipts'), 'receipt-join-by-uid')
     .addProcessor('token-lifecycle', tokenLifecycleProcessor({ receiptVendors, ...o.tokens }), 'uid-keyed')
     .addSink('token-invalidations', sink('tokens'), 'token-lifecycle')
-    .addSource('by-message', { topics: [byMessage.topic], keySerde: stringSerde, valueSerde: byMessage.valueSerde })
-    .addProcessor('receipt-join', receiptJoinProcessor({ ...o.join, listener: o.join.listener ?? o.listener }), 'by-message')
+    .addSource('by-message', { topics: [byMessage.topic], keySerde: stringSerde, valueSerde })
+    .addProcessor('receipt-join', receiptJoinProcessor(join), 'by-message')
     .addSink('push-receipts', sink('receipts'), 'receipt-join')
     .build();
 }

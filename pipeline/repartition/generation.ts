@@ -12,9 +12,10 @@ import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { changelogTopicName, ensureTopics } from '../../topology/changelog.ts';
 import type { TopicReplication } from '../../topology/create-topics.ts';
 import { STAGES, type StageName } from '../apps/index.ts';
-import { receiptsByMessageTopic } from '../apps/receipts.ts';
+import { receiptsByMessageTopic, receiptsByUidTopic } from '../apps/receipts.ts';
 import { registerSchemas } from '../schemas.ts';
-import { createPipelineTopics, readReplication } from '../topics-admin.ts';
+import { createPipelineTopics } from '../topics-admin.ts';
+import { readReplication } from '../worker-config.ts';
 import { TOPICS, topicName, type TopicKey } from '../topics.ts';
 import { STORE_PLACEMENTS } from './store-keys.ts';
 
@@ -75,10 +76,11 @@ export async function partitionCounts(admin: Admin, topics: readonly string[]): 
   return new Map(meta.map((t) => [t.name, t.partitions.length]));
 }
 
-/** Every topic of the generation beside the changelogs: the pipeline's topics and the receipts application's internal one. */
+/** Every topic of the generation beside the changelogs: the pipeline's topics and the receipts application's internal ones. */
 export const generationTopics = (g: Generation): string[] => [
   ...(Object.keys(TOPICS) as TopicKey[]).map((k) => topicName(k, g.prefix)),
   receiptsByMessageTopic(g.prefix),
+  receiptsByUidTopic(g.prefix),
 ];
 
 /** Every changelog a generation's applications use. */
@@ -89,7 +91,7 @@ export const generationChangelogs = (g: Generation): Array<{ stage: StageName; s
 
 /**
  * Step 1 of a repartition: creates every topic of the new generation with `partitions` partitions
- * (the pipeline's topics, the receipts application's internal topic and every changelog, so the
+ * (the pipeline's topics, the receipts application's internal topics and every changelog, so the
  * state copy has somewhere to go before any worker of the generation starts) and registers its
  * value schemas, so producers can switch to it at once. Idempotent; a topic already there with
  * another partition count is refused.
@@ -116,6 +118,7 @@ export async function prepareGeneration(
       admin,
       [
         { topic: receiptsByMessageTopic(to.prefix), numPartitions: partitions },
+        { topic: receiptsByUidTopic(to.prefix), numPartitions: partitions },
         ...generationChangelogs(to).map((c) => ({ topic: c.topic, numPartitions: partitions, configs: { 'cleanup.policy': 'compact' } })),
       ],
       replication,

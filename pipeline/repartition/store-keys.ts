@@ -62,6 +62,8 @@ export const STORE_PLACEMENTS: Readonly<Partial<Record<StageName, Readonly<Recor
     'token-lifecycle-tokens': { kind: 'owner', owner: (_key, value) => String(json(value).uid) },
     // Keyed by the vendor message id, as push.receipts.by-message is.
     'receipt-join-messages': { kind: 'owner', owner: (key) => key },
+    // compositeKey(uid, vendor, vendor message id): read beside push.outcomes, by uid
+    'receipt-join-by-uid-messages': leadingUid,
   },
   business: {
     'business-tokens': uidKey,

@@ -1,6 +1,7 @@
 import type { PushMessage } from './vendor-port.ts';
 import { outcomeEventId } from '../model/ids.ts';
 import { tokenHash } from '../model/ids.ts';
+import { pushRecipientParam } from '../model/receipt-route.ts';
 import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
 import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
 
@@ -102,6 +103,7 @@ export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): Pus
     // The policy's why (channel chosen, online judgement), so the trace reads it from this outcome.
     detail: d.detail ?? null,
     ...(d.business ? { business: d.business } : {}),
+    ...(a.status === 'ACCEPTED' && pushRecipientParam(d) !== undefined ? { receipts_by_uid: true } : {}),
   };
 }
 
@@ -176,6 +178,7 @@ export function pushMessage(
 ): PushMessage {
   const campaign = d.business?.campaign_id ?? null;
   const expireAt = d.business?.expire_at ?? null;
+  const recipient = pushRecipientParam(d);
   return {
     taskId: d.task_id,
     appId: d.app_id,
@@ -191,6 +194,7 @@ export function pushMessage(
     ),
     ttlSeconds: expireAt === null ? ttlSeconds : campaign === null ? expiringTtl(expireAt, ttlSeconds, now) : campaignTtl(expireAt, ttlSeconds, now),
     ...(classification && Object.keys(classification).length > 0 ? { classification } : {}),
+    ...(recipient === undefined ? {} : { recipient }),
   };
 }
 

@@ -34,6 +34,12 @@ export interface PushMessage {
    * configured defaults. Optional; added by the vendor engineer, compatible with earlier callers.
    */
   readonly classification?: Readonly<Record<string, string>>;
+  /**
+   * The callback parameter naming the recipient (processors/model/receipt-route.ts
+   * `recipientParam`), on pushes whose receipts are joined by uid: the receipt vendors send it as
+   * their callback parameter, which every receipt echoes. Absent on a campaign's pushes.
+   */
+  readonly recipient?: string;
 }
 
 export type SubmitOutcome =
@@ -92,6 +98,8 @@ export interface ParsedReceipt {
   readonly code: string;
   /** When the vendor says it happened, epoch ms. */
   readonly at: number;
+  /** The uid the receipt's callback parameter names (processors/model/receipt-route.ts `recipientOfParam`), where it names one. */
+  readonly recipient?: string;
 }
 
 export interface VendorAdapter {

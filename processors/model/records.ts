@@ -175,6 +175,12 @@ export interface PushOutcome {
   business?: BusinessTag | null;
   /** The facts behind the decision (`k=v;...`, processors/model/outcomes.ts); null or absent when none were recorded. */
   detail?: string | null;
+  /**
+   * ACCEPTED fan-out outcomes: true when the push named its recipient in the vendor's callback
+   * parameter, so its receipts are joined by uid beside this outcome (processors/model/receipt-route.ts).
+   * Null or absent elsewhere and in records written before the field existed.
+   */
+  receipts_by_uid?: boolean | null;
 }
 
 /** push.receipts.raw (receipt-raw.avsc). */

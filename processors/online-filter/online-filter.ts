@@ -12,7 +12,15 @@
  *
  * Changelog writes: a device's presence is written only when it changes (an event that moves it, a
  * half-open suspicion, a push to a background device starting its cooldown), never because a
- * message passed; a hold is one record per (uid, device, conv) and commit (holds.ts).
+ * message passed; a hold is one record per (uid, device, conv) and commit (holds.ts). An ACK that
+ * confirms a message held here (the usual path of an online device) raises the device's ACK mark in
+ * memory only: the hold's removal is what a restart needs, and it is changelogged. The mark reaches
+ * the changelog with the device's next written change; a restore before that has the older mark,
+ * which matters only to a second copy of that same persisted record (it would be held, then pushed
+ * as half-open, instead of suppressed). An ACK ahead of its message (the gateway delivered before
+ * the persisted record got here, or this task read the presence partition first) is what suppresses
+ * that message, so its mark must survive a restart until the message has been seen: it is written
+ * at the next commit (`flush`) unless its message came and was suppressed before then.
  */
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
@@ -55,6 +63,11 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
   private holds!: Holds;
   /** Set by every change to the presence being decided; `savePresence` writes it only then. */
   private presenceChanged = false;
+  /**
+   * ACK marks raised ahead of their message since the last commit and not written yet: presence key
+   * → conversation → the ACKed seq. `flush` writes the presence of every key still here.
+   */
+  private readonly marksAhead = new Map<string, Map<string, number>>();
 
   constructor(private readonly config: OnlineFilterConfig) {}
 
@@ -65,6 +78,16 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.holds = new Holds(ctx.getStateStore(this.config.stores.holds), ctx.getStateStore<TimerStore>(this.config.stores.holdTimers));
     this.holds.rebuild();
     ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.releaseDue(now));
+  }
+
+  /** Before a commit: every ACK mark still ahead of its message goes to the changelog with its presence. */
+  flush(): Promise<void> {
+    for (const key of this.marksAhead.keys()) {
+      const p = this.presence.get(key);
+      if (p) this.presence.put(key, p);
+    }
+    this.marksAhead.clear();
+    return Promise.resolve();
   }
 
   process(record: StreamRecord<string, unknown>): void {
@@ -112,15 +135,16 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       const p = this.presence.get(key) ?? NEVER_SEEN;
       this.presenceChanged = false;
       this.releaseDeviceHolds(message.uid, deviceId, key, p, at);
-      this.decide(message, deviceId, p, at);
+      this.decide(message, deviceId, key, p, at);
       this.savePresence(key, p);
     }
   }
 
-  private decide(message: MessagePersisted, deviceId: string, p: DevicePresence, at: number): void {
+  private decide(message: MessagePersisted, deviceId: string, key: string, p: DevicePresence, at: number): void {
     if (ackedSeq(p, message.conv_id) >= message.seq) {
       // The gateway delivered (or the user read) this message before its persisted record got here.
       this.outcome('SUPPRESSED', 'online_ack', message, deviceId, at, detailString({ hb: heartbeatAge(p, at), ack: 'before' }));
+      this.markSeen(key, message.conv_id, message.seq);
       return;
     }
     switch (decide(p, at, this.config.heartbeatTimeoutMs)) {
@@ -142,12 +166,17 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
 
   private onPresence(event: PresenceEvent): void {
     const key = compositeKey(event.uid, event.device_id);
-    const p = this.presence.get(key) ?? emptyPresence();
+    const stored = this.presence.get(key);
+    const p = stored ?? emptyPresence();
     this.presenceChanged = false;
     this.releaseDeviceHolds(event.uid, event.device_id, key, p, event.at);
-    if (applyPresence(p, event)) this.presenceChanged = true;
+    const change = applyPresence(p, event);
     if (event.kind === 'ACK' && event.conv_id !== null && event.seq !== null) {
-      this.cancelHolds(event.uid, event.device_id, event.conv_id, event.seq, 'online_ack', event.at);
+      const confirmsHeld = this.cancelHolds(event.uid, event.device_id, event.conv_id, event.seq, 'online_ack', event.at) === event.seq;
+      if (change === 'mark' && stored && !confirmsHeld) this.markAhead(key, event.conv_id, event.seq);
+      if (change === 'state' || (change === 'mark' && !stored)) this.presenceChanged = true;
+    } else if (change !== 'none') {
+      this.presenceChanged = true;
     }
     this.savePresence(key, p);
     if (event.kind === 'READ' && event.conv_id !== null && event.seq !== null) this.onRead(event, event.conv_id, event.seq);
@@ -163,7 +192,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       this.presenceChanged = false;
       if (deviceId !== event.device_id) this.releaseDeviceHolds(event.uid, deviceId, key, p, event.at);
       this.cancelHolds(event.uid, deviceId, convId, seq, 'read', event.at);
-      if (deviceId !== event.device_id && applyPresence(p, { ...event, device_id: deviceId })) this.presenceChanged = true;
+      if (deviceId !== event.device_id && applyPresence(p, { ...event, device_id: deviceId }) !== 'none') this.presenceChanged = true;
       this.savePresence(key, p);
     }
     const read: PushCandidate = {
@@ -188,6 +217,21 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.ctx.forward({ key: event.uid, value: read, timestamp: event.at }, this.config.outputs.candidates);
   }
 
+  /** An ACK raised the device's mark for a message not seen yet: written at the next commit unless the message comes first. */
+  private markAhead(key: string, convId: string, seq: number): void {
+    const convs = this.marksAhead.get(key) ?? new Map<string, number>();
+    convs.set(convId, seq);
+    this.marksAhead.set(key, convs);
+  }
+
+  /** The message `seq` of the conversation was seen (and every earlier one, in partition order): its mark need not be written. */
+  private markSeen(key: string, convId: string, seq: number): void {
+    const convs = this.marksAhead.get(key);
+    if (convs?.get(convId) !== seq) return;
+    convs.delete(convId);
+    if (convs.size === 0) this.marksAhead.delete(key);
+  }
+
   private savePresence(key: string, p: DevicePresence): void {
     if (this.presenceChanged) this.presence.put(key, p);
     this.presenceChanged = false;
@@ -207,19 +251,22 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.holds.put(key, entry);
   }
 
-  /** Cancels this device's held messages of the conversation with seq ≤ `seq`. */
-  private cancelHolds(uid: string, deviceId: string, convId: string, seq: number, reason: DecisionReason, at: number): void {
+  /** Cancels this device's held messages of the conversation with seq ≤ `seq`; returns the highest seq cancelled, or -1. */
+  private cancelHolds(uid: string, deviceId: string, convId: string, seq: number, reason: DecisionReason, at: number): number {
     const key = compositeKey(uid, deviceId, convId);
     const entry = this.holds.get(key);
-    if (!entry) return;
+    if (!entry) return -1;
     const keep = entry.messages.filter((h) => h.message.seq > seq);
-    if (keep.length === entry.messages.length) return;
+    if (keep.length === entry.messages.length) return -1;
+    let highest = -1;
     for (const h of entry.messages) {
       if (h.message.seq > seq) continue;
+      highest = Math.max(highest, h.message.seq);
       const detail = detailString({ hb: h.hb, hold: this.config.holdWindowMs, ack: at - h.message.persisted_at });
       this.outcome('SUPPRESSED', reason, h.message, deviceId, at, detail);
     }
     this.storeHold(key, entry, keep);
+    return highest;
   }
 
   /** Event-time consistency: before a device's next event, release its holds due by that event's time. */

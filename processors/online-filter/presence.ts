@@ -3,8 +3,9 @@
  * make. Online is judged by server heartbeats and downlink ACKs (invariant 3); the client's own
  * BACKGROUND/EXIT report can only make a push more likely, never suppress one.
  *
- * Every transition reports whether it changed anything, so the stage writes a device's presence
- * (one changelog record) only on a real change of state, never just because a message passed.
+ * Every transition reports what it changed, so the stage writes a device's presence (one changelog
+ * record) only on a real change of state, never just because a message passed; an ACK that only
+ * confirms a message the stage already held is the stage's to keep in memory (online-filter.ts).
  */
 import type { PresenceEvent } from '../model/records.ts';
 import type { StoreSerde } from '../../topology/stores.ts';
@@ -77,14 +78,21 @@ export function recordAck(p: DevicePresence, convId: string, seq: number): boole
 }
 
 /**
- * Applies one gateway event to the device's presence (the holds are the processor's). Returns
- * whether anything changed: a repeated CONNECT, a DISCONNECT of a disconnected device or an ACK
- * below the mark change nothing; a heartbeat that moves the heartbeat time does.
+ * What an event changed: nothing; only an ACK/READ high-water mark (`mark`); or the connection,
+ * heartbeat, app state or suspicion (`state`, whether or not a mark moved too).
  */
-export function applyPresence(p: DevicePresence, event: PresenceEvent): boolean {
+export type PresenceChange = 'none' | 'mark' | 'state';
+
+/**
+ * Applies one gateway event to the device's presence (the holds are the processor's) and says what
+ * it changed: a repeated CONNECT, a DISCONNECT of a disconnected device or an ACK below the mark
+ * change nothing; a heartbeat that moves the heartbeat time changes the state.
+ */
+export function applyPresence(p: DevicePresence, event: PresenceEvent): PresenceChange {
   const { connected, lastHeartbeatAt, appState, suspiciousSince } = p;
   const ackRaised = applyEvent(p, event);
-  return ackRaised || p.connected !== connected || p.lastHeartbeatAt !== lastHeartbeatAt || p.appState !== appState || p.suspiciousSince !== suspiciousSince;
+  if (p.connected !== connected || p.lastHeartbeatAt !== lastHeartbeatAt || p.appState !== appState || p.suspiciousSince !== suspiciousSince) return 'state';
+  return ackRaised ? 'mark' : 'none';
 }
 
 /** The transition itself; true when an ACK/READ raised a high-water mark. */

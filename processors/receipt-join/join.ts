@@ -3,6 +3,7 @@ import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '
 import { addPending, addSubmission, assignReceipt, dueOf, emptyEntry, markEmitted, type MessageEntry } from './entry.ts';
 import { writableReceipt } from './validate.ts';
 import { receiptEventId } from '../model/ids.ts';
+import { compositeKey } from '../model/keys.ts';
 import { TASK_STATUS } from '../model/task-status.ts';
 import { type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
 
@@ -15,10 +16,29 @@ export const PERSISTED_AT_HEADER = 'push-persisted-at';
  * The store `receipt-join-expiry` of earlier versions (a changelogged timer store) is no longer
  * read: its due times are derived from the entries they belonged to (entry.ts, `dueOf`).
  */
-export const RECEIPT_JOIN_STORES = {
+export const RECEIPT_JOIN_STORES: ReceiptJoinStores = {
   messages: 'receipt-join-messages',
   due: 'receipt-join-due',
-} as const;
+  byUid: false,
+};
+
+/** The stores of the join that runs beside push.outcomes, on records keyed by uid (pipeline/apps/receipts.ts). */
+export const RECEIPT_JOIN_BY_UID_STORES: ReceiptJoinStores = {
+  messages: 'receipt-join-by-uid-messages',
+  due: 'receipt-join-by-uid-due',
+  byUid: true,
+};
+
+export interface ReceiptJoinStores {
+  readonly messages: string;
+  readonly due: string;
+  /**
+   * The input is keyed by uid, and an entry by compositeKey(uid, vendor, vendor message id), so its
+   * store key names the partition it belongs to (pipeline/repartition/store-keys.ts). Otherwise the
+   * input is keyed by compositeKey(vendor, vendor message id), and so is the entry.
+   */
+  readonly byUid: boolean;
+}
 
 export interface ReceiptJoinOptions {
   /** Writes im_push_task.status 2 / 3. */
@@ -43,12 +63,16 @@ export interface ReceiptJoinOptions {
  * An entry is written only when it changes (a duplicate receipt or a replayed submission writes
  * nothing), and it carries its own expiry, so a key costs one changelog record per commit at most.
  * Retention is bounded: an entry is deleted at its due time. The supplier declares both stores
- * (RECEIPT_JOIN_STORES).
+ * (`stores`, default RECEIPT_JOIN_STORES). The same join runs on push.receipts.by-message and
+ * beside push.outcomes on records keyed by uid (`RECEIPT_JOIN_BY_UID_STORES`).
  */
-export function receiptJoinProcessor(options: ReceiptJoinOptions): ProcessorSupplier<string, ByMessageRecord, string, PushReceipt> {
+export function receiptJoinProcessor(
+  options: ReceiptJoinOptions,
+  stores: ReceiptJoinStores = RECEIPT_JOIN_STORES,
+): ProcessorSupplier<string, ByMessageRecord, string, PushReceipt> {
   return withStores(
-    () => new ReceiptJoinProcessor(options),
-    [keyValueStore<MessageEntry>(RECEIPT_JOIN_STORES.messages), timerStore(RECEIPT_JOIN_STORES.due, { changelog: false })],
+    () => new ReceiptJoinProcessor(options, stores),
+    [keyValueStore<MessageEntry>(stores.messages), timerStore(stores.due, { changelog: false })],
   );
 }
 
@@ -60,7 +84,10 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
   private readonly pendingMs: number;
   private readonly listener: ReceiptJoinListener;
 
-  constructor(private readonly options: ReceiptJoinOptions) {
+  constructor(
+    private readonly options: ReceiptJoinOptions,
+    private readonly stores: ReceiptJoinStores,
+  ) {
     this.retentionMs = options.retentionMs ?? 3 * 24 * 3_600_000;
     this.pendingMs = options.pendingMs ?? 10 * 60_000;
     this.listener = options.listener ?? {};
@@ -68,8 +95,8 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
 
   init(ctx: ProcessorContext<string, PushReceipt>): void {
     this.ctx = ctx;
-    this.messages = ctx.getStateStore(RECEIPT_JOIN_STORES.messages);
-    this.due = ctx.getStateStore(RECEIPT_JOIN_STORES.due);
+    this.messages = ctx.getStateStore(this.stores.messages);
+    this.due = ctx.getStateStore(this.stores.due);
     if (this.due.size === 0) {
       for (const [key, entry] of this.messages.entries()) {
         this.dropUnwritable(key, entry);
@@ -80,15 +107,16 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
   }
 
   process(record: StreamRecord<string, ByMessageRecord>): void {
-    // A new entry holds receipts for `pendingMs`; a submission extends it to the retention.
-    const entry = this.messages.get(record.key) ?? { ...emptyEntry(), due: this.ctx.wallClockTimeMs() + this.pendingMs };
-    entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
     const value = record.value;
+    const key = this.stores.byUid ? compositeKey(record.key, ...messageOf(value)) : record.key;
+    // A new entry holds receipts for `pendingMs`; a submission extends it to the retention.
+    const entry = this.messages.get(key) ?? { ...emptyEntry(), due: this.ctx.wallClockTimeMs() + this.pendingMs };
+    entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
     const changed =
       value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
     if (!changed) return;
-    this.messages.put(record.key, entry);
-    this.due.set(record.key, dueOf(entry, this.retentionMs, this.pendingMs));
+    this.messages.put(key, entry);
+    this.due.set(key, dueOf(entry, this.retentionMs, this.pendingMs));
   }
 
   flush(): Promise<void> {
@@ -201,6 +229,11 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
       this.messages.delete(key);
     }
   }
+}
+
+/** The (vendor, vendor message id) a record is about. */
+function messageOf(value: ByMessageRecord): [string, string] {
+  return value.type === 'submission' ? [value.vendor, value.vendor_message_id] : [value.receipt.vendor, value.receipt.vendor_message_id];
 }
 
 function receiptFields(r: MessageReceipt): Pick<PushReceipt, 'vendor' | 'vendor_message_id' | 'status' | 'code' | 'at' | 'received_at'> {

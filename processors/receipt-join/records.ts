@@ -1,8 +1,10 @@
 /**
  * Records and seams of the receipt-join. Receipt callbacks arrive keyed by vendor
- * (push.receipts.raw) and submissions keyed by uid (push.outcomes); both are re-keyed by
- * (vendor, vendor message id) onto one internal topic so that the join sees a message's
- * submission and its receipts in one task.
+ * (push.receipts.raw) and submissions keyed by uid (push.outcomes). A receipt naming its
+ * recipient (processors/model/receipt-route.ts) is re-keyed by that uid onto push.receipts.by-uid
+ * and meets its submission in the uid-keyed task; the others, and their submissions, are re-keyed
+ * by (vendor, vendor message id) onto push.receipts.by-message. Either way the join sees a
+ * message's submission and its receipts in one task.
  */
 import type { ParsedReceipt, Vendor } from '../fan-out/vendor-port.ts';
 import type { TASK_STATUS } from '../model/task-status.ts';

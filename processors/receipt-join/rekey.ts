@@ -23,8 +23,20 @@ const STATUS: Readonly<Record<ParsedReceipt['status'], ReceiptStatus>> = { deliv
 export const messageKey = (vendor: string, vendorMessageId: string): string => compositeKey(vendor, vendorMessageId);
 
 /**
+ * The children the re-keying processors forward to: records keyed by (vendor, vendor message id)
+ * for the join on push.receipts.by-message, and records joined by uid (processors/model/receipt-route.ts):
+ * receipts naming their recipient, keyed by it, from `receipt-parse`; submissions whose receipts name
+ * it, as they are, from `submission-index` (straight to the uid-keyed join, in the same task).
+ */
+export interface ReceiptRoutes {
+  readonly byMessage: string;
+  readonly byUid: string;
+}
+
+/**
  * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per
- * receipt it holds, keyed by (vendor, vendor message id), for the join. Bodies are parsed by the
+ * receipt it holds, for the join: keyed by the uid its callback parameter names (`routes.byUid`),
+ * else by (vendor, vendor message id) (`routes.byMessage`). Bodies are parsed by the
  * vendor adapters; a body no adapter can parse, or a callback that breaks an ingest rule (its
  * receive time, or a receipt's own time, out of range: validate.ts), is a contract error (the
  * runtime's DLQ, reason naming the rule), so nothing absurd reaches the join's state. `ingest`
@@ -32,6 +44,7 @@ export const messageKey = (vendor: string, vendorMessageId: string): string => c
  */
 export function receiptParseProcessor(
   parsers: ReceiptParsers,
+  routes: ReceiptRoutes,
   listener: ReceiptJoinListener = {},
   ingest: IngestOptions = {},
 ): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
@@ -74,7 +87,9 @@ export function receiptParseProcessor(
             received_at: raw.received_at,
             app_id: raw.app_id,
           };
-          ctx.forward({ key: messageKey(raw.vendor, r.vendorMessageId), value: { type: 'receipt', receipt }, timestamp: record.timestamp });
+          const value: ByMessageRecord = { type: 'receipt', receipt };
+          if (r.recipient !== undefined) ctx.forward({ key: r.recipient, value, timestamp: record.timestamp }, routes.byUid);
+          else ctx.forward({ key: messageKey(raw.vendor, r.vendorMessageId), value, timestamp: record.timestamp }, routes.byMessage);
         }
       },
     };
@@ -84,21 +99,27 @@ export function receiptParseProcessor(
 
 /**
  * `submission-index`: vendor-accepted outcomes (push.outcomes, keyed by uid) → the submission the
- * join needs to match receipts, keyed by (vendor, vendor message id). Other outcomes, and
- * acceptances by vendors that send no receipts (`receiptVendors`), are dropped: nothing would
- * ever match them, and each would cost a record here and join state until its retention.
+ * join needs to match receipts: to the uid-keyed join in the same task when its receipts name the
+ * recipient (`receipts_by_uid`, `routes.byUid`: no record), else keyed by (vendor, vendor message
+ * id) (`routes.byMessage`). Other outcomes, and acceptances by vendors that send no receipts
+ * (`receiptVendors`), are dropped: nothing would ever match them, and each would cost a record
+ * here and join state until its retention.
  */
 export function submissionIndexProcessor(
+  routes: ReceiptRoutes,
   receiptVendors: readonly string[] = RECEIPT_VENDORS,
 ): ProcessorSupplier<string, PushOutcome | null, string, ByMessageRecord> {
   const vendors = new Set(receiptVendors);
-  return () => new SubmissionIndexProcessor(vendors);
+  return () => new SubmissionIndexProcessor(vendors, routes);
 }
 
 class SubmissionIndexProcessor implements Processor<string, PushOutcome | null, string, ByMessageRecord> {
   private ctx!: ProcessorContext<string, ByMessageRecord>;
 
-  constructor(private readonly receiptVendors: ReadonlySet<string>) {}
+  constructor(
+    private readonly receiptVendors: ReadonlySet<string>,
+    private readonly routes: ReceiptRoutes,
+  ) {}
 
   init(ctx: ProcessorContext<string, ByMessageRecord>): void {
     this.ctx = ctx;
@@ -108,11 +129,9 @@ class SubmissionIndexProcessor implements Processor<string, PushOutcome | null, 
     const o = record.value;
     // A tombstone on push.tokens (compacted, read beside the outcomes) is no submission.
     if (o === null || o.status !== 'ACCEPTED' || !o.vendor || !o.vendor_message_id || !o.device_id || !this.receiptVendors.has(o.vendor)) return;
-    this.ctx.forward({
-      key: messageKey(o.vendor, o.vendor_message_id),
-      value: { type: 'submission', vendor: o.vendor, vendor_message_id: o.vendor_message_id, submission: submissionOf(o, o.device_id) },
-      timestamp: record.timestamp,
-    });
+    const value: ByMessageRecord = { type: 'submission', vendor: o.vendor, vendor_message_id: o.vendor_message_id, submission: submissionOf(o, o.device_id) };
+    if (o.receipts_by_uid === true) this.ctx.forward({ key: record.key, value, timestamp: record.timestamp }, this.routes.byUid);
+    else this.ctx.forward({ key: messageKey(o.vendor, o.vendor_message_id), value, timestamp: record.timestamp }, this.routes.byMessage);
   }
 }
 

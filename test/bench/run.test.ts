@@ -51,6 +51,12 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
     assert.ok(result.ceilings.rawConsumeProduce.recordsPerSecond > 0);
     assert.equal(result.ceilings.exactlyOnceChain.hops, 2, "the ceiling chain has the event path's depth: decisions, fan-out");
     assert.ok(result.ceilings.exactlyOnceChain.recordsPerSecond > 0);
+    const cpu = result.ceilings.cpu;
+    assert.ok(cpu.produceUsPerRecord > 0 && cpu.consumeUsPerRecord > 0 && cpu.exactlyOnceHopUsPerRecord > 0, `client CPU per record ${JSON.stringify(cpu)}`);
+    assert.match(run.stdout, /client floor: kafkajs CPU per persisted msg/);
+    const floor = result.ceilings.hopLatency;
+    assert.ok(floor.records > 0 && isNumber(floor.p50Ms) && isNumber(floor.p99Ms) && floor.p50Ms <= floor.p99Ms, `latency floor ${JSON.stringify(floor)}`);
+    assert.match(run.stdout, /floor: producer → 1 exactly-once hop → read_committed, 100\/s +\(reference\) +p50 \d+ ms/);
 
     assert.ok(result.steps.length >= 1, 'at least one load step');
     for (const step of result.steps) {

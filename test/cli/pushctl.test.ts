@@ -223,3 +223,16 @@ test('a worker with invalid configuration fails at start, naming the key and the
     assert.match(result.stderr, message);
   }
 });
+
+test("a run's worker that cannot start is reported with the end of its log, the reason included", async () => {
+  const broken = await startEnvironment({ instances: 1, partitions: 1, verbose: false, workerEnv: { PUSH_MERGE_WINDOW_MS: '20000' } });
+  try {
+    await assert.rejects(broken.waitReady(60_000), (error: Error) => {
+      assert.match(error.message, /^worker 0 exited with 1; its log ends:/);
+      assert.match(error.message, /PUSH_MERGE_WINDOW_MS: must be within \[1, 10000\], got 20000/);
+      return true;
+    });
+  } finally {
+    await broken.close();
+  }
+});

@@ -22,6 +22,7 @@ import { connectionFromEndpoints, createClickhouseClient, sqlString } from '../.
 import { trace, type TraceLine } from '../../pipeline/trace.ts';
 import { shardOf } from '../../sinks/mysql/shards.ts';
 import { shardDatabases, type ShardDatabases } from '../fanout/shard-stack.ts';
+import { eachConcurrently } from '../support/concurrency.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
 import { pushctl } from './pushctl-process.ts';
 import {
@@ -165,7 +166,8 @@ test(
       const failures: string[] = [];
       const traced = new Map<string, TraceLine[]>();
       let burstsMerged = 0;
-      for (const user of scenario.users) {
+      // Eight users at a time: each trace is a few MySQL and ClickHouse queries, and a retry waits 2 s.
+      await eachConcurrently(scenario.users, 8, async (user) => {
         const want = scenario.expected.get(user.uid)!;
         let problems: string[] = [];
         for (let attempt = 0; attempt < 4; attempt++) {
@@ -177,7 +179,7 @@ test(
         }
         if (problems.length > 0) failures.push(`${user.uid} (${user.history}):\n${problems.join('\n')}`);
         else if (want.burst && traced.get(user.uid)!.some((l) => l.outcome === 'merged')) burstsMerged++;
-      }
+      });
       assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of ${USERS} users' traces differ from their history`);
       // Stalls may split a burst, but most must have merged, or the merge lines were never checked.
       const bursts = scenario.users.filter((u) => u.history === 'burst').length;

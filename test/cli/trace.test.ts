@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { startRun, type PipelineRun } from '../../chaos/harness.ts';
 import type { ScenarioUser } from '../../chaos/scenario.ts';
+import { eachConcurrently } from '../support/concurrency.ts';
 import { pushctl } from './pushctl-process.ts';
 
 interface Line {
@@ -104,8 +105,10 @@ test('pushctl trace explains every message on every device of every user, exactl
     );
     const secrets = users.flatMap((u) => u.devices.flatMap((d) => d.tokens.map((tk) => tk.token)));
 
-    for (const user of users) {
-      const { exact, either } = expectedFor(run, user);
+    // Four users at a time, each traced independently of the others: a user's trace is two pushctl
+    // processes (mostly node's start-up, on the CPU), and a retry waits 2 s.
+    await eachConcurrently(users, 4, async (user) => {
+      const { exact, either } = expectedFor(run!, user);
       // The token lines and the sink are eventually consistent: a few tries while MySQL and ClickHouse settle.
       let lines: Line[] = [];
       let problem = '';
@@ -140,7 +143,7 @@ test('pushctl trace explains every message on every device of every user, exactl
       assert.equal(problem, '', problem);
 
       // One persisted line per message, before anything about it.
-      const messages = messagesOf(run, user.uid);
+      const messages = messagesOf(run!, user.uid);
       assert.deepEqual(
         lines
           .filter((l) => l.stage === 'persisted')
@@ -193,7 +196,7 @@ test('pushctl trace explains every message on every device of every user, exactl
         );
       }
       if (user.category === 'online' || user.category === 'dead-first' || user.uid.endsWith('-u0')) t.diagnostic(`${user.category}:\n${text.stdout}`);
-    }
+    });
 
     // --conv narrows to one conversation.
     const burstUser = users.find((u) => messagesOf(run!, u.uid).some((m) => m.conv.startsWith('b-')))!;

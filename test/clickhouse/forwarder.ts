@@ -8,15 +8,6 @@ export interface Forwarder {
   close(): Promise<void>;
 }
 
-/** A port nothing listens on (at the moment of the call). */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
 /** Starts forwarding 127.0.0.1:`port` to `target` (an http:// URL). */
 export async function startForwarder(port: number, target: URL): Promise<Forwarder> {
   const sockets = new Set<Socket>();

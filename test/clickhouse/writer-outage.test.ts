@@ -8,7 +8,8 @@ import { TopologyBuilder } from '../../topology/builder.ts';
 import { avroSerde, stringSerde } from '../../topology/serdes.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { buildWorkload } from './fixtures.ts';
-import { freePort, startForwarder } from './forwarder.ts';
+import { freePort } from '../../demo/ports.ts';
+import { startForwarder } from './forwarder.ts';
 import { createTestDatabase, type TestDatabase } from './support.ts';
 
 /**

@@ -3,6 +3,8 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { message, startReceiver } from '../vendors/support.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
+import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
+import { recipientParam } from '../../processors/model/receipt-route.ts';
 
 /** The emulators' receipt simulation: loss, duplication, and an uninstall reported asynchronously. */
 describe('emulator receipt callbacks', () => {
@@ -60,6 +62,28 @@ describe('emulator receipt callbacks', () => {
         ['delivered', 'dead-token'],
       );
       assert.equal(parsed[0]!.vendorMessageId, parsed[1]!.vendorMessageId);
+    });
+
+    test(`${vendor}: a push naming its recipient gets receipts naming the uid; one naming no one, receipts naming no one`, async () => {
+      const named = message(em, vendor, `named-${vendor}`, { recipient: recipientParam('u-42')! });
+      const plain = message(em, vendor, `plain-${vendor}`);
+      const adapter = registry.adapter(vendor, 'app-1')!;
+      assert.deepEqual(
+        (await adapter.submit([named])).concat(await adapter.submit([plain])).map((o) => o.kind),
+        ['accepted', 'accepted'],
+      );
+      await receiver.until(() => callsAbout(named.token).length >= 1 && callsAbout(plain.token).length >= 1);
+      const parser = registry.receiptParser(vendor)!;
+      const parsedFor = (m: PushMessage) =>
+        callsAbout(m.token).flatMap((c) => parser.parseReceipt(c.body, String(c.headers['content-type'])).filter((r) => r.token === m.token));
+      assert.deepEqual(
+        parsedFor(named).map((r) => [r.status, r.recipient]),
+        [['delivered', 'u-42']],
+      );
+      assert.deepEqual(
+        parsedFor(plain).map((r) => [r.status, r.recipient]),
+        [['delivered', undefined]],
+      );
     });
   }
 });

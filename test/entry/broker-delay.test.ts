@@ -10,6 +10,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { BrokerDelayProbe } from '../../pipeline/broker-delay.ts';
 import { createLogger } from '../../common/log.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const endpoints = stackEndpoints();
 const kafka = new Kafka({ clientId: 'broker-delay-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
@@ -49,7 +50,7 @@ test('the probe reports the median round trip once a period from its own thread,
   const producer = kafka.producer();
   await Promise.all([admin.connect(), producer.connect()]);
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 3 }]);
     let produced = false;
     const { periods, closeMs } = await probe(topic, (so) => {
       if (so.length === 3 && !produced) {

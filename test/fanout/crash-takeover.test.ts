@@ -23,6 +23,7 @@ import { startEmulators, type StartedEmulators } from '../../emulators/index.ts'
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { followOutcomes, kafka, produceDispatches, registry, spawnFanOutWorker, type FanOutWorker } from './stack-helpers.ts';
 import { dispatch, taskTable } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const PER_CLASS = 40;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,14 +53,14 @@ before(async () => {
   prefix = `${uniqueName('takeover')}.`;
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.receipts', 'push.tokens', 'push.dlq'].map((t) => ({
+  await createTopicsWithLeaders(
+    admin,
+    ['push.dispatch', 'im.presence', 'push.outcomes', 'push.receipts', 'push.tokens', 'push.dlq'].map((t) => ({
       topic: prefix + t,
       numPartitions: 4,
       replicationFactor: 1,
     })),
-  });
+  );
   await admin.disconnect();
   follower = await followOutcomes(prefix);
 });

@@ -9,6 +9,7 @@ import { startEmulators, type StartedEmulators } from '../../emulators/index.ts'
 import { uniqueName } from '../support/stack.ts';
 import { followOutcomes, kafka, produceDispatches, spawnFanOutWorker, type FanOutWorker } from './stack-helpers.ts';
 import { dispatch, taskTable } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 /**
  * The fan-out on the real stack (Kafka, schema registry, MariaDB) with all six emulators, run as
@@ -32,14 +33,14 @@ describe('fan-out worker on the real stack with all six vendor emulators', () =>
     chmodSync(appsFile, 0o600);
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
+    await createTopicsWithLeaders(
+      admin,
+      ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
         topic: prefix + t,
         numPartitions: t === 'push.dispatch' || t === 'im.presence' ? 3 : 1,
         replicationFactor: 1,
       })),
-    });
+    );
     await admin.disconnect();
     env = { FANOUT_APP_ID: uniqueName('fan-out'), FANOUT_TOPIC_PREFIX: prefix, FANOUT_APPS_CONFIG: appsFile, FANOUT_TASK_TABLE: db.table };
     follower = await followOutcomes(prefix);

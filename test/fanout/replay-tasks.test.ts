@@ -20,6 +20,7 @@ import { replayCommand } from '../../cli/commands/replay.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { followOutcomes, kafka, produceDispatches, spawnFanOutWorker, type FanOutWorker } from './stack-helpers.ts';
 import { dispatch } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 describe('replay --from tasks: a vendor lost the pushes of a time range', () => {
   let em: StartedEmulators;
@@ -45,14 +46,14 @@ describe('replay --from tasks: a vendor lost the pushes of a time range', () => 
     chmodSync(appsFile, 0o600);
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
+    await createTopicsWithLeaders(
+      admin,
+      ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
         topic: prefix + t,
         numPartitions: t === 'push.dispatch' || t === 'im.presence' ? 2 : 1,
         replicationFactor: 1,
       })),
-    });
+    );
     await admin.disconnect();
     follower = await followOutcomes(prefix);
     worker = spawnFanOutWorker({ FANOUT_APP_ID: uniqueName('fan-out'), FANOUT_TOPIC_PREFIX: prefix, FANOUT_APPS_CONFIG: appsFile, PUSH_MYSQL_URL: dbUrl });

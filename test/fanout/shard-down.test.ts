@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { RowDataPacket } from 'mysql2/promise';
 import { startStoreForwarder, type StoreForwarder } from '../../chaos/faults.ts';
-import { freePort } from '../../demo/environment.ts';
+import { freePort } from '../../demo/ports.ts';
 import type { PushDispatch } from '../../processors/model/records.ts';
 import { shardOf } from '../../sinks/mysql/shards.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';

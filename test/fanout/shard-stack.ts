@@ -12,6 +12,7 @@ import { openShardedPools, type ShardedPools } from '../../sinks/mysql/shards.ts
 import type { StartedEmulators } from '../../emulators/index.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { kafka, spawnFanOutWorker, type FanOutWorker } from './stack-helpers.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 export interface ShardDatabases {
   /** Database names, in shard order. */
@@ -62,14 +63,14 @@ export async function createFanOutTopics(prefix: string, partitions: number): Pr
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
+    await createTopicsWithLeaders(
+      admin,
+      ['push.dispatch', 'im.presence', 'push.outcomes', 'push.tokens', 'push.dlq'].map((t) => ({
         topic: prefix + t,
         numPartitions: t === 'push.dispatch' || t === 'im.presence' ? partitions : 1,
         replicationFactor: 1,
       })),
-    });
+    );
   } finally {
     await admin.disconnect();
   }

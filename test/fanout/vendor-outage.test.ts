@@ -68,10 +68,11 @@ describe('fan-out: a vendor outage longer than the retry budget', () => {
     assert.ok(during503 > pushes.length * 3, `retried past the retry budget (${during503} calls)`);
     // The vendor goes away entirely for a while (connections refused), then comes back healthy.
     em.fcm.clearFaults();
-    const restarting = em.restart('fcm', 1_500);
+    // The moment it listens again, from the restart itself: the pump below can run past it on a busy box.
+    let upAt = Infinity;
+    const restarting = em.restart('fcm', 1_500, { up: () => (upAt = Date.now()) });
     await pump(1_500);
     await restarting;
-    const upAt = Date.now();
     for (const until = Date.now() + 5_000; Date.now() < until;) {
       await pump(200);
       if (pushes.every((d) => em.fcm.accepted().some((r) => r.token === d.channels[0]!.token))) break;
@@ -88,7 +89,7 @@ describe('fan-out: a vendor outage longer than the retry budget', () => {
       const copies = em.fcm.accepted().filter((r) => r.token === d.channels[0]!.token);
       assert.equal(copies.length, 1, `${d.uid} shown once`);
       assert.equal(copies[0]!.collapseId, d.collapse_id);
-      assert.ok(copies[0]!.at >= upAt - 50, 'submitted after the vendor returned');
+      assert.ok(copies[0]!.at >= upAt, 'submitted after the vendor returned');
       assert.equal((await taskRow(db.pool, db.table, d.task_id))!.status, 1);
     }
   });

@@ -43,7 +43,7 @@ describe('application wiring', () => {
     );
   });
 
-  test('receipts: three sub-topologies, the by-message topic where the key changes', () => {
+  test('receipts: three sub-topologies, the by-uid and by-message topics where the key changes', () => {
     const topology = buildReceiptTopology({
       ...wiring,
       parsers: () => undefined,
@@ -58,18 +58,27 @@ describe('application wiring', () => {
         '    Source: receipts-raw (topics: [t.push.receipts.raw])',
         '      --> receipt-parse',
         '    Processor: receipt-parse (stores: [])',
-        '      --> receipt-parse-out',
+        '      --> receipt-parse-out, receipt-parse-by-uid',
         '      <-- receipts-raw',
         '    Sink: receipt-parse-out (topic: t.push.receipts.by-message)',
+        '      <-- receipt-parse',
+        '    Sink: receipt-parse-by-uid (topic: t.push.receipts.by-uid)',
         '      <-- receipt-parse',
         '  Sub-topology: 1',
         '    Source: uid-keyed (topics: [t.push.outcomes, t.push.tokens, t.push.receipts])',
         '      --> submission-index, token-lifecycle',
+        '    Source: receipts-by-uid (topics: [t.push.receipts.by-uid])',
+        '      --> receipt-join-by-uid',
         '    Processor: submission-index (stores: [])',
-        '      --> submission-index-out',
+        '      --> submission-index-out, receipt-join-by-uid',
         '      <-- uid-keyed',
         '    Sink: submission-index-out (topic: t.push.receipts.by-message)',
         '      <-- submission-index',
+        '    Processor: receipt-join-by-uid (stores: [receipt-join-by-uid-messages, receipt-join-by-uid-due])',
+        '      --> push-receipts-by-uid',
+        '      <-- submission-index, receipts-by-uid',
+        '    Sink: push-receipts-by-uid (topic: t.push.receipts)',
+        '      <-- receipt-join-by-uid',
         '    Processor: token-lifecycle (stores: [token-lifecycle-tokens, token-lifecycle-stale-due])',
         '      --> token-invalidations',
         '      <-- uid-keyed',

@@ -140,7 +140,7 @@ test(
           // A failed query counts as no figures yet: the loop asks again, and the assertion below shows what was missing.
           actual = sorted(await clickhouseFigures(clickhouse, since, appId).catch(() => ({})));
           if (JSON.stringify(actual) === JSON.stringify(expected) || Date.now() > deadline) break;
-          await sleep(1500);
+          await sleep(500); // one small query per ask: asked often, so the test goes on as soon as ClickHouse has caught up
         }
         t.diagnostic(`${label}: ${JSON.stringify(expected)}`);
         assert.deepEqual(actual, expected, `${label}: ClickHouse (actual) vs the emulators (expected)`);
@@ -209,17 +209,20 @@ test(
       });
       await replay.start();
       // Done when the replay group has committed up to the end of both topics (past the commit
-      // markers that end every partition written transactionally) and its offsets stand still.
+      // markers that end every partition written transactionally) and its offsets have stood still
+      // there for 2 s. Asked every 500 ms, so the wait ends soon after those 2 s.
       let previous = '';
+      let stillSince = Date.now();
       let replayed = 0;
       const deadline = Date.now() + 90_000;
       for (;;) {
-        await sleep(2000);
+        await sleep(500);
         const status = await groupStatus(admin, replayId).catch(() => undefined); // no status this round: the loop asks again
         const parts = status?.topics.flatMap((x) => x.partitions.map((p) => ({ ...p, topic: x.topic }))) ?? [];
         const snapshot = JSON.stringify(parts);
         const complete = status?.state === 'Stable' && new Set(parts.map((p) => p.topic)).size === 2 && parts.every((p) => p.lag === 0);
-        if (complete && snapshot === previous) {
+        if (!complete || snapshot !== previous) stillSince = Date.now();
+        if (complete && snapshot === previous && Date.now() - stillSince >= 2000) {
           replayed = parts.reduce((n, p) => n + p.committed, 0);
           break;
         }

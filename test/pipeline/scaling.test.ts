@@ -14,6 +14,16 @@ import { groupStatus, type GroupStatus } from '../../pipeline/group-status.ts';
 
 const PARTITIONS = 6;
 
+/**
+ * Partitions each member holds (of `topic`, else of all). The decisions group runs one sub-topology
+ * over four co-partitioned topics: a member holds a task's partition of every one of them.
+ */
+const partitionsOf = (s: GroupStatus, topic?: string) =>
+  s.members.map((m) => Object.entries(m.assignment).reduce((n, [tp, ps]) => n + (topic === undefined || tp === topic ? ps.length : 0), 0));
+
+/** `members` members, every one holding some partitions. */
+const spreadOver = (s: GroupStatus, members: number) => s.members.length === members && partitionsOf(s).every((n) => n > 0);
+
 test('workers added and removed mid-stream: nothing lost, duplicates only with the same collapse id, partitions move', { timeout: 300_000 }, async (t) => {
   let run: PipelineRun | undefined;
   let verdict: RunVerdict;
@@ -33,12 +43,18 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
       }
     })();
     const playing = r.play();
+    // Each step waits for the membership the previous one leads to (with a bound): on a busy box a
+    // rebalance can outlast any fixed pause, and a member stopped before it got partitions tests nothing.
+    const reached = async (members: number) => {
+      for (const deadline = Date.now() + 60_000; !samples.some((s) => spreadOver(s, members)) && Date.now() < deadline;) await sleep(500);
+    };
     const steps = (async () => {
       await sleep(4000);
       await r.env.startWorker(1);
-      await sleep(8000);
+      await reached(2);
       await r.env.startWorker(2);
-      await sleep(12_000);
+      await reached(3);
+      await sleep(3000);
       await stopWorker(r.env, 1, 'SIGTERM');
       await sleep(6000);
       await stopWorker(r.env, 2, 'SIGKILL');
@@ -61,11 +77,7 @@ test('workers added and removed mid-stream: nothing lost, duplicates only with t
 
   // Membership: 1 → 3 members, the work spread over all three, then back to one holding everything.
   const persisted = `${run.env.topicPrefix}im.message.persisted`;
-  // The decisions group runs one sub-topology over four co-partitioned topics: a member holds a
-  // task's partition of every one of them, and every member must hold some.
-  const partitionsOf = (s: GroupStatus, topic?: string) =>
-    s.members.map((m) => Object.entries(m.assignment).reduce((n, [tp, ps]) => n + (topic === undefined || tp === topic ? ps.length : 0), 0));
-  const spread = samples.find((s) => s.members.length === 3 && partitionsOf(s).every((n) => n > 0));
+  const spread = samples.find((s) => spreadOver(s, 3));
   assert.ok(spread, `never saw three members sharing the partitions: ${samples.map((s) => partitionsOf(s).join('+')).join(' ')}`);
   assert.equal(
     partitionsOf(spread, persisted).reduce((a, b) => a + b, 0),

@@ -5,6 +5,7 @@ import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { registerSchemas } from '../../pipeline/schemas.ts';
 import { registryValueSerdes, type ValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS, topicName, type TopicKey } from '../../pipeline/topics.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 export const endpoints = stackEndpoints();
 export const kafka = new Kafka({ clientId: 'decisions-tests', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
@@ -20,10 +21,10 @@ export interface TestTopics {
 export async function createTestTopics(admin: Admin, partitions = 4): Promise<TestTopics> {
   const prefix = `${uniqueName('decisions')}.`;
   const keys = Object.keys(TOPICS) as TopicKey[];
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: keys.map((k) => ({ topic: topicName(k, prefix), numPartitions: partitions, replicationFactor: 1 })),
-  });
+  await createTopicsWithLeaders(
+    admin,
+    keys.map((k) => ({ topic: topicName(k, prefix), numPartitions: partitions, replicationFactor: 1 })),
+  );
   await registerSchemas(registry, { prefix });
   return { prefix, name: (k) => topicName(k, prefix), serdes: registryValueSerdes(registry, prefix) };
 }

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import type { RowDataPacket } from 'mysql2/promise';
-import { receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
+import { receiptsByMessageTopic, receiptsByUidTopic } from '../../pipeline/apps/receipts.ts';
+import { recipientParam } from '../../processors/model/receipt-route.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
 import type { PushOutcome, TokenReport, UserSettings } from '../../processors/model/records.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
@@ -101,15 +102,21 @@ export class PoisonChecks {
     );
   }
 
+  /** An HMS callback about a push to `user`, as Push Kit sends it: with the push's bi_tag, which names the user (processors/model/receipt-route.ts). */
+  hmsCallbackAbout(requestId: string, user: OfflineUser, status: number, timestamp: number): string {
+    return receiptBodies.hms(requestId, user.token, status, timestamp, recipientParam(user.uid) ?? '');
+  }
+
   /** A delivered, matched receipt for the task. */
   deliveredReceipt(taskId: string, what: string): Promise<SeenRecord<PushReceipt>> {
     return this.receipts.waitFor((r) => r.value?.task_id === taskId && r.value.status === 'DELIVERED' && r.value.matched, WAIT_MS, what);
   }
 
-  /** The receipts stage has read everything now on push.receipts.raw and then on its repartition topic (so the join saw it). */
+  /** The receipts stage has read everything now on push.receipts.raw and then on its repartition topics (so the joins saw it). */
   async receiptsCaughtUp(): Promise<void> {
     await this.stack.waitRead('receipts', [this.stack.topic('receiptsRaw')]);
-    await this.stack.waitRead('receipts', [receiptsByMessageTopic(this.stack.env.topicPrefix)], { markers: true });
+    const prefix = this.stack.env.topicPrefix;
+    await this.stack.waitRead('receipts', [receiptsByMessageTopic(prefix), receiptsByUidTopic(prefix)], { markers: true });
   }
 
   /** Sends `user` a message; once its vendor's own receipt matched it, returns its vendor message id and task. */

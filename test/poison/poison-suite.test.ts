@@ -325,7 +325,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const ownHeader = hmsCallbackHeader(stack.receiptCredentials().hms, Date.now(), randomUUID());
         assert.equal(
           (
-            await postReceipt(stack.env.receiptPort, `/receipts/hms/${stack.env.appId}`, hmsCallback(own.requestId, control.token, 2, Date.now()), {
+            await postReceipt(stack.env.receiptPort, `/receipts/hms/${stack.env.appId}`, c.hmsCallbackAbout(own.requestId, control, 2, Date.now()), {
               'content-type': 'application/json',
               'x-huawei-callback-id': ownHeader,
             })
@@ -342,7 +342,7 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const victim = stack.takeUser(hmsPartition(), 'hms');
         const { requestId, taskId } = await c.deliveredPush(victim);
         const header = hmsCallbackHeader(other.hms, Date.now(), randomUUID());
-        const answer = await postReceipt(second.port, `/receipts/hms/${other.appId}`, hmsCallback(requestId, victim.token, 2, Date.now()), {
+        const answer = await postReceipt(second.port, `/receipts/hms/${other.appId}`, c.hmsCallbackAbout(requestId, victim, 2, Date.now()), {
           'content-type': 'application/json',
           'x-huawei-callback-id': header,
         });
@@ -368,8 +368,8 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
         const path = `/receipts/hms/${stack.env.appId}`;
         const now = Date.now();
         const header = { 'content-type': 'application/json', 'x-huawei-callback-id': hmsCallbackHeader(hms, now, randomUUID()) };
-        const genuine = hmsCallback(requestId, victim.token, 0, now);
-        const forged = hmsCallback(requestId, victim.token, 2, now);
+        const genuine = c.hmsCallbackAbout(requestId, victim, 0, now);
+        const forged = c.hmsCallbackAbout(requestId, victim, 2, now);
         assert.equal((await postReceipt(stack.env.receiptPort, path, genuine, header)).status, 200, "the worker's receiver takes the genuine callback");
         assert.equal((await postReceipt(second.port, path, forged, header)).status, 401, 'the second receiver refuses the replayed header');
         assert.equal((await postReceipt(second.port, path, genuine, header)).status, 200, "the same callback again is the vendor's retry");

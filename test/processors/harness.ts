@@ -13,7 +13,8 @@ import type { MessagePersisted, Mention, PresenceKind, PushDispatch, PushOutcome
 export const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
 export const APP = 'im.demo';
 
-export type HarnessOptions = Omit<DecisionsTopologyOptions, 'valueSerdes' | 'topicPrefix'> & { startMs?: number };
+/** `commitEveryInput` false: inputs between two `driver.commit()` calls share one commit (default true). */
+export type HarnessOptions = Omit<DecisionsTopologyOptions, 'valueSerdes' | 'topicPrefix'> & { startMs?: number; commitEveryInput?: boolean };
 
 export class DecisionsHarness {
   private seqs = new Map<string, number>();
@@ -25,7 +26,8 @@ export class DecisionsHarness {
   static create(options: HarnessOptions = {}): DecisionsHarness {
     const start = options.startMs ?? T0;
     const topology = buildDecisionsTopology({ ...options, valueSerdes: rawAvroValueSerdes() });
-    return new DecisionsHarness(new TopologyTestDriver(topology, { startWallClockMs: start, dlqTopic: TOPICS.dlq.name }), start);
+    const commitEveryInput = options.commitEveryInput ?? true;
+    return new DecisionsHarness(new TopologyTestDriver(topology, { startWallClockMs: start, dlqTopic: TOPICS.dlq.name, commitEveryInput }), start);
   }
 
   /** Current time, ms after the start. */

@@ -9,11 +9,12 @@ import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { topicName } from '../../pipeline/topics.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
-import { freePort } from '../clickhouse/forwarder.ts';
+import { freePort } from '../../demo/ports.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
 import { openRaw, postHead, rawRequest, readRaw, type RawAnswer } from './raw-http.ts';
 import { PARSING_APPS, RECEIPT_SECRETS, TEST_APP, receiptAppsFile, receiptBodies } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const PUSHCTL = fileURLToPath(new URL('../../cli/pushctl.ts', import.meta.url));
@@ -52,7 +53,7 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 1, replicationFactor: 1 }]);
     await admin.disconnect();
     mysql = await createTestMysql('flood');
     const dir = tmpdir();

@@ -6,7 +6,7 @@ import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import { createLogger } from '../../common/log.ts';
 import { topicName } from '../../pipeline/topics.ts';
-import { buildReceiptTopology, receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
+import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from '../../pipeline/apps/receipts.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
@@ -25,9 +25,11 @@ import { StreamsApp } from '../../topology/runtime.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { buildWorkload, type ArrivalTruth } from '../clickhouse/fixtures.ts';
 import { createTestDatabase, type TestDatabase } from '../clickhouse/support.ts';
-import { freePort, startForwarder, type Forwarder } from '../clickhouse/forwarder.ts';
+import { freePort } from '../../demo/ports.ts';
+import { startForwarder, type Forwarder } from '../clickhouse/forwarder.ts';
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
 import { RECEIPT_SECRETS, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -46,6 +48,7 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     tokens: topicName('tokens', prefix),
     receipts: topicName('receipts', prefix),
     byMessage: receiptsByMessageTopic(prefix),
+    byUid: receiptsByUidTopic(prefix),
   };
   const dlq = topicName('dlq', prefix);
   const kafka = new Kafka({ clientId: 'receipts-e2e', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
@@ -95,10 +98,10 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [...Object.values(topics), dlq].map((topic) => ({ topic, numPartitions: 2, replicationFactor: 1 })),
-    });
+    await createTopicsWithLeaders(
+      admin,
+      [...Object.values(topics), dlq].map((topic) => ({ topic, numPartitions: 2, replicationFactor: 1 })),
+    );
     await admin.disconnect();
     [ch, mysql] = await Promise.all([createTestDatabase('e2e'), createTestMysql('e2e')]);
     chPort = await freePort();

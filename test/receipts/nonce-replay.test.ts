@@ -17,6 +17,7 @@ import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
 import { postHead, rawRequest } from './raw-http.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 /**
  * HMS nonces are remembered in MySQL (migrations/mysql/005_push_receipt_nonce.sql), so a captured
@@ -37,7 +38,7 @@ describe('HMS nonce memory across receivers', () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 1, replicationFactor: 1 }]);
     await admin.disconnect();
     mysql = await createTestMysql('nonces');
     registry = parsingRegistry();

@@ -29,6 +29,7 @@ import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { DAY, ReceiptsHarness, T0, TOPICS, useReceiptsHarness } from '../tokens/harness.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const MINUTE = 60_000;
 
@@ -63,7 +64,7 @@ describe('receipt receiver: receipts with absurd times are refused', () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 1, replicationFactor: 1 }]);
     await admin.disconnect();
     registry = parsingRegistry();
     publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });

@@ -17,6 +17,7 @@ import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { openRaw, postHead, rawRequest, readRaw } from './raw-http.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 /**
  * The receiver refuses before it reads: credentials are checked on the headers, unknown apps look
@@ -34,7 +35,7 @@ describe('receipt receiver limits', () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: topicName('receiptsRaw', prefix), numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic: topicName('receiptsRaw', prefix), numPartitions: 1, replicationFactor: 1 }]);
     await admin.disconnect();
     registry = parsingRegistry();
     publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });

@@ -15,6 +15,7 @@ import { topicName } from '../../pipeline/topics.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 interface Answer {
   status: number;
@@ -56,7 +57,7 @@ describe('receipt receiver', () => {
   before(async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsWithLeaders(admin, [{ topic, numPartitions: 1, replicationFactor: 1 }]);
     await admin.disconnect();
     registry = parsingRegistry();
     publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', prefix) });

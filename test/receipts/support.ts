@@ -60,8 +60,8 @@ export function receiptAppsFile(appIds: readonly string[] = [TEST_APP]): { apps:
 
 /** Receipt bodies in each vendor's documented callback format (docs/vendors.md, Receipts and Sources). */
 export const receiptBodies = {
-  hms: (requestId: string, token: string, status: number, timestamp: number) =>
-    JSON.stringify({ statuses: [{ biTag: '', appid: '10001', token, status, timestamp, requestId }] }),
+  hms: (requestId: string, token: string, status: number, timestamp: number, biTag = '') =>
+    JSON.stringify({ statuses: [{ biTag, appid: '10001', token, status, timestamp, requestId }] }),
   xiaomi: (msgId: string, regId: string, type: number, timestamp: number) =>
     new URLSearchParams({ data: JSON.stringify({ [msgId]: { param: '', type, targets: regId, jobkey: '', barStatus: 'Enable', timestamp } }) }).toString(),
   oppo: (messageId: string, regId: string, eventType: string, eventTime: number) =>

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { Kafka, logLevel, type EachMessagePayload } from 'kafkajs';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const endpoints = stackEndpoints();
 const kafka = new Kafka({ clientId: 'stack-smoke', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
@@ -11,7 +12,10 @@ async function createTopics(...topics: string[]): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: 1 })), waitForLeaders: true });
+    await createTopicsWithLeaders(
+      admin,
+      topics.map((topic) => ({ topic, numPartitions: 1 })),
+    );
   } finally {
     await admin.disconnect();
   }

@@ -9,7 +9,7 @@ import { readKey } from '../../common/config.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
-import { readWorkerConfig } from '../../pipeline/worker.ts';
+import { readWorkerConfig } from '../../pipeline/worker-config.ts';
 import { resolveStreamsAppOptions } from '../../topology/runtime-options.ts';
 import { compileMergeOptions } from '../../processors/merge/options.ts';
 import { compileOnlineFilterOptions } from '../../processors/online-filter/options.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
-import { buildReceiptTopology, receiptsByMessageTopic } from '../../pipeline/apps/receipts.ts';
+import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from '../../pipeline/apps/receipts.ts';
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
@@ -21,6 +21,7 @@ export const TOPICS = {
   tokens: 'push.tokens',
   receipts: 'push.receipts',
   byMessage: receiptsByMessageTopic(),
+  byUid: receiptsByUidTopic(),
 } as const;
 export const DAY = 86_400_000;
 export const T0 = Date.UTC(2026, 10, 1, 0, 0, 0);
@@ -58,12 +59,12 @@ export class ReceiptsHarness {
 
   /**
    * Kafka records the application produced since the previous call, by topic (output topics, the
-   * internal by-message topic, and each store's changelog), as an operator would count them from
-   * the topics' end offsets. Reads (and so empties) the output queues.
+   * internal by-message and by-uid topics, and each store's changelog), as an operator would count
+   * them from the topics' end offsets. Reads (and so empties) the output queues.
    */
   produced(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const topic of [TOPICS.byMessage, TOPICS.receipts, TOPICS.tokens]) {
+    for (const topic of [TOPICS.byMessage, TOPICS.byUid, TOPICS.receipts, TOPICS.tokens]) {
       const n = this.driver.readAllOutputs(topic).length;
       if (n > 0) out[topic] = n;
     }
@@ -107,7 +108,7 @@ export class ReceiptsHarness {
     device: string,
     task: string,
     status: PushOutcome['status'],
-    options: { vendor?: string; vendorMessageId?: string; reason?: string } = {},
+    options: { vendor?: string; vendorMessageId?: string; reason?: string; receiptsByUid?: boolean } = {},
   ): Promise<void> {
     const uid = `uid-${device}`;
     const outcome: PushOutcome = {
@@ -131,13 +132,17 @@ export class ReceiptsHarness {
       persisted_at: this.now() - 100,
       at: this.now(),
       latency_ms: 100,
+      ...(options.receiptsByUid ? { receipts_by_uid: true } : {}),
     };
     await this.driver.pipeInput(TOPICS.outcomes, uid, outcome);
   }
 
-  /** An HMS receipt callback as the receiver hands it on: status 0 delivered, 2/5 dead token, others failed. */
-  async hmsReceipt(requestId: string, token: string, status: number, at = this.now()): Promise<void> {
-    const body = Buffer.from(receiptBodies.hms(requestId, token, status, at));
+  /**
+   * An HMS receipt callback as the receiver hands it on: status 0 delivered, 2/5 dead token, others
+   * failed. `biTag`: the push's callback parameter, echoed (processors/model/receipt-route.ts).
+   */
+  async hmsReceipt(requestId: string, token: string, status: number, at = this.now(), biTag = ''): Promise<void> {
+    const body = Buffer.from(receiptBodies.hms(requestId, token, status, at, biTag));
     const raw: ReceiptRaw = {
       receipt_id: createHash('sha256').update('hms\n').update(body).digest('hex'),
       vendor: 'hms',

@@ -5,7 +5,7 @@
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { freePort } from '../../demo/ports.ts';
 import { rmSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import { kafkaService, restartKafka, type KafkaInstance } from '../../stack/kafka.ts';
@@ -17,16 +17,6 @@ const RECORDS = 36_000;
 const PARTITIONS = 12;
 const TASKS = Array.from({ length: PARTITIONS }, (_, p) => `0_${p}`).sort();
 const live: Worker[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 let broker: KafkaInstance;
 let client: Kafka;

@@ -4,12 +4,16 @@ import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { avroSerde } from '../../topology/serdes.ts';
 import { wordSchema, type WordCount, type WordEvent } from './fixtures.ts';
+import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 export const brokers = stackEndpoints().kafkaBrokers;
 export const kafka = new Kafka({ clientId: 'topology-tests', brokers, logLevel: logLevel.NOTHING });
 
 export async function createTopics(admin: Admin, topics: Array<{ topic: string; partitions: number }>): Promise<void> {
-  await admin.createTopics({ waitForLeaders: true, topics: topics.map((t) => ({ topic: t.topic, numPartitions: t.partitions, replicationFactor: 1 })) });
+  await createTopicsWithLeaders(
+    admin,
+    topics.map((t) => ({ topic: t.topic, numPartitions: t.partitions, replicationFactor: 1 })),
+  );
 }
 
 /** A deterministic stream of word events: `count` records over `words` distinct keys. */

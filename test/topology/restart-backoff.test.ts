@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { RestartBackoff } from '../../topology/restart-backoff.ts';
 import { resolveStreamsAppOptions, type StreamsAppOptions } from '../../topology/runtime-options.ts';
 import { ConfigError } from '../../common/errors.ts';
-import { readWorkerConfig } from '../../pipeline/worker.ts';
+import { readWorkerConfig } from '../../pipeline/worker-config.ts';
 import { countingTopology } from './fixtures.ts';
 
 describe('restart backoff', () => {

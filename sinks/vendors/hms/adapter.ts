@@ -4,6 +4,7 @@ import { joinUrl, jsonOf } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
+import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
 import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
 
@@ -99,6 +100,7 @@ export class HmsAdapter extends CredentialedHttpAdapter implements VendorAdapter
       status: HMS_RECEIPT_STATUS[String(s.status)] ?? 'failed',
       code: String(s.status),
       at: Number(s.timestamp) || this.now(),
+      ...recipientField(s.biTag),
     }));
   }
 }

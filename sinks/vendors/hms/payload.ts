@@ -21,6 +21,7 @@ function render(m: PushMessage, config: HmsPayloadConfig, text: NotificationText
       urgency: 'HIGH',
       ttl: `${Math.max(1, m.ttlSeconds)}s`,
       ...(config.receiptId ? { receipt_id: config.receiptId } : {}),
+      ...(m.recipient ? { bi_tag: m.recipient } : {}),
       notification: {
         title: text.title,
         body: text.body,

@@ -7,6 +7,7 @@ import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts
 import { notifyId } from '../../../processors/model/ids.ts';
 import { channelOf } from '../channels.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
+import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
 
@@ -68,7 +69,7 @@ export class OppoAdapter extends CredentialedHttpAdapter implements VendorAdapte
         notify_id: notifyId(m.collapseId),
         category: m.classification?.category ?? this.config.category,
         notify_level: m.silent ? 1 : Number(m.classification?.notify_level ?? 2),
-        ...(this.config.receiptUrl ? { call_back_url: this.config.receiptUrl, call_back_parameter: m.taskId.slice(0, 100) } : {}),
+        ...(this.config.receiptUrl ? { call_back_url: this.config.receiptUrl, call_back_parameter: m.recipient ?? m.taskId.slice(0, 100) } : {}),
       },
     };
   }
@@ -150,6 +151,7 @@ export class OppoAdapter extends CredentialedHttpAdapter implements VendorAdapte
           status: OPPO_RECEIPT_EVENTS[String(e.eventType)] ?? 'failed',
           code: String(e.eventType ?? ''),
           at: Number(e.eventTime) || this.now(),
+          ...recipientField(e.param),
         })),
     );
   }

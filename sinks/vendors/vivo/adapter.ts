@@ -6,6 +6,7 @@ import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDe
 import { httpStatusRule, noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
 import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
+import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
 
@@ -72,7 +73,12 @@ export class VivoAdapter extends CredentialedHttpAdapter implements VendorAdapte
       notifyId: notifyId(m.collapseId),
       pushMode: 0,
       ...(this.config.receiptId
-        ? { extra: { callback: this.config.receiptId, 'callback.param': m.collapseId.slice(0, 64) /* per conversation, so identical messages still batch */ } }
+        ? {
+            extra: {
+              callback: this.config.receiptId,
+              'callback.param': m.recipient ?? m.collapseId.slice(0, 64) /* per recipient or conversation, so a campaign's identical messages still batch */,
+            },
+          }
         : {}),
     };
   }
@@ -136,7 +142,7 @@ export class VivoAdapter extends CredentialedHttpAdapter implements VendorAdapte
 
   /** vivo receipt (this project's format): `{"<taskId>":{"param","targets":"r1,r2","ackTime","ackType"}}`. */
   parseReceipt(body: Buffer): ParsedReceipt[] {
-    const parsed = jsonOf(body.toString('utf8')) as Record<string, { targets?: string; ackTime?: number; ackType?: number }> | undefined;
+    const parsed = jsonOf(body.toString('utf8')) as Record<string, { targets?: string; ackTime?: number; ackType?: number; param?: string }> | undefined;
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return [];
     return Object.entries(parsed).flatMap(([taskId, r]) =>
       String(r?.targets ?? '')
@@ -149,6 +155,7 @@ export class VivoAdapter extends CredentialedHttpAdapter implements VendorAdapte
           status: VIVO_RECEIPT_ACK[String(r.ackType)] ?? 'failed',
           code: String(r.ackType ?? ''),
           at: Number(r.ackTime) || this.now(),
+          ...recipientField(r.param),
         })),
     );
   }

@@ -5,6 +5,7 @@ import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts
 import { notifyId } from '../../../processors/model/ids.ts';
 import { channelOf } from '../channels.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
+import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
 
@@ -45,6 +46,7 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
     if (this.config.receiptUrl) {
       form['extra.callback'] = this.config.receiptUrl;
       form['extra.callback.type'] = String(XIAOMI_CALLBACK_TYPE);
+      if (m.recipient) form['extra.callback.param'] = m.recipient;
     }
     return form;
   }
@@ -94,7 +96,7 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
   parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[] {
     const text = body.toString('utf8');
     const json = /json/i.test(contentType ?? '') ? text : (new URLSearchParams(text).get('data') ?? '');
-    const parsed = jsonOf(json) as Record<string, { type?: number; targets?: string; timestamp?: number }> | undefined;
+    const parsed = jsonOf(json) as Record<string, { type?: number; targets?: string; timestamp?: number; param?: string }> | undefined;
     if (!parsed || typeof parsed !== 'object') return [];
     const out: ParsedReceipt[] = [];
     for (const [msgId, r] of Object.entries(parsed)) {
@@ -108,10 +110,11 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
               ? 'delivered'
               : undefined;
       if (status === undefined) continue;
+      const recipient = recipientField(r.param);
       for (const token of String(r.targets ?? '')
         .split(',')
         .filter(Boolean)) {
-        out.push({ vendor: 'xiaomi', vendorMessageId: msgId, token, status, code: String(type), at: Number(r.timestamp) || this.now() });
+        out.push({ vendor: 'xiaomi', vendorMessageId: msgId, token, status, code: String(type), at: Number(r.timestamp) || this.now(), ...recipient });
       }
     }
     return out;

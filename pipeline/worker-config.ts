@@ -1,0 +1,99 @@
+/**
+ * A worker's settings, read from its PUSH_* keys without loading the pipeline: `pushctl` checks a
+ * configuration (cli/config-check.ts) before any command's clients are loaded.
+ */
+import { readKey, type Env } from '../common/config.ts';
+import { CONFIG_KEYS } from '../common/config-keys.ts';
+import { ConfigError } from '../common/errors.ts';
+import type { ProcessingGuarantee } from '../topology/runtime.ts';
+import type { TopicReplication } from '../topology/create-topics.ts';
+import type { StageName } from './apps/index.ts';
+
+/** Worker settings, read once from PUSH_* keys (declared in common/config-keys.ts; a bad value names its key). */
+export interface WorkerConfig {
+  /** PUSH_APPLICATION_ID: prefix of consumer groups, changelogs and transactional ids. Default offline-push. */
+  readonly applicationId: string;
+  /** PUSH_STAGES: comma-separated subset of decisions, fan-out, receipts, clickhouse. Default all. */
+  readonly stages: StageName[];
+  /** PUSH_RECEIVER: also serve the vendor receipt callbacks (receipts/). Default false; true/false, 1/0, yes/no, on/off. */
+  readonly receiver: boolean;
+  /** PUSH_PROCESSING_GUARANTEE: exactly_once (default) or at_least_once. */
+  readonly guarantee: ProcessingGuarantee;
+  /** PUSH_COMMIT_INTERVAL_MS: commit interval of the persist → vendor path (decisions, fan-out); default 100 under exactly_once, 1000 otherwise; 10–60 000. */
+  readonly commitIntervalMs: number;
+  /** PUSH_CAUGHT_UP_COMMIT_MS: a caught-up decisions task commits its pushes this long after its previous commit (topology/runtime-options.ts caughtUpCommitMs); default 10; 1–commitIntervalMs. */
+  readonly caughtUpCommitMs: number;
+  /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts and the ClickHouse sink; default 1000; 10–60 000. */
+  readonly backgroundCommitIntervalMs: number;
+  /** PUSH_BUSINESS_COMMIT_INTERVAL_MS: commit interval of the business lane (business, fan-out-business); default 1000; 10–60 000. */
+  readonly businessCommitIntervalMs: number;
+  /** PUSH_PARTITIONS: partitions of topics this worker creates when missing. Default 6. */
+  readonly partitions: number;
+  /** PUSH_REPLICATION_FACTOR / PUSH_MIN_INSYNC_REPLICAS: replication of every topic this worker creates. Default 1 / 1. */
+  readonly replication: TopicReplication;
+  /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS; 1–256. */
+  readonly concurrentPartitions: number;
+  /** PUSH_TOPIC_PREFIX: prefix of every topic name. Default none. */
+  readonly topicPrefix: string;
+  /** PUSH_METRICS_PORT: /metrics, /healthz, /readyz; 0 picks a free port. Default 9464. */
+  readonly metricsPort: number;
+  /** PUSH_APPS_CONFIG: the vendor apps JSON file (needed by fan-out, receipts and the receiver). */
+  readonly appsConfigPath: string;
+  /** PUSH_MAX_RECORD_BYTES: largest output record (key + value + headers); larger ones go to the DLQ as RECORD_TOO_LARGE. Default 1,048,460; 1 024–104 857 600. */
+  readonly maxRecordBytes: number;
+  /** PUSH_RESTART_BACKOFF_INITIAL_MS / _MAX_MS / _RESET_MS: restart backoff of each stage (topology/runtime-options.ts). Defaults 200, 30 000, 60 000. */
+  readonly restartBackoff: { readonly initialMs: number; readonly maxMs: number; readonly resetMs: number };
+}
+
+/** PUSH_CAUGHT_UP_COMMIT_MS: default 10, never above the commit interval (also the bench's latency floor, bench/hop-latency.ts). */
+export function readCaughtUpCommitMs(env: Env, commitIntervalMs: number): number {
+  const key = CONFIG_KEYS.PUSH_CAUGHT_UP_COMMIT_MS;
+  return readKey(env, key, Math.min(key.default, commitIntervalMs), { min: key.min, max: commitIntervalMs });
+}
+
+export function readWorkerConfig(env: Env = process.env): WorkerConfig {
+  const stages = readKey(env, CONFIG_KEYS.PUSH_STAGES) as StageName[];
+  const guarantee = readKey(env, CONFIG_KEYS.PUSH_PROCESSING_GUARANTEE);
+  const receiver = readKey(env, CONFIG_KEYS.PUSH_RECEIVER);
+  const appsConfigPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
+  if (appsConfigPath === '' && (receiver || stages.some((s) => s === 'fan-out' || s === 'receipts'))) {
+    throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
+  }
+  const partitions = readKey(env, CONFIG_KEYS.PUSH_PARTITIONS);
+  const backoffInitialMs = readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_INITIAL_MS);
+  const backoffMax = CONFIG_KEYS.PUSH_RESTART_BACKOFF_MAX_MS;
+  const commitIntervalMs = readKey(env, CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS, guarantee === 'exactly_once' ? CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS.default : 1000);
+  return Object.freeze({
+    applicationId: readKey(env, CONFIG_KEYS.PUSH_APPLICATION_ID),
+    stages,
+    receiver,
+    guarantee,
+    commitIntervalMs,
+    caughtUpCommitMs: readCaughtUpCommitMs(env, commitIntervalMs),
+    backgroundCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COMMIT_INTERVAL_MS),
+    businessCommitIntervalMs: readKey(env, CONFIG_KEYS.PUSH_BUSINESS_COMMIT_INTERVAL_MS),
+    partitions,
+    replication: readReplication(env),
+    concurrentPartitions: readKey(env, CONFIG_KEYS.PUSH_CONCURRENT_PARTITIONS, partitions),
+    topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
+    metricsPort: readKey(env, CONFIG_KEYS.PUSH_METRICS_PORT),
+    appsConfigPath,
+    maxRecordBytes: readKey(env, CONFIG_KEYS.PUSH_MAX_RECORD_BYTES),
+    restartBackoff: Object.freeze({
+      initialMs: backoffInitialMs,
+      maxMs: readKey(env, backoffMax, Math.max(backoffInitialMs, backoffMax.default), { min: backoffInitialMs, max: backoffMax.max }),
+      resetMs: readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_RESET_MS),
+    }),
+  });
+}
+
+/**
+ * PUSH_REPLICATION_FACTOR and PUSH_MIN_INSYNC_REPLICAS (default 1 and 1, the single broker): the
+ * replication of every topic the pipeline creates. min.insync.replicas above the factor would
+ * refuse every write, so it is refused at start, naming the key.
+ */
+export function readReplication(env: Env = process.env): TopicReplication {
+  const factor = readKey(env, CONFIG_KEYS.PUSH_REPLICATION_FACTOR);
+  const minKey = CONFIG_KEYS.PUSH_MIN_INSYNC_REPLICAS;
+  return Object.freeze({ factor, minInsyncReplicas: readKey(env, minKey, Math.min(factor, minKey.default), { min: minKey.min, max: factor }) });
+}
