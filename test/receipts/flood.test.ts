@@ -187,4 +187,12 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
     assert.equal(sum('push_receipts_callbacks_accepted_total{'), sent);
     assert.equal(sum('push_receipts_callbacks_rejected_total{') + sum('push_receipts_connections_refused_total{'), WRONG_KEY_CONNECTIONS + STALLED_BODIES);
   });
+
+  test('SIGTERM closes the receiver: it exits 0 and its port is free again', async () => {
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
+    assert.equal(code, 0, output);
+    assert.equal(await rawRequest({ port, head: 'GET /health HTTP/1.1\r\nhost: x\r\nconnection: close', waitMs: 1_000 }).catch(() => 'refused'), 'refused');
+  });
 });
