@@ -28,6 +28,16 @@ export class TaskFencedError extends PushError {
   }
 }
 
+/**
+ * At-least-once: the group refused the input offsets while it rebalanced. The outputs are written;
+ * the offsets are not committed, so the task's next commit must carry them again.
+ */
+export class OffsetsRefusedError extends PushError {
+  constructor(cause: unknown) {
+    super('OFFSETS_REFUSED_REBALANCING', `the group refused the offset commit while rebalancing: ${errorMessage(cause)}`, { retriable: true, cause });
+  }
+}
+
 /** Transaction states of a task producer (after kafkajs' `transactionStateMachine.js`). */
 export type TransactionState = 'uninitialized' | 'ready' | 'in-transaction' | 'committing' | 'aborting' | 'fenced' | 'closed';
 
@@ -204,10 +214,13 @@ export class AtLeastOnceCommitter implements TaskCommitter {
     try {
       await this.consumer().commitOffsets(batch.offsets.map((o) => ({ ...o })));
     } catch (error) {
-      // During a rebalance the group refuses the commit; the records are written, so the worst
-      // case is that the next owner reads them again (at-least-once).
+      // During a rebalance the group refuses the commit. The records are written; the offsets go
+      // into the task's next commit (a task that keeps its partition may have nothing new to
+      // commit, and would leave them uncommitted for good). If the partition moves, its next
+      // owner reads those records again (at-least-once).
       if (!isRebalancing(error)) throw error;
-      this.logger?.info('offset commit refused during rebalance', { type: (error as { type?: string }).type });
+      this.logger?.info('offset commit refused during rebalance; the next commit carries the offsets', { type: (error as { type?: string }).type });
+      throw new OffsetsRefusedError(error);
     }
   }
 

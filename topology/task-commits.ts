@@ -1,5 +1,5 @@
 import { PushError } from '../common/errors.ts';
-import type { CommitBatch } from './eos.ts';
+import { OffsetsRefusedError, type CommitBatch } from './eos.ts';
 import type { safeMetrics } from './metrics.ts';
 import type { TaskHandle } from './task-handle.ts';
 
@@ -42,7 +42,8 @@ export class TaskCommits {
    * Starts a commit without waiting for the broker: the transaction is written in the background
    * while the task goes on processing into the next one (kafkajs fetches for all partitions in one
    * loop, so a commit awaited here would hold up every partition). One commit in flight per task.
-   * A failed commit marks the task: no later commit of it is sent.
+   * A failed commit marks the task: no later commit of it is sent. Offsets the group refused while
+   * rebalancing (at-least-once) go into the next commit instead.
    */
   async start(handle: TaskHandle): Promise<void> {
     const prepared = await this.prepare(handle);
@@ -52,6 +53,7 @@ export class TaskCommits {
       .then(
         () => this.committed(handle, prepared),
         (error: unknown) => {
+          if (error instanceof OffsetsRefusedError) return handle.task.offsetsNotCommitted(prepared.batch.offsets.map((o) => o.topic));
           handle.commitFailed = true;
           this.onFailed(handle, error);
         },

@@ -180,6 +180,12 @@ export class StreamTask {
     this.uncommitted = true;
   }
 
+  /** The offsets a drain handed out for `topics` were not committed: the next drain hands them out again. */
+  offsetsNotCommitted(topics: readonly string[]): void {
+    for (const topic of topics) this.committedThrough.delete(topic);
+    this.uncommitted = true;
+  }
+
   /** True when records were processed or punctuators ran since the last drain, or deferred records are unfinished. */
   hasUncommittedWork(): boolean {
     if (this.uncommitted) return true;
