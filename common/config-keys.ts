@@ -233,6 +233,14 @@ export const CONFIG_KEYS = {
     max: HOUR,
     doc: 'allowed clock skew of HMS callback signatures; HMS nonces are remembered twice as long in MySQL (`push_receipt_nonce`, shared by every receiver)',
   }),
+  PUSH_RECEIPT_JOIN_MAX_ENTRIES: int({
+    key: 'PUSH_RECEIPT_JOIN_MAX_ENTRIES',
+    section: 'workers',
+    default: 100_000,
+    min: 1,
+    max: 100_000_000,
+    doc: 'submissions one receipts task keeps waiting for their receipts (about 1 KB of heap each); past it, the entries due soonest are forgotten early and counted in push_receipt_join_evictions_total',
+  }),
   PUSH_RECEIPTS_HEADERS_TIMEOUT_MS: int({
     key: 'PUSH_RECEIPTS_HEADERS_TIMEOUT_MS',
     section: 'workers',

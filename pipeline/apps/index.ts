@@ -39,6 +39,7 @@ import { buildBusinessTopology, businessLaneVendors } from './business.ts';
 import { businessOptionsFromEnv } from './business-config.ts';
 import { startCampaignCancellations } from '../campaign-control.ts';
 import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
 import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from './receipts.ts';
 import { buildClickhouseSinkTopology } from './clickhouse.ts';
@@ -120,7 +121,11 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
         ...wiring,
         parsers: receiptParsersFromRegistry(ctx.vendors),
         ingest: ingestOptionsFromEnv(ctx.env),
-        join: { taskStatus: new MysqlTaskStatusWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }) },
+        join: {
+          taskStatus: new MysqlTaskStatusWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }),
+          maxEntries: readKey(ctx.env, CONFIG_KEYS.PUSH_RECEIPT_JOIN_MAX_ENTRIES),
+          listener: { evicted: (entries) => ctx.metrics.receiptJoinEvictions.inc({}, entries) },
+        },
         tokens: {
           tokens: new MysqlTokenWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }),
           listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) },

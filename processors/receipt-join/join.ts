@@ -49,6 +49,12 @@ export interface ReceiptJoinOptions {
   readonly pendingMs?: number;
   /** Wall-clock interval of the expiry punctuator, ms. Default 60 000. */
   readonly expiryIntervalMs?: number;
+  /**
+   * Most entries one task's join keeps (an entry costs about 1 KB of heap). Past it, the entries
+   * due soonest are forgotten early, as at their due time (their waiting receipts go out
+   * unmatched), and counted through `listener.evicted`. Default 100 000.
+   */
+  readonly maxEntries?: number;
   readonly listener?: ReceiptJoinListener;
 }
 
@@ -82,6 +88,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
   private due!: TimerStore;
   private readonly retentionMs: number;
   private readonly pendingMs: number;
+  private readonly maxEntries: number;
   private readonly listener: ReceiptJoinListener;
 
   constructor(
@@ -90,6 +97,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
   ) {
     this.retentionMs = options.retentionMs ?? 3 * 24 * 3_600_000;
     this.pendingMs = options.pendingMs ?? 10 * 60_000;
+    this.maxEntries = options.maxEntries ?? 100_000;
     this.listener = options.listener ?? {};
   }
 
@@ -117,6 +125,13 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     if (!changed) return;
     this.messages.put(key, entry);
     this.due.set(key, dueOf(entry, this.retentionMs, this.pendingMs));
+    const over = this.messages.size - this.maxEntries;
+    if (over > 0) {
+      // The soonest due go first: pending-only entries, then the oldest submissions.
+      const evicted = this.due.popDue(Number.MAX_SAFE_INTEGER, over);
+      this.forget(evicted, this.ctx.wallClockTimeMs());
+      this.listener.evicted?.(evicted.length);
+    }
   }
 
   flush(): Promise<void> {
@@ -220,9 +235,14 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     }
   }
 
-  /** Forgets every entry due by `now`; receipts still waiting for a submission go out unmatched. */
+  /** Forgets every entry due by `now`. */
   private expire(now: number): void {
-    for (const { key } of this.due.popDue(now)) {
+    this.forget(this.due.popDue(now), now);
+  }
+
+  /** Forgets the entries; receipts still waiting for a submission go out unmatched. */
+  private forget(due: ReadonlyArray<{ key: string }>, now: number): void {
+    for (const { key } of due) {
       const entry = this.messages.get(key);
       if (!entry) continue;
       if (entry.pending.length > 0) this.emitUnmatched(entry.pending, now);

@@ -95,4 +95,6 @@ export interface ReceiptJoinListener {
   crossApp?(vendor: string, receiptAppId: string | null): void;
   /** A pending receipt restored from state breaks the ingest rules (validate.ts): dropped. */
   invalid?(vendor: string): void;
+  /** Entries forgotten before their due time because the join held `maxEntries` (join.ts). */
+  evicted?(entries: number): void;
 }

@@ -61,6 +61,10 @@ export class PipelineMetrics {
     'Vendor answers per message and call, by vendor, app, outcome kind and vendor code',
   );
   readonly tokenInvalidations = this.registry.counter('push_token_invalidations_total', 'Tokens invalidated, by vendor and reason');
+  readonly receiptJoinEvictions = this.registry.counter(
+    'push_receipt_join_evictions_total',
+    'Receipt-join entries forgotten before their due time because a task held PUSH_RECEIPT_JOIN_MAX_ENTRIES',
+  );
   readonly mysqlRetries = this.registry.counter(
     'push_mysql_retries_total',
     'MySQL statements retried after a transient error, by writer (table) and error code',

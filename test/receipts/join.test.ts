@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
+import { RECEIPT_JOIN_BY_UID_STORES, RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { DAY, ReceiptsHarness, T0, useReceiptsHarness } from '../tokens/harness.ts';
 
@@ -79,5 +79,35 @@ describe('receipt-join', () => {
     await h.advance(7 * DAY + 120_000);
     assert.equal(messages.size, 0);
     assert.equal(expiry.size, 0);
+  });
+});
+
+describe('receipt-join with a cap on its entries', () => {
+  let h: ReceiptsHarness;
+  let evicted = 0;
+  useReceiptsHarness('join-cap', (harness) => (h = harness), { maxEntries: 3, listener: { evicted: (n) => (evicted += n) } });
+
+  test('past maxEntries the entries due soonest are forgotten and counted; a receipt for one goes out unmatched, the kept ones still match', async () => {
+    const entries = () =>
+      [RECEIPT_JOIN_STORES, RECEIPT_JOIN_BY_UID_STORES].reduce((n, s) => n + h.driver.getStateStore<KeyValueStore<unknown>>(s.messages).size, 0);
+    for (const n of [1, 2, 3, 4, 5]) {
+      await h.outcome(`dc${n}`, `task-c${n}`, 'ACCEPTED', { vendorMessageId: `req-c${n}` });
+      await h.advance(1_000);
+    }
+    assert.equal(entries(), 3, 'the join holds maxEntries');
+    assert.equal(evicted, 2, 'the two oldest submissions were evicted');
+
+    await h.hmsReceipt('req-c5', 'tok-c5', 0);
+    await h.hmsReceipt('req-c1', 'tok-c1', 0);
+    assert.deepEqual(
+      h.receipts().map((r) => [r.vendor_message_id, r.matched, r.task_id]),
+      [
+        ['req-c5', true, 'task-c5'],
+        ['req-c1', false, null],
+      ],
+      "a kept submission's receipt matches; an evicted one's goes out unmatched at once (its waiting entry is due soonest)",
+    );
+    assert.equal(evicted, 3);
+    assert.equal(entries(), 3);
   });
 });

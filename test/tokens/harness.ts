@@ -4,6 +4,7 @@ import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
+import type { ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import type { PushOutcome, TokenReport } from '../../processors/model/records.ts';
 import type { TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
 import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
@@ -45,12 +46,13 @@ export class ReceiptsHarness {
   constructor(
     readonly mysql: TestMysql,
     tokenOptions: Partial<TokenLifecycleOptions> = {},
+    joinOptions: Partial<ReceiptJoinOptions> = {},
   ) {
     this.topology = buildReceiptTopology({
       valueSerdes: rawAvroValueSerdes(),
 
       parsers: receiptParsersFromRegistry(this.registry),
-      join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }), retentionMs: 7 * DAY, pendingMs: 10 * 60_000 },
+      join: { taskStatus: new MysqlTaskStatusWriter({ pool: mysql.pool }), retentionMs: 7 * DAY, pendingMs: 10 * 60_000, ...joinOptions },
       tokens: { tokens: new MysqlTokenWriter({ pool: mysql.pool }), sweepIntervalMs: 3_600_000, ...tokenOptions },
     });
     this.driver = new TopologyTestDriver(this.topology, { startWallClockMs: T0, dlqTopic: PIPELINE_TOPICS.dlq.name });
@@ -200,7 +202,7 @@ export class ReceiptsHarness {
  * Hooks of a receipts suite: a fresh MariaDB database for the suite (dropped after it) and a new
  * harness on it for every test (closed after it). `use` receives each test's harness.
  */
-export function useReceiptsHarness(name: string, use: (harness: ReceiptsHarness) => void): void {
+export function useReceiptsHarness(name: string, use: (harness: ReceiptsHarness) => void, joinOptions: Partial<ReceiptJoinOptions> = {}): void {
   let mysql: TestMysql | undefined;
   let harness: ReceiptsHarness | undefined;
   before(async () => {
@@ -210,7 +212,7 @@ export function useReceiptsHarness(name: string, use: (harness: ReceiptsHarness)
     await mysql?.drop();
   });
   beforeEach(() => {
-    harness = new ReceiptsHarness(mysql!);
+    harness = new ReceiptsHarness(mysql!, {}, joinOptions);
     use(harness);
   });
   afterEach(async () => {
