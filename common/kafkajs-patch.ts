@@ -1,16 +1,21 @@
 /**
- * The workers and the entry refuse to run on an unpatched kafkajs: its producer loses records when a
- * partition's leader moves during a send (stack/kafkajs-patch/sendMessages.cjs says how, and
- * docs/operations.md "The kafkajs producer fix"). npm's postinstall and stack/bootstrap.mjs install
- * the fix; `npm install --ignore-scripts` would not.
+ * The workers and the entry refuse to run on an unpatched kafkajs (stack/kafkajs-patch/apply.mjs;
+ * docs/operations.md, "The kafkajs fixes"): its producer loses records when a partition's leader
+ * moves during a send (stack/kafkajs-patch/sendMessages.cjs says how), and every connection that
+ * got an answer runs a 1 ms timer for good. npm's postinstall and stack/bootstrap.mjs install the
+ * fixes; `npm install --ignore-scripts` would not.
  */
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const FIX_MARK = 'offline-push sendMessages v1';
+/** The mark stack/kafkajs-patch/apply.mjs writes into kafkajs' request queue (REQUEST_QUEUE_MARK). */
+const REQUEST_QUEUE_MARK = 'offline-push requestQueue v1';
 
 export function assertKafkajsPatched(): void {
   const require = createRequire(import.meta.url);
   const mark = (require('kafkajs/src/producer/sendMessages.js') as { offlinePushFix?: string }).offlinePushFix;
-  if (mark !== FIX_MARK)
+  const requestQueue = readFileSync(require.resolve('kafkajs/src/network/requestQueue/index.js'), 'utf8');
+  if (mark !== FIX_MARK || !requestQueue.includes(REQUEST_QUEUE_MARK))
     throw new Error('kafkajs is not patched (its producer can lose records when a leader moves): run `node stack/kafkajs-patch/apply.mjs` or `npm ci`');
 }

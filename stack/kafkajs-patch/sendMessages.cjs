@@ -1,5 +1,5 @@
 // offline-push's replacement for kafkajs 2.2.4 src/producer/sendMessages.js, installed over it by
-// stack/kafkajs-patch/apply.mjs (docs/operations.md, "The kafkajs producer fix"). It keeps the
+// stack/kafkajs-patch/apply.mjs (docs/operations.md, "The kafkajs fixes"). It keeps the
 // original's interface and error handling and changes what a retry sends:
 //
 // - The original remembered answers per broker. When a partition's leadership moved to a broker

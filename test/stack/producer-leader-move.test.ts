@@ -1,6 +1,6 @@
 /**
  * The kafkajs producer fix (stack/kafkajs-patch/sendMessages.cjs; docs/operations.md, "The kafkajs
- * producer fix"), on the 3-broker cluster: one send spans two brokers while the leadership of one
+ * fixes"), on the 3-broker cluster: one send spans two brokers while the leadership of one
  * of its partitions has moved to the other broker. kafkajs 2.2.4 as published retried only brokers
  * that had not answered yet, so the moved partition's record was never written and the send still
  * resolved (the losses `npm run chaos -- --brokers 3` found during reassignments); or, when its retry
