@@ -7,6 +7,7 @@ import { DEFAULT_MAX_RECORD_BYTES, oversizeBytes } from './record-size.ts';
 import type { TopicRules } from './topic-rules.ts';
 import { createStore, type ChangeloggedStore } from './in-memory-stores.ts';
 import { TaskProduction } from './task-production.ts';
+import { TaskPositions } from './task-positions.ts';
 
 /** A record as read from a source topic, bytes still encoded. */
 export type InputRecord = DlqSource;
@@ -100,12 +101,7 @@ export class StreamTask {
   private deferredFailure: unknown;
   private streamTime = -1;
   private outputs: OutputRecord[] = [];
-  /** Last processed offset per source topic. */
-  private readonly offsets = new Map<string, string>();
-  /** Last offset per source topic that a drain handed to a commit. */
-  private readonly committedThrough = new Map<string, bigint>();
-  /** Per source topic, the records whose completion is deferred, oldest first. */
-  private readonly deferred = new Map<string, Array<{ readonly offset: string; done: boolean }>>();
+  private readonly positions = new TaskPositions();
   private readonly recordsIn = new Map<string, number>();
   private readonly recordsOut = new Map<string, number>();
   private inputSinceCommit = 0;
@@ -174,24 +170,19 @@ export class StreamTask {
    * followed the last record, see ConsumedThrough): the next commit may cover it.
    */
   consumedThrough(topic: string, offset: string): void {
-    const processed = this.offsets.get(topic);
-    if (processed !== undefined && BigInt(processed) >= BigInt(offset)) return;
-    this.offsets.set(topic, offset);
-    this.uncommitted = true;
+    if (this.positions.consumedThrough(topic, offset)) this.uncommitted = true;
   }
 
   /** The offsets a drain handed out for `topics` were not committed: the next drain hands them out again. */
   offsetsNotCommitted(topics: readonly string[]): void {
-    for (const topic of topics) this.committedThrough.delete(topic);
+    this.positions.notCommitted(topics);
     this.uncommitted = true;
   }
 
   /** True when records were processed or punctuators ran since the last drain, or deferred records are unfinished. */
   hasUncommittedWork(): boolean {
-    if (this.uncommitted) return true;
     // Deferred records may have finished since: a commit's flush forwards them.
-    for (const queue of this.deferred.values()) if (queue.length > 0) return true;
-    return false;
+    return this.uncommitted || this.positions.hasDeferred();
   }
 
   /** Output records (sinks, DLQ) wait for the next commit. */
@@ -207,7 +198,7 @@ export class StreamTask {
   process(input: InputRecord): ProcessOutcome | Promise<ProcessOutcome> {
     const source = this.sourceByTopic.get(input.topic);
     if (!source) throw new PushError('UNKNOWN_SOURCE_TOPIC', `task ${this.id} does not read ${input.topic}`);
-    this.offsets.set(input.topic, input.offset);
+    this.positions.processing(input.topic, input.offset);
     this.uncommitted = true;
     this.inputSinceCommit++;
     let key: unknown;
@@ -336,29 +327,11 @@ export class StreamTask {
     }
     const records = this.outputs;
     this.outputs = [];
-    const offsets = this.committableOffsets();
+    const offsets = this.positions.drainCommittable();
     const inputRecords = this.inputSinceCommit;
     this.inputSinceCommit = 0;
     this.uncommitted = false;
     return { records, changelog, offsets, inputRecords };
-  }
-
-  /**
-   * Per topic, the last offset whose record and every earlier one are finished, where it moved
-   * since the last drain: the last processed offset, or the one before the oldest deferred record.
-   */
-  private committableOffsets(): Map<string, string> {
-    const out = new Map<string, string>();
-    for (const [topic, processed] of this.offsets) {
-      const deferred = this.deferred.get(topic);
-      while (deferred && deferred.length > 0 && deferred[0]!.done) deferred.shift();
-      const through = deferred && deferred.length > 0 ? BigInt(deferred[0]!.offset) - 1n : BigInt(processed);
-      const committed = this.committedThrough.get(topic);
-      if (committed !== undefined && through <= committed) continue;
-      this.committedThrough.set(topic, through);
-      out.set(topic, through.toString());
-    }
-    return out;
   }
 
   /**
@@ -371,10 +344,7 @@ export class StreamTask {
     const metadata = this.metadata;
     const input = this.input;
     if (!metadata) return () => undefined;
-    let queue = this.deferred.get(metadata.topic);
-    if (!queue) this.deferred.set(metadata.topic, (queue = []));
-    const entry = { offset: metadata.offset, done: false };
-    queue.push(entry);
+    const entry = this.positions.defer(metadata.topic, metadata.offset);
     return (error?: unknown) => {
       if (entry.done) return;
       entry.done = true;
