@@ -29,12 +29,13 @@ export class TaskFencedError extends PushError {
 }
 
 /**
- * At-least-once: the group refused the input offsets while it rebalanced. The outputs are written;
- * the offsets are not committed, so the task's next commit must carry them again.
+ * At-least-once: the group refused the input offsets while it rebalanced, or the task was revoked
+ * before they were sent. The outputs are written; the offsets are not committed, so the task's
+ * next commit, if it still has one, must carry them again.
  */
 export class OffsetsRefusedError extends PushError {
   constructor(cause: unknown) {
-    super('OFFSETS_REFUSED_REBALANCING', `the group refused the offset commit while rebalancing: ${errorMessage(cause)}`, { retriable: true, cause });
+    super('OFFSETS_NOT_COMMITTED', `offsets not committed (the group is rebalancing): ${errorMessage(cause)}`, { retriable: true, cause });
   }
 }
 
@@ -203,6 +204,12 @@ export class AtLeastOnceCommitter implements TaskCommitter {
   constructor(
     private readonly producer: Producer,
     private readonly consumer: () => Consumer,
+    /**
+     * The task is still this instance's. The group accepts an offset commit from any member of
+     * its current generation for any partition, so a commit that outlived its task's revocation
+     * (a flush that waited out a store outage) would move the new owner's committed offset back.
+     */
+    private readonly owned: () => boolean,
     private readonly logger?: Logger,
   ) {}
 
@@ -211,6 +218,11 @@ export class AtLeastOnceCommitter implements TaskCommitter {
   async commit(batch: CommitBatch): Promise<void> {
     for (const chunk of toTopicMessageChunks([...batch.records, ...batch.changelog])) await this.producer.sendBatch({ topicMessages: chunk, acks: -1 });
     if (batch.offsets.length === 0) return;
+    if (!this.owned()) {
+      // Its next owner reads these records again (at-least-once) and commits its own offsets.
+      this.logger?.info('offsets of a revoked task not committed', { offsets: batch.offsets.map((o) => `${o.topic}:${o.partition}@${o.offset}`) });
+      throw new OffsetsRefusedError(new PushError('TASK_REVOKED', 'the task was revoked before its offsets were committed'));
+    }
     try {
       await this.consumer().commitOffsets(batch.offsets.map((o) => ({ ...o })));
     } catch (error) {

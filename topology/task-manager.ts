@@ -156,7 +156,7 @@ export class TaskManager {
             groupId: applicationId,
             onProducer: (producer) => producer.on(producer.events.REQUEST, this.ctx.countRequest),
           })
-        : new AtLeastOnceCommitter(this.ctx.sharedProducer(), this.ctx.consumer, log);
+        : new AtLeastOnceCommitter(this.ctx.sharedProducer(), this.ctx.consumer, () => this.handles.get(id) === handle, log);
     const handle: TaskHandle = {
       id,
       task,

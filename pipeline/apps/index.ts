@@ -140,7 +140,13 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
       };
     }
     case 'clickhouse': {
-      const writer = new PushEventWriter({ connection: connectionFromEndpoints(ctx.endpoints) });
+      const writer = new PushEventWriter({
+        connection: connectionFromEndpoints(ctx.endpoints),
+        listener: {
+          insertFailed: (error, attempt, delayMs, willRetry) =>
+            ctx.logger.warn('ClickHouse insert failed', { code: error.code, attempt, ...(willRetry ? { retryInMs: delayMs } : { retrying: false }) }),
+        },
+      });
       return {
         name,
         commitLane: 'background',
