@@ -2,6 +2,8 @@
  * Hot-retry-loop detection from the vendor side (docs/design.md §8): after a vendor refused a request
  * during a storm, the next request for the same push (device token, conv_id, seq) must not come
  * sooner than the Retry-After the vendor gave (or, without one, sooner than a backoff would allow).
+ * A retry is the same client's (process's) next request for the push: another worker sending it
+ * after a takeover had no answer to wait for (the duplicate verdict judges those).
  */
 import type { ReceivedPush } from '../emulators/index.ts';
 import { messageOf } from './verify.ts';
@@ -23,7 +25,7 @@ export interface StormCheck {
   readonly refused: number;
   /** Requests the vendor received during the storm (any answer). */
   readonly requests: number;
-  /** Smallest gap between a refusal and the next request for the same push, ms (null: no retry seen). */
+  /** Smallest gap between a refusal and the same client's next request for the same push, ms (null: no retry seen). */
   readonly minRetryGapMs: number | null;
   /** Retries of the same push sooner than allowed (Retry-After − 50 ms, or 50 ms without one). */
   readonly tooEarly: number;
@@ -48,7 +50,8 @@ export function checkStorms(received: readonly ReceivedPush[], storms: readonly 
     for (const r of refused) {
       const key = pushOf(r);
       let next: ReceivedPush | undefined;
-      for (let i = position.get(r)! + 1; i < ofVendor.length && !next; i++) if (pushOf(ofVendor[i]!) === key) next = ofVendor[i];
+      for (let i = position.get(r)! + 1; i < ofVendor.length && !next; i++)
+        if (ofVendor[i]!.client === r.client && pushOf(ofVendor[i]!) === key) next = ofVendor[i];
       if (!next) continue;
       const gap = next.at - r.at;
       minGap = minGap === null ? gap : Math.min(minGap, gap);

@@ -1,7 +1,7 @@
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { EmulatorCore, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
+import { EmulatorCore, requestClient, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
 import type { TestTls } from './tls.ts';
 
 /** Status of every APNs reason (docs/vendors.md, Sources), for scripted `code` faults. */
@@ -108,9 +108,11 @@ export class ApnsEmulator extends EmulatorCore {
     this.server.on('stream', (stream, headers) => {
       stream.on('error', () => undefined);
       // A handler that throws answers the stream with INTERNAL_ERROR, as a vendor's failing front end would.
-      this.handle(stream, headers).catch(() => {
-        if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
-      });
+      requestClient
+        .run(headers['user-agent'], () => this.handle(stream, headers))
+        .catch(() => {
+          if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+        });
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.baseUrl = `https://localhost:${(this.server.address() as AddressInfo).port}`;

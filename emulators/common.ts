@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -73,7 +74,12 @@ export interface ReceivedPush {
   /** What the emulator answered: `accepted` or the vendor code. */
   readonly answer: string;
   readonly at: number;
+  /** The request's User-Agent: which client process sent it (sinks/vendors/http.ts VENDOR_USER_AGENT). */
+  readonly client?: string | undefined;
 }
+
+/** The User-Agent of the request being handled, for `record` (set by the servers around each request's handler). */
+export const requestClient = new AsyncLocalStorage<string | undefined>();
 
 /** Receipt simulation: where and how an emulator posts callbacks for what it accepted. */
 export interface ReceiptBehaviour {
@@ -182,7 +188,7 @@ export class EmulatorCore {
   }
 
   record(push: Omit<ReceivedPush, 'vendor' | 'at'>): void {
-    this.received.push({ vendor: this.vendor, at: this.clock.now(), ...push });
+    this.received.push({ vendor: this.vendor, at: this.clock.now(), client: requestClient.getStore(), ...push });
   }
 
   /** Pushes this emulator accepted (what reached the "device"). */
@@ -339,8 +345,8 @@ export async function startHttpsServer(tls: TestTls, port: number, route: (path:
   const server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const url = new URL(req.url ?? '/', 'https://127.0.0.1');
     const handler = route(url.pathname);
-    readBody(req)
-      .then((body) => (handler ? handler(req, res, body, url) : sendJson(res, 404, { error: 'not found' })))
+    requestClient
+      .run(req.headers['user-agent'], () => readBody(req).then((body) => (handler ? handler(req, res, body, url) : sendJson(res, 404, { error: 'not found' }))))
       .catch((error: Error) => {
         if (!res.headersSent) sendJson(res, 500, { error: error.message });
         else res.destroy();

@@ -2,6 +2,12 @@ import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import { ReconnectBackoff } from './reconnect.ts';
 import { UnansweredError } from './unanswered.ts';
 
+/**
+ * The User-Agent of every vendor call: names the product and the process, so a vendor's (or an
+ * emulator's) log can tell one worker's retry from another worker's takeover of the same push.
+ */
+export const VENDOR_USER_AGENT = `offline-push (pid ${process.pid})`;
+
 /** Options shared by the HTTPS vendors' clients (one client per app and vendor). */
 export interface VendorHttpOptions {
   /** Extra trusted CA certificates (PEM), e.g. the emulators' test CA. TLS verification stays on. */
@@ -129,7 +135,13 @@ export class VendorHttp {
       }, timeoutMs);
     });
     const call = (async () => {
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: dispatcher as unknown as Dispatcher, signal: abort.signal });
+      const res = await request(url, {
+        method: 'POST',
+        headers: { 'user-agent': VENDOR_USER_AGENT, ...headers },
+        body,
+        dispatcher: dispatcher as unknown as Dispatcher,
+        signal: abort.signal,
+      });
       const text = await res.body.text();
       return { status: res.statusCode, headers: res.headers, text };
     })();

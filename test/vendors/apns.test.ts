@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { apnsIdOf, ApnsAdapter } from '../../sinks/vendors/apns/adapter.ts';
 import { ProviderToken } from '../../sinks/vendors/apns/provider-token.ts';
+import { VENDOR_USER_AGENT } from '../../sinks/vendors/http.ts';
 import type { ApnsAppConfig } from '../../sinks/vendors/apps-config.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
@@ -62,6 +63,7 @@ describe('APNs adapter against the APNs emulator', () => {
     const headers = got!.request as Record<string, string>;
     assert.equal(got!.token, m.token);
     assert.equal(got!.appId, 'app-1');
+    assert.equal(got!.client, VENDOR_USER_AGENT, 'the emulator records which process sent the request');
     assert.equal(got!.collapseId, m.collapseId);
     assert.equal(headers['apns-topic'], 'com.example.app-1');
     assert.equal(headers['apns-push-type'], 'alert');

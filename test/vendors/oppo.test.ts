@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { OppoAdapter } from '../../sinks/vendors/oppo/adapter.ts';
+import { VENDOR_USER_AGENT } from '../../sinks/vendors/http.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
@@ -48,6 +49,7 @@ describe('OPPO adapter against the OPPO PUSH emulator', () => {
     const got = em.oppo.accepted()[0]!;
     const n = (got.request as { notification: Record<string, unknown> }).notification;
     assert.equal(got.token, m.token);
+    assert.equal(got.client, VENDOR_USER_AGENT, 'the emulator records which process sent the request');
     assert.equal(n.category, 'IM');
     assert.equal(n.notify_level, 2);
     assert.equal(n.channel_id, 'im_message');
