@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Agent, request } from 'undici';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -376,8 +377,17 @@ export function closeServer(server: Server): Promise<void> {
 }
 
 /** Posts a receipt callback to a receiver (http or https; the receiver's CA is the test CA or public). */
+/**
+ * Receipt callbacks leave on a few kept-alive connections per receiver, as a vendor's callback
+ * service sends them: fewer than the receiver's per-client connection cap
+ * (PUSH_RECEIPTS_MAX_CONNECTIONS_PER_CLIENT, default 64). A connection per concurrent callback
+ * (fetch's default pool) went over the cap under load and the receiver closed the extra ones at once.
+ */
+const callbackAgent = new Agent({ connections: 16, keepAliveTimeout: 4_000 });
+
 export async function postCallback(url: string, headers: Record<string, string>, body: string): Promise<void> {
-  await fetch(url, { method: 'POST', headers, body });
+  const res = await request(url, { method: 'POST', headers, body, dispatcher: callbackAgent });
+  await res.body.dump();
 }
 
 export const randomId = (prefix = '') => `${prefix}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
