@@ -1,24 +1,17 @@
-import { test, after, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { uniqueName } from '../support/stack.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { createLogger } from '../../common/log.ts';
 import { countingTopology } from './fixtures.ts';
-import { brokers, createTopics, decodeCounts, kafka, produceWords, readTopic } from './kafka-helpers.ts';
+import { brokers, createTopics, decodeCounts, produceWords, readTopic, useAdminAndApps } from './kafka-helpers.ts';
 
 /**
  * caughtUpCommitMs (topology/runtime-options.ts): a task with no fetched record waiting commits
  * its outputs shortly after its previous commit, instead of waiting out the commit interval. The
  * interval here is a minute, so outputs seen within seconds were committed by the caught-up rule.
  */
-const admin = kafka.admin();
-const apps: StreamsApp[] = [];
-
-before(() => admin.connect());
-after(async () => {
-  for (const app of apps) await app.close();
-  await admin.disconnect();
-});
+const { admin, apps } = useAdminAndApps();
 
 async function startCounting(name: string, caughtUpCommitMs?: number): Promise<{ input: string; output: string }> {
   const input = uniqueName(`${name}-in`);

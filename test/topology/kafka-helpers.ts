@@ -1,3 +1,4 @@
+import { after, before } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
@@ -5,9 +6,25 @@ import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { avroSerde } from '../../topology/serdes.ts';
 import { wordSchema, type WordCount, type WordEvent } from './fixtures.ts';
 import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
+import type { StreamsApp } from '../../topology/runtime.ts';
 
 export const brokers = stackEndpoints().kafkaBrokers;
 export const kafka = new Kafka({ clientId: 'topology-tests', brokers, logLevel: logLevel.NOTHING });
+
+/**
+ * For a test file: an admin client connected before its tests, and the list of apps they start;
+ * after the tests every app is closed, then the admin disconnected.
+ */
+export function useAdminAndApps(): { admin: Admin; apps: StreamsApp[] } {
+  const admin = kafka.admin();
+  const apps: StreamsApp[] = [];
+  before(() => admin.connect());
+  after(async () => {
+    for (const app of apps) await app.close();
+    await admin.disconnect();
+  });
+  return { admin, apps };
+}
 
 export async function createTopics(admin: Admin, topics: Array<{ topic: string; partitions: number }>): Promise<void> {
   await createTopicsWithLeaders(

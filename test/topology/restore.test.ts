@@ -1,4 +1,4 @@
-import { test, after, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { uniqueName } from '../support/stack.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
@@ -7,17 +7,10 @@ import { stringSerde } from '../../topology/serdes.ts';
 import { createLogger } from '../../common/log.ts';
 import type { MetricsListener } from '../../topology/metrics.ts';
 import { holdTopology } from './fixtures.ts';
-import { brokers, createTopics, kafka, readTopic } from './kafka-helpers.ts';
+import { brokers, createTopics, kafka, readTopic, useAdminAndApps } from './kafka-helpers.ts';
 
-const admin = kafka.admin();
+const { admin, apps } = useAdminAndApps();
 const logger = createLogger({}, 'error');
-const apps: StreamsApp[] = [];
-
-before(() => admin.connect());
-after(async () => {
-  for (const app of apps) await app.close();
-  await admin.disconnect();
-});
 
 test('timers held by a closed instance are restored from the changelog by the next one and fire by wall clock exactly once', { timeout: 90_000 }, async () => {
   const input = uniqueName('hold-in');

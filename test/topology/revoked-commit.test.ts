@@ -1,20 +1,13 @@
-import { test, after, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { uniqueName } from '../support/stack.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { stringSerde } from '../../topology/serdes.ts';
 import { createLogger } from '../../common/log.ts';
-import { brokers, createTopics, kafka } from './kafka-helpers.ts';
+import { brokers, createTopics, kafka, useAdminAndApps } from './kafka-helpers.ts';
 
-const admin = kafka.admin();
-const apps: StreamsApp[] = [];
-
-before(() => admin.connect());
-after(async () => {
-  for (const app of apps) await app.close();
-  await admin.disconnect();
-});
+const { admin, apps } = useAdminAndApps();
 
 /**
  * A terminal sink shared by an instance's tasks whose flush, run before every commit, waits while
