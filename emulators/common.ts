@@ -376,7 +376,6 @@ export function closeServer(server: Server): Promise<void> {
   });
 }
 
-/** Posts a receipt callback to a receiver (http or https; the receiver's CA is the test CA or public). */
 /**
  * Receipt callbacks leave on a few kept-alive connections per receiver, as a vendor's callback
  * service sends them: fewer than the receiver's per-client connection cap
@@ -385,6 +384,7 @@ export function closeServer(server: Server): Promise<void> {
  */
 const callbackAgent = new Agent({ connections: 16, keepAliveTimeout: 4_000 });
 
+/** Posts a receipt callback to a receiver (http or https; the receiver's CA is the test CA or public). */
 export async function postCallback(url: string, headers: Record<string, string>, body: string): Promise<void> {
   const res = await request(url, { method: 'POST', headers, body, dispatcher: callbackAgent });
   await res.body.dump();
