@@ -95,6 +95,16 @@ describe('OPPO adapter against the OPPO PUSH emulator', () => {
     await wrong.close();
   });
 
+  test('TLS is verified: without the test CA nothing is sent', async () => {
+    const c = em.appsConfig.apps[0]!.vendors.oppo!;
+    const untrusting = new OppoAdapter(c, { now: () => em.clock.now() });
+    const received = em.oppo.received.length;
+    const [outcome] = await untrusting.submit([message(em, 'oppo', 'tls')]);
+    assert.equal(outcome!.kind, 'retryable');
+    assert.equal(em.oppo.received.length, received, 'the emulator got no request');
+    await untrusting.close();
+  });
+
   test('custom data over 4000 characters is refused before sending', async () => {
     const big = message(em, 'oppo', 'big', { data: { blob: 'x'.repeat(4000) } });
     assert.equal((await registry.adapter('oppo', 'app-1')!.submit([big]))[0]!.kind, 'payload-too-large');
