@@ -17,14 +17,14 @@ class FlushGate {
   processed = 0;
   waiting = 0;
   private opened: Promise<void> = Promise.resolve();
-  private open_: () => void = () => undefined;
+  private release: () => void = () => undefined;
 
   shut(): void {
-    this.opened = new Promise((resolve) => (this.open_ = resolve));
+    this.opened = new Promise((resolve) => (this.release = resolve));
   }
 
   open(): void {
-    this.open_();
+    this.release();
   }
 
   topology(input: string): Topology {

@@ -4,7 +4,6 @@ import { noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
-import { VENDOR_USER_AGENT } from '../http.ts';
 import { apnsMaxPayloadBytes, apnsPayload } from './payload.ts';
 import type { ProviderToken } from './provider-token.ts';
 
@@ -80,7 +79,6 @@ export class ApnsAdapter implements VendorAdapter {
       'apns-collapse-id': m.collapseId,
       'apns-id': apnsIdOf(m.taskId),
       'content-type': 'application/json',
-      'user-agent': VENDOR_USER_AGENT,
     };
     let authRetried = false;
     let lost = 0;

@@ -1,4 +1,5 @@
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import { VENDOR_USER_AGENT } from '../http.ts';
 import { ReconnectBackoff } from '../reconnect.ts';
 import { UnansweredError } from '../unanswered.ts';
 
@@ -148,7 +149,7 @@ export class ApnsConnectionPool {
       let stream;
       try {
         session = this.session();
-        stream = session.request({ [constants.HTTP2_HEADER_METHOD]: 'POST', ...headers });
+        stream = session.request({ [constants.HTTP2_HEADER_METHOD]: 'POST', 'user-agent': VENDOR_USER_AGENT, ...headers });
       } catch (error) {
         if (error instanceof LostStreamError) return reject(error);
         return reject(new LostStreamError((error as Error).message, false, { cause: error }));
