@@ -10,9 +10,15 @@ import type { ReceiptRaw } from '../processors/model/records.ts';
 /** A verified callback as it goes to push.receipts.raw (processors/model/records.ts). */
 export type ReceiptRawRecord = Readonly<ReceiptRaw>;
 
+/** A verified callback and its key (processors/model/receipt-route.ts `receiptRawKey`). */
+export interface KeyedReceiptRaw {
+  readonly key: string;
+  readonly record: ReceiptRawRecord;
+}
+
 /** Where verified callbacks go. `publish` resolves once Kafka acknowledged every record. */
 export interface ReceiptPublisher {
-  publish(records: readonly ReceiptRawRecord[]): Promise<void>;
+  publish(records: readonly KeyedReceiptRaw[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -28,7 +34,8 @@ const RECEIPT_RAW_SCHEMA = JSON.parse(readFileSync(new URL('../schemas/receipt-r
 
 /**
  * Produces verified callbacks to push.receipts.raw with an idempotent producer (acks = all),
- * Avro through the schema registry, keyed by vendor (as the schema documents).
+ * Avro through the schema registry, with the key the receiver gives (the recipient or the vendor, as
+ * the schema documents) and kafkajs' default partitioner, the one the stages produce with.
  */
 export class KafkaReceiptPublisher implements ReceiptPublisher {
   readonly topic: string;
@@ -46,7 +53,7 @@ export class KafkaReceiptPublisher implements ReceiptPublisher {
     });
   }
 
-  async publish(records: readonly ReceiptRawRecord[]): Promise<void> {
+  async publish(records: readonly KeyedReceiptRaw[]): Promise<void> {
     if (records.length === 0) return;
     try {
       this.connected ??= this.producer.connect().catch((error: unknown) => {
@@ -55,7 +62,7 @@ export class KafkaReceiptPublisher implements ReceiptPublisher {
       });
       await this.connected;
       const messages = await Promise.all(
-        records.map(async (r) => ({ key: r.vendor, value: await this.serde.serialize(this.topic, r), timestamp: String(r.received_at) })),
+        records.map(async ({ key, record }) => ({ key, value: await this.serde.serialize(this.topic, record), timestamp: String(record.received_at) })),
       );
       await this.producer.send({ topic: this.topic, acks: -1, messages });
     } catch (error) {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import type { ParsedReceipt } from '../processors/fan-out/vendor-port.ts';
+import { receiptRawKey } from '../processors/model/receipt-route.ts';
 import { receiptViolation } from '../processors/receipt-join/validate.ts';
 import type { ReceiptReceiverConfig } from './config.ts';
 import { RECEIPT_VENDORS, type ReceiptVendor } from '../processors/receipt-join/records.ts';
@@ -178,12 +179,15 @@ export class ReceiptReceiver {
     try {
       await this.deps.publisher.publish([
         {
-          receipt_id: createHash('sha256').update(`${vendor}\n`).update(body).digest('hex'),
-          vendor,
-          app_id: appId,
-          content_type: contentType ?? null,
-          body,
-          received_at: now,
+          key: receiptRawKey(vendor, receipts),
+          record: {
+            receipt_id: createHash('sha256').update(`${vendor}\n`).update(body).digest('hex'),
+            vendor,
+            app_id: appId,
+            content_type: contentType ?? null,
+            body,
+            received_at: now,
+          },
         },
       ]);
     } catch (error) {

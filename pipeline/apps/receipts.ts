@@ -33,22 +33,26 @@ export interface ReceiptTopologyOptions extends WiringOptions {
 }
 
 /**
- * The receipts application: three sub-topologies.
- * 1. `receipts-raw` (push.receipts.raw, keyed by vendor) → `receipt-parse` → push.receipts.by-uid
- *    for receipts naming their recipient in the callback parameter, else the by-message topic;
- * 2. `uid-keyed` (push.outcomes, push.tokens, push.receipts) and `receipts-by-uid`
- *    (push.receipts.by-uid), co-partitioned by uid: `submission-index` → `receipt-join-by-uid`
- *    (acceptances whose receipts name the recipient, forwarded in-process) or → by-message topic
- *    (the others: a campaign's multi-token requests); `receipts-by-uid` → `receipt-join-by-uid`
- *    → push.receipts; and → `token-lifecycle` → push.tokens (INVALID reports);
- * 3. `by-message` → `receipt-join` → push.receipts.
+ * The receipts application: two sub-topologies.
+ * 1. `uid-keyed` (push.outcomes, push.tokens, push.receipts), `receipts-raw` (push.receipts.raw)
+ *    and `receipts-by-uid` (push.receipts.by-uid), co-partitioned by uid:
+ *    - `submission-index` → `receipt-join-by-uid` (acceptances whose receipts name the recipient,
+ *      forwarded in-process) or → by-message topic (the others: a campaign's multi-token requests);
+ *    - `receipt-parse`: a callback the receiver keyed by the uid its receipts name is on that
+ *      user's partition, so its receipts go → `receipt-join-by-uid` in-process; a callback keyed
+ *      by vendor (receipts of several users, or of no one) is re-keyed → push.receipts.by-uid or
+ *      the by-message topic; `receipts-by-uid` → `receipt-join-by-uid`; the join → push.receipts;
+ *    - → `token-lifecycle` → push.tokens (INVALID reports);
+ * 2. `by-message` → `receipt-join` → push.receipts.
  * Both internal topics are repartitions (the key changes from vendor or uid to the uid or the
  * vendor message id), so a topic sits there; JSON values, internal to this application.
  * Kafka records per acceptance by a receipt vendor: one join changelog record and, when it
  * expires, one tombstone, plus one by-message record when its receipts do not name the recipient;
- * an acceptance by APNs or FCM costs none. A receipt costs one by-uid or by-message record, one
- * push.receipts record and one join changelog record (none but the first when it is a duplicate),
- * plus a token-lifecycle changelog record only when it changes the token's failure count or state.
+ * an acceptance by APNs or FCM costs none. A receipt costs one push.receipts record, one join
+ * changelog record (writes to one entry between two commits coalesce: a receipt that comes within
+ * a commit interval of its acceptance shares its record), one by-uid or by-message record when its
+ * callback was not keyed by its recipient, and a token-lifecycle changelog record only when it
+ * changes the token's failure count or state; a duplicate costs only its re-key record, if any.
  * The stores are declared by the processors' suppliers (token-lifecycle's and both joins'), not here.
  */
 export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
@@ -60,15 +64,8 @@ export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
   const uidKeyed = (['outcomes', 'tokens', 'receipts'] as const).map((key) => [topic(key), key] as const);
   const join = { ...o.join, listener: o.join.listener ?? o.listener };
   return new TopologyBuilder()
-    .addSource('receipts-raw', source('receiptsRaw'))
-    .addProcessor(
-      'receipt-parse',
-      receiptParseProcessor(o.parsers, { byMessage: 'receipt-parse-out', byUid: 'receipt-parse-by-uid' }, o.listener, o.ingest),
-      'receipts-raw',
-    )
-    .addSink('receipt-parse-out', byMessage, 'receipt-parse')
-    .addSink('receipt-parse-by-uid', byUid, 'receipt-parse')
     .addSource('uid-keyed', { topics: uidKeyed.map(([name]) => name), keySerde: stringSerde, valueSerde: perTopicSerde(o.valueSerdes, uidKeyed) })
+    .addSource('receipts-raw', source('receiptsRaw'))
     .addSource('receipts-by-uid', { topics: [byUid.topic], keySerde: stringSerde, valueSerde })
     .addProcessor(
       'submission-index',
@@ -76,7 +73,14 @@ export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
       'uid-keyed',
     )
     .addSink('submission-index-out', byMessage, 'submission-index')
-    .addProcessor('receipt-join-by-uid', receiptJoinProcessor(join, RECEIPT_JOIN_BY_UID_STORES), 'submission-index', 'receipts-by-uid')
+    .addProcessor(
+      'receipt-parse',
+      receiptParseProcessor(o.parsers, { byMessage: 'receipt-parse-out', byUid: 'receipt-parse-by-uid', here: 'receipt-join-by-uid' }, o.listener, o.ingest),
+      'receipts-raw',
+    )
+    .addSink('receipt-parse-out', byMessage, 'receipt-parse')
+    .addSink('receipt-parse-by-uid', byUid, 'receipt-parse')
+    .addProcessor('receipt-join-by-uid', receiptJoinProcessor(join, RECEIPT_JOIN_BY_UID_STORES), 'submission-index', 'receipt-parse', 'receipts-by-uid')
     .addSink('push-receipts-by-uid', sink('receipts'), 'receipt-join-by-uid')
     .addProcessor('token-lifecycle', tokenLifecycleProcessor({ receiptVendors, ...o.tokens }), 'uid-keyed')
     .addSink('token-invalidations', sink('tokens'), 'token-lifecycle')

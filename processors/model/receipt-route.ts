@@ -46,3 +46,15 @@ export function recipientField(param: unknown): { recipient?: string } {
   const uid = recipientOfParam(param);
   return uid === undefined ? {} : { recipient: uid };
 }
+
+/**
+ * The key of a verified callback on push.receipts.raw: the uid its receipts name when they all name
+ * the same one, else the vendor (a batch about several users, or receipts naming no one). The
+ * receiver keys with the producer's default partitioner, as every stage does, so a callback keyed by
+ * its recipient lands on that user's partition and the receipts application joins it in the task
+ * that reads the user's outcomes, with no push.receipts.by-uid record (pipeline/apps/receipts.ts).
+ */
+export function receiptRawKey(vendor: string, receipts: readonly { readonly recipient?: string }[]): string {
+  const recipient = receipts[0]?.recipient;
+  return recipient !== undefined && receipts.every((r) => r.recipient === recipient) ? recipient : vendor;
+}

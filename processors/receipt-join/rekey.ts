@@ -31,12 +31,19 @@ export const messageKey = (vendor: string, vendorMessageId: string): string => c
 export interface ReceiptRoutes {
   readonly byMessage: string;
   readonly byUid: string;
+  /**
+   * `receipt-parse` only: receipts of a callback already keyed by the uid they name (the receiver's
+   * `receiptRawKey`), so on that user's partition: forwarded to the uid-keyed join in this task
+   * instead of through `byUid`'s topic. Without it every receipt naming a uid goes to `byUid`.
+   */
+  readonly here?: string;
 }
 
 /**
- * `receipt-parse`: one verified callback (push.receipts.raw, keyed by vendor) → one record per
- * receipt it holds, for the join: keyed by the uid its callback parameter names (`routes.byUid`),
- * else by (vendor, vendor message id) (`routes.byMessage`). Bodies are parsed by the
+ * `receipt-parse`: one verified callback (push.receipts.raw, keyed by the uid its receipts name or
+ * by vendor) → one record per receipt it holds, for the join: keyed by the uid its callback
+ * parameter names (`routes.here` when that is the callback's own key, else `routes.byUid`), else by
+ * (vendor, vendor message id) (`routes.byMessage`). Bodies are parsed by the
  * vendor adapters; a body no adapter can parse, or a callback that breaks an ingest rule (its
  * receive time, or a receipt's own time, out of range: validate.ts), is a contract error (the
  * runtime's DLQ, reason naming the rule), so nothing absurd reaches the join's state. `ingest`
@@ -49,6 +56,7 @@ export function receiptParseProcessor(
   ingest: IngestOptions = {},
 ): ProcessorSupplier<string, ReceiptRaw, string, ByMessageRecord> {
   const rules = compileIngestRules(ingest);
+  const here = routes.here ?? routes.byUid;
   return () => {
     let ctx: ProcessorContext<string, ByMessageRecord>;
     const processor: Processor<string, ReceiptRaw, string, ByMessageRecord> = {
@@ -88,7 +96,8 @@ export function receiptParseProcessor(
             app_id: raw.app_id,
           };
           const value: ByMessageRecord = { type: 'receipt', receipt };
-          if (r.recipient !== undefined) ctx.forward({ key: r.recipient, value, timestamp: record.timestamp }, routes.byUid);
+          if (r.recipient !== undefined)
+            ctx.forward({ key: r.recipient, value, timestamp: record.timestamp }, r.recipient === record.key ? here : routes.byUid);
           else ctx.forward({ key: messageKey(raw.vendor, r.vendorMessageId), value, timestamp: record.timestamp }, routes.byMessage);
         }
       },

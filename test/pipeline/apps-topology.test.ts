@@ -43,7 +43,7 @@ describe('application wiring', () => {
     );
   });
 
-  test('receipts: three sub-topologies, the by-uid and by-message topics where the key changes', () => {
+  test('receipts: two sub-topologies; raw callbacks keyed by their recipient join in-process, the by-uid and by-message topics where the key changes', () => {
     const topology = buildReceiptTopology({
       ...wiring,
       parsers: () => undefined,
@@ -55,18 +55,10 @@ describe('application wiring', () => {
       lines(
         'Topologies:',
         '  Sub-topology: 0',
-        '    Source: receipts-raw (topics: [t.push.receipts.raw])',
-        '      --> receipt-parse',
-        '    Processor: receipt-parse (stores: [])',
-        '      --> receipt-parse-out, receipt-parse-by-uid',
-        '      <-- receipts-raw',
-        '    Sink: receipt-parse-out (topic: t.push.receipts.by-message)',
-        '      <-- receipt-parse',
-        '    Sink: receipt-parse-by-uid (topic: t.push.receipts.by-uid)',
-        '      <-- receipt-parse',
-        '  Sub-topology: 1',
         '    Source: uid-keyed (topics: [t.push.outcomes, t.push.tokens, t.push.receipts])',
         '      --> submission-index, token-lifecycle',
+        '    Source: receipts-raw (topics: [t.push.receipts.raw])',
+        '      --> receipt-parse',
         '    Source: receipts-by-uid (topics: [t.push.receipts.by-uid])',
         '      --> receipt-join-by-uid',
         '    Processor: submission-index (stores: [])',
@@ -74,9 +66,16 @@ describe('application wiring', () => {
         '      <-- uid-keyed',
         '    Sink: submission-index-out (topic: t.push.receipts.by-message)',
         '      <-- submission-index',
+        '    Processor: receipt-parse (stores: [])',
+        '      --> receipt-parse-out, receipt-parse-by-uid, receipt-join-by-uid',
+        '      <-- receipts-raw',
+        '    Sink: receipt-parse-out (topic: t.push.receipts.by-message)',
+        '      <-- receipt-parse',
+        '    Sink: receipt-parse-by-uid (topic: t.push.receipts.by-uid)',
+        '      <-- receipt-parse',
         '    Processor: receipt-join-by-uid (stores: [receipt-join-by-uid-messages, receipt-join-by-uid-due])',
         '      --> push-receipts-by-uid',
-        '      <-- submission-index, receipts-by-uid',
+        '      <-- submission-index, receipt-parse, receipts-by-uid',
         '    Sink: push-receipts-by-uid (topic: t.push.receipts)',
         '      <-- receipt-join-by-uid',
         '    Processor: token-lifecycle (stores: [token-lifecycle-tokens, token-lifecycle-stale-due])',
@@ -84,7 +83,7 @@ describe('application wiring', () => {
         '      <-- uid-keyed',
         '    Sink: token-invalidations (topic: t.push.tokens)',
         '      <-- token-lifecycle',
-        '  Sub-topology: 2',
+        '  Sub-topology: 1',
         '    Source: by-message (topics: [t.push.receipts.by-message])',
         '      --> receipt-join',
         '    Processor: receipt-join (stores: [receipt-join-messages, receipt-join-due])',

@@ -16,11 +16,14 @@ describe('receipt-join by uid', () => {
   let h: ReceiptsHarness;
   useReceiptsHarness('join_by_uid', (harness) => (h = harness));
 
-  /** The receipt of request `req` for device `device`'s token, naming the device's user (or no one). */
-  const receipt = (req: string, device: string, status: number, named = true) =>
-    h.hmsReceipt(req, `tok-${device}`, status, h.now(), named ? recipientParam(`uid-${device}`)! : '');
+  /**
+   * The receipt of request `req` for device `device`'s token, naming the device's user (or no one),
+   * keyed as the receiver keys it (by that user, else by vendor) or by `key`.
+   */
+  const receipt = (req: string, device: string, status: number, named = true, key?: string) =>
+    h.hmsReceipt(req, `tok-${device}`, status, h.now(), named ? recipientParam(`uid-${device}`)! : '', key);
 
-  test('a receipt naming its recipient is matched beside the outcome: no by-message record, one by-uid record, the task delivered', async () => {
+  test('a receipt naming its recipient is matched beside the outcome: no re-key record, the task delivered', async () => {
     await h.insertTask('task-1', 'd1');
     await h.outcome('d1', 'task-1', 'ACCEPTED', { vendorMessageId: 'req-1', receiptsByUid: true });
     await receipt('req-1', 'd1', 0);
@@ -31,13 +34,25 @@ describe('receipt-join by uid', () => {
     assert.equal(await h.taskStatus('task-1'), 2);
     const produced = h.produced();
     assert.equal(produced[TOPICS.byMessage], undefined, 'nothing keyed by the vendor message id');
-    assert.equal(produced[TOPICS.byUid], 2, 'each receipt callback once, keyed by uid');
+    assert.equal(produced[TOPICS.byUid], undefined, 'the callback came keyed by its recipient: joined in-process');
     // The driver commits after every input: the entry is written when the submission came and when
     // its receipt was emitted; the duplicate changes nothing.
     assert.equal(produced[`${RECEIPT_JOIN_BY_UID_STORES.messages}-changelog`], 2);
     assert.equal(produced[`${RECEIPT_JOIN_STORES.messages}-changelog`], undefined, 'nothing in the by-message join');
     const entries = h.driver.getStateStore<KeyValueStore<unknown>>(RECEIPT_JOIN_BY_UID_STORES.messages);
     assert.ok(entries.get(compositeKey('uid-d1', 'hms', 'req-1')), 'the entry is keyed by its user first (pipeline/repartition/store-keys.ts)');
+  });
+
+  test('a callback keyed by vendor (as a batch about several users is) is re-keyed by the uid its receipt names, and matched', async () => {
+    await h.insertTask('task-5', 'd5');
+    await h.outcome('d5', 'task-5', 'ACCEPTED', { vendorMessageId: 'req-5', receiptsByUid: true });
+    h.produced();
+    await receipt('req-5', 'd5', 0, true, 'hms');
+    const [r, ...rest] = h.receipts();
+    assert.deepEqual(rest, []);
+    assert.deepEqual([r?.matched, r?.task_id, r?.status], [true, 'task-5', 'DELIVERED']);
+    assert.equal(await h.taskStatus('task-5'), 2);
+    assert.deepEqual(h.produced(), { [TOPICS.byUid]: 1, [`${RECEIPT_JOIN_BY_UID_STORES.messages}-changelog`]: 1 }, 'beside the receipt read above');
   });
 
   test('a receipt naming its recipient that comes before the outcome waits for it', async () => {

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fanOutOutcome, pushMessage, type FanOutAnswer } from '../../processors/fan-out/records.ts';
 import { collapseId, taskId } from '../../processors/model/ids.ts';
-import { RECIPIENT_PARAM_MAX_BYTES, recipientOfParam, recipientParam } from '../../processors/model/receipt-route.ts';
+import { RECIPIENT_PARAM_MAX_BYTES, receiptRawKey, recipientOfParam, recipientParam } from '../../processors/model/receipt-route.ts';
 import type { BusinessTag, PushDispatch } from '../../processors/model/records.ts';
 
 function dispatch(uid: string, business: BusinessTag | null = null): PushDispatch {
@@ -72,5 +72,14 @@ describe('receipts joined by uid: who names the recipient', () => {
       assert.equal(pushMessage(d, 'tok-1', undefined, 3600).recipient, undefined);
       assert.equal(fanOutOutcome(d, answer('ACCEPTED'), 2_000).receipts_by_uid, undefined);
     }
+  });
+
+  test('a raw callback is keyed by the one uid all its receipts name, else by its vendor', () => {
+    assert.equal(receiptRawKey('hms', [{ recipient: 'u-1' }]), 'u-1');
+    assert.equal(receiptRawKey('hms', [{ recipient: 'u-1' }, { recipient: 'u-1' }]), 'u-1', 'a batch about one user');
+    assert.equal(receiptRawKey('hms', [{ recipient: 'u-1' }, { recipient: 'u-2' }]), 'hms', 'a batch about two users');
+    assert.equal(receiptRawKey('vivo', [{ recipient: 'u-1' }, {}]), 'vivo', 'one receipt names no one');
+    assert.equal(receiptRawKey('oppo', [{}]), 'oppo');
+    assert.equal(receiptRawKey('xiaomi', []), 'xiaomi');
   });
 });

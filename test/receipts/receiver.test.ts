@@ -12,6 +12,7 @@ import { KafkaReceiptPublisher, type ReceiptRawRecord } from '../../receipts/pub
 import { ReceiptReceiver } from '../../receipts/server.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { topicName } from '../../pipeline/topics.ts';
+import { recipientParam } from '../../processors/model/receipt-route.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
@@ -83,7 +84,7 @@ describe('receipt receiver', () => {
 
   test('genuine callbacks of every vendor are answered 200 after Kafka took them', async () => {
     now = Date.now();
-    const hms = receiptBodies.hms('req-1', 'hms-token-1', 0, now);
+    const hms = receiptBodies.hms('req-1', 'hms-token-1', 0, now, recipientParam('u-7'));
     const hmsHeader = hmsCallbackHeader(RECEIPT_SECRETS.hms, now, randomUUID());
     const cases: Array<[string, string, Record<string, string>]> = [
       [`/receipts/hms/${TEST_APP}`, hms, { 'content-type': 'application/json', 'x-huawei-callback-id': hmsHeader }],
@@ -214,6 +215,7 @@ describe('receipt receiver', () => {
     const schemaRegistry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
     const consumer = kafka.consumer({ groupId: uniqueName('receiver-test') });
     const seen: ReceiptRawRecord[] = [];
+    const keys: string[] = [];
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
@@ -221,6 +223,7 @@ describe('receipt receiver', () => {
         .run({
           eachMessage: async ({ message }) => {
             seen.push((await schemaRegistry.decode(message.value!)) as ReceiptRawRecord);
+            keys.push(message.key!.toString());
             if (seen.length === genuine.length) resolve();
           },
         })
@@ -232,5 +235,10 @@ describe('receipt receiver', () => {
     for (const f of forged) assert.ok(!bodies.includes(f));
     assert.deepEqual([...new Set(seen.map((r) => r.vendor))].sort(), ['hms', 'oppo', 'vivo', 'xiaomi']);
     assert.ok(seen.every((r) => r.app_id === TEST_APP && /^[0-9a-f]{64}$/.test(r.receipt_id)));
+    assert.deepEqual(
+      seen.map((r, i) => `${r.vendor}:${keys[i]}`),
+      ['hms:u-7', 'xiaomi:xiaomi', 'oppo:oppo', 'vivo:vivo', 'hms:u-7', 'hms:hms'],
+      'keyed by the user the receipts name (the first HMS callback and its retry), else by vendor',
+    );
   });
 });

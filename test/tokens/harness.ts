@@ -6,6 +6,7 @@ import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
 import type { PushReceipt, ReceiptRaw } from '../../processors/receipt-join/records.ts';
 import type { ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import type { PushOutcome, TokenReport } from '../../processors/model/records.ts';
+import { receiptRawKey, recipientField } from '../../processors/model/receipt-route.ts';
 import type { TokenLifecycleOptions } from '../../processors/token-lifecycle/lifecycle.ts';
 import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
@@ -142,8 +143,16 @@ export class ReceiptsHarness {
   /**
    * An HMS receipt callback as the receiver hands it on: status 0 delivered, 2/5 dead token, others
    * failed. `biTag`: the push's callback parameter, echoed (processors/model/receipt-route.ts).
+   * `key`: the record's key, by default the receiver's (the uid `biTag` names, else the vendor).
    */
-  async hmsReceipt(requestId: string, token: string, status: number, at = this.now(), biTag = ''): Promise<void> {
+  async hmsReceipt(
+    requestId: string,
+    token: string,
+    status: number,
+    at = this.now(),
+    biTag = '',
+    key = receiptRawKey('hms', [recipientField(biTag)]),
+  ): Promise<void> {
     const body = Buffer.from(receiptBodies.hms(requestId, token, status, at, biTag));
     const raw: ReceiptRaw = {
       receipt_id: createHash('sha256').update('hms\n').update(body).digest('hex'),
@@ -153,7 +162,7 @@ export class ReceiptsHarness {
       body,
       received_at: this.now(),
     };
-    await this.driver.pipeInput(TOPICS.receiptsRaw, 'hms', raw);
+    await this.driver.pipeInput(TOPICS.receiptsRaw, key, raw);
   }
 
   async tokenRow(device: string, vendor = 'hms'): Promise<TokenRowView | undefined> {
