@@ -5,6 +5,7 @@
  */
 import type { Environment } from '../demo/environment.ts';
 import type { ReceivedPush } from '../emulators/index.ts';
+import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from '../demo/workload.ts';
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
 import { processCpuMs } from './probes.ts';
@@ -47,6 +48,13 @@ export interface PhaseOptions {
   /** Its IM load beside the campaign, persisted msgs/s, and each IM run's length, s. */
   readonly campaignImRate?: number;
   readonly campaignImSeconds?: number;
+  /**
+   * The slow-vendor phase: at 100 msgs/s, `vendor`'s emulator answers every send `ms` late, and the
+   * leading-push latency is measured over the pushes to the other vendors: whether one vendor's
+   * slowness holds up the pushes to the others (the decisions' and the fan-out's commits). `seconds`
+   * 0 skips it.
+   */
+  readonly slowVendor?: { readonly vendor: Vendor; readonly ms: number; readonly seconds: number };
 }
 
 export interface PhaseResults {
@@ -54,6 +62,8 @@ export interface PhaseResults {
   readonly latency: (LatencyFigures & { step: StepResult; rate: number }) | null;
   /** The same at a fixed 100 persisted msgs/s. */
   readonly latencyAt100: (LatencyFigures & { step: StepResult; rate: number }) | null;
+  /** The same at 100 msgs/s over the other vendors' pushes while one vendor is slow (`PhaseOptions.slowVendor`). */
+  readonly slowVendorLatency: (LatencyFigures & { step: StepResult; rate: number; slowVendor: Vendor; slowMs: number }) | null;
   readonly storm: (StormFigures & { step: StepResult }) | null;
   /** IM latency alone and beside a campaign, and the campaign's throughput (bench/campaign-phase.ts). */
   readonly campaign: CampaignFigures | null;
@@ -172,12 +182,13 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
     notes.push('the pipeline had not drained 10 min after the load steps; the latency phase started on a backlog');
   // Let the steps' merge windows close first, so the phase's first messages are leading pushes.
   await new Promise((resolve) => setTimeout(resolve, settleMs));
-  const latencyPhase = async (rate: number, seconds: number) => {
+  const latencyPhase = async (rate: number, seconds: number, slow?: Vendor) => {
     const latencyLoad = load(loadPopulation, rate, seconds, { counters, stormShare: options.stormShare ?? 0.0015 });
     const latencyStep = await runStep(put, `latency ${rate}/s`, latencyLoad.records, { settleMs, window: latencyLoad.window });
-    const figures = { ...leadingPushLatency(latencyLoad.records, loadPopulation, takeReceived(env), 2 * options.mergeWindowMs), step: latencyStep, rate };
+    const received = takeReceived(env).filter((push) => push.vendor !== slow);
+    const figures = { ...leadingPushLatency(latencyLoad.records, loadPopulation, received, 2 * options.mergeWindowMs), step: latencyStep, rate };
     say(
-      `[bench] latency at ${rate}/s: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, p99.9 ${figures.p999Ms} ms over ${figures.samples} leading pushes; segments (leading pushes):`,
+      `[bench] latency at ${rate}/s${slow ? ` to the vendors other than ${slow}` : ''}: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, p99.9 ${figures.p999Ms} ms over ${figures.samples} leading pushes; segments (leading pushes):`,
     );
     for (const line of latencyStep.breakdown ? formatSegments(latencyStep.breakdown.segments) : ['    (no worker metrics)']) say(line);
     if (!latencyStep.sustained) notes.push(`the ${rate}/s latency phase itself did not keep up: ${latencyStep.verdict}`);
@@ -187,6 +198,18 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   // runStep waited settleMs after the load: the phase's merge windows are closed.
   say(`[bench] latency phase: 100 msgs/s for ${options.lowRateSeconds} s ...`);
   const latencyAt100 = await latencyPhase(100, options.lowRateSeconds);
+  let slowVendorLatency: PhaseResults['slowVendorLatency'] = null;
+  const slow = options.slowVendor;
+  if (slow && slow.seconds > 0) {
+    say(`[bench] slow-vendor phase: 100 msgs/s for ${slow.seconds} s, ${slow.vendor} answering ${slow.ms} ms late ...`);
+    const emulator = env.emulators[slow.vendor];
+    emulator.latencyMs = slow.ms;
+    try {
+      slowVendorLatency = { ...(await latencyPhase(100, slow.seconds, slow.vendor)), slowVendor: slow.vendor, slowMs: slow.ms };
+    } finally {
+      emulator.latencyMs = 0;
+    }
+  }
 
   const stormRate = options.stormRate ?? maxRate;
   say(`[bench] group-storm phase: ${stormRate} msgs/s for ${options.stormSeconds} s ...`);
@@ -222,5 +245,5 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   // steps it caught the tail of the setup records).
   const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
   say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
-  return { steps, latency, latencyAt100, storm: stormResult, campaign, idleWorkerCpuMsPerSecond, notes };
+  return { steps, latency, latencyAt100, slowVendorLatency, storm: stormResult, campaign, idleWorkerCpuMsPerSecond, notes };
 }

@@ -63,6 +63,9 @@ export interface BenchResult {
   readonly latency: (LatencyFigures & { readonly step: StepResult; readonly rate: number }) | null;
   /** Leading-push latency at a fixed 100 persisted msgs/s. */
   readonly latencyAt100: (LatencyFigures & { readonly step: StepResult; readonly rate: number }) | null;
+  /** The same over the other vendors' pushes while one vendor answers late (the slow-vendor phase); null when skipped. */
+  readonly slowVendorLatency?:
+    (LatencyFigures & { readonly step: StepResult; readonly rate: number; readonly slowVendor: string; readonly slowMs: number }) | null;
   /** Merge-state memory and restore (only with --merge-windows; bench/memory-bench.ts). */
   readonly mergeState: MemoryBenchResult | null;
   readonly storm: (StormFigures & { readonly step: StepResult }) | null;
@@ -279,6 +282,13 @@ export function tableRows(r: BenchResult): Row[] {
     },
     latencyRow('latency persist → vendor, offline, leading, ½ max load', r.latency, 'p99 ≤ 300 ms', 'p99 ≤ 300 ms', 300),
     latencyRow('latency persist → vendor, offline, leading, 100 msgs/s', r.latencyAt100, '(none)', 'p99 ≤ 150 ms', 150),
+    latencyRow(
+      `the same to the other vendors while ${r.slowVendorLatency?.slowVendor ?? 'one vendor'} answers ${r.slowVendorLatency?.slowMs ?? '…'} ms late`,
+      r.slowVendorLatency ?? null,
+      '(none)',
+      'p99 ≤ 150 ms',
+      150,
+    ),
     {
       what: 'group storm: vendor submissions ÷ triggers',
       target: '≤ 0.30',

@@ -33,6 +33,7 @@ import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
 import { measureShardedFanOut, type ShardBenchResult } from './shards-bench.ts';
 import { measureCampaignExpansion, type CampaignBenchResult } from './campaign-expansion.ts';
 import { CAMPAIGN_SENDER_RATE } from './campaign-phase.ts';
+import { VENDORS, type Vendor } from '../processors/fan-out/vendor-port.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -48,6 +49,10 @@ const HELP = `npm run bench -- [flags]
   --users N              users of the throughput population (default 5000)
   --latency-seconds S    length of the half-load latency phase (default 30)
   --latency-100-seconds S  length of the fixed 100 msgs/s latency phase (default 20)
+  --slow-vendor-seconds S  length of the slow-vendor phase: 100 msgs/s while one vendor answers late,
+                           latency over the other vendors' pushes (default 15; 0 skips it)
+  --slow-vendor V          the vendor made slow (default hms)
+  --slow-vendor-ms MS      how late it answers (default 1000)
   --storm-rate N         persisted msgs/s of the group-storm phase (default: the sustained rate)
   --storm-seconds S      length of the group-storm phase (default 15)
   --ceiling-records N    records per ceiling scenario (default 100000)
@@ -81,6 +86,12 @@ function gitSha(): string | null {
   } catch {
     return null;
   }
+}
+
+function slowVendorFlag(args: string[]): Vendor {
+  const vendor = flag(args, '--slow-vendor') ?? 'hms';
+  if (!(VENDORS as readonly string[]).includes(vendor)) throw new Error(`--slow-vendor: one of ${VENDORS.join(', ')}, got ${vendor}`);
+  return vendor as Vendor;
 }
 
 function extraWorkerEnv(): Record<string, string> {
@@ -137,6 +148,11 @@ export async function main(args: string[]): Promise<number> {
     users: intFlag(args, '--users', quick ? 400 : 5000, 1_000_000),
     latencySeconds: intFlag(args, '--latency-seconds', quick ? 5 : 30, 3600),
     lowRateSeconds: intFlag(args, '--latency-100-seconds', quick ? 5 : 20, 3600),
+    slowVendor: {
+      vendor: slowVendorFlag(args),
+      ms: intFlag(args, '--slow-vendor-ms', 1000, 60_000),
+      seconds: intFlag(args, '--slow-vendor-seconds', quick ? 5 : 15, 3600, 0),
+    },
     ...(flag(args, '--storm-rate') ? { stormRate: intFlag(args, '--storm-rate', 1, 1_000_000) } : {}),
     stormSeconds: intFlag(args, '--storm-seconds', quick ? 4 : 15, 3600),
     mergeWindowMs,
@@ -299,6 +315,7 @@ export async function main(args: string[]): Promise<number> {
     atSustainedRate: sustained ? atRate(sustained, outcome.idleWorkerCpuMsPerSecond) : null,
     latency: outcome.latency,
     latencyAt100: outcome.latencyAt100,
+    slowVendorLatency: outcome.slowVendorLatency,
     campaign: outcome.campaign,
     mergeState,
     storm: outcome.storm,

@@ -21,10 +21,10 @@ export function chaosAdmin(): Admin {
   }).admin();
 }
 
-/** Every stage group's status (members, assignment, offsets). */
-export async function stageStatuses(admin: Admin, applicationId: string): Promise<GroupStatus[]> {
+/** Every stage group's status (members, assignment, offsets); `stages`: those the deployment runs (default all). */
+export async function stageStatuses(admin: Admin, applicationId: string, stages: readonly string[] = STAGES): Promise<GroupStatus[]> {
   const out: GroupStatus[] = [];
-  for (const stage of STAGES) out.push(await groupStatus(admin, `${applicationId}-${stage}`));
+  for (const stage of stages) out.push(await groupStatus(admin, `${applicationId}-${stage}`));
   return out;
 }
 
@@ -55,7 +55,7 @@ const MARKER_LAG = 10;
 export async function waitDrained(
   applicationId: string,
   quiet: () => boolean,
-  options: { intervalMs?: number; timeoutMs?: number; stuckGraceMs?: number } = {},
+  options: { intervalMs?: number; timeoutMs?: number; stuckGraceMs?: number; stages?: readonly string[] } = {},
 ): Promise<StuckPartition[]> {
   const admin = chaosAdmin();
   await admin.connect();
@@ -69,7 +69,7 @@ export async function waitDrained(
       let current = '';
       let behind: StuckPartition[] = [];
       try {
-        const statuses = await stageStatuses(admin, applicationId);
+        const statuses = await stageStatuses(admin, applicationId, options.stages);
         current = statuses.every((s) => s.state === 'Stable') ? snapshot(statuses) : '';
         behind = statuses.flatMap((s) =>
           s.topics.flatMap((t) =>

@@ -15,6 +15,7 @@ import type { PushOutcome } from '../processors/model/records.ts';
 import { buildScenario, type Scenario, type ScenarioOptions } from './scenario.ts';
 import { collectDeadLetters, collectOutcomes, type Collector, type DeadLetterSeen } from './collect.ts';
 import { sleep, waitDrained, type StuckPartition } from './drain.ts';
+import { deployedStages } from '../pipeline/worker-config.ts';
 import { startStoreForwarder, type StoreForwarder } from './faults.ts';
 import { emulatorArrival, recordings, verifyOutcomes, verifyPushes, type OutcomeVerdict, type PushVerdict, type VendorArrival } from './verify.ts';
 
@@ -139,6 +140,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
   const startedAtMs = Date.now();
   let stores: { mysql: StoreForwarder; clickhouse: StoreForwarder } | undefined;
   const workerEnv: Record<string, string> = { ...options.workerEnv };
+  const stages = deployedStages(workerEnv);
   if (options.forwardStores) {
     const endpoints = readEndpoints();
     const mysqlTarget = new URL(endpoints.mysqlUrl);
@@ -204,7 +206,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
     await traffic.send('tokens', setup.setup.tokens);
     await traffic.send('settings', setup.setup.settings);
     await traffic.send('presence', setup.setup.presence);
-    await waitDrained(env.applicationId, () => true, { intervalMs: 1000, timeoutMs: 120_000 });
+    await waitDrained(env.applicationId, () => true, { intervalMs: 1000, timeoutMs: 120_000, stages });
   } catch (error) {
     await closeAll();
     throw error;
@@ -239,7 +241,7 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
           }
           return out.quietForMs() > 4000 && Date.now() - stableSince > 4000;
         },
-        { timeoutMs },
+        { timeoutMs, stages },
       );
       return stuck;
     },

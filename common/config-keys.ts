@@ -146,6 +146,12 @@ export const CONFIG_KEYS = {
     default: false,
     doc: "also write the decisions' in-memory hand-overs to push.candidates and push.merged",
   }),
+  PUSH_FAN_OUT_FUSED: bool({
+    key: 'PUSH_FAN_OUT_FUSED',
+    section: 'workers',
+    default: false,
+    doc: "run the IM fan-out inside the decisions' task (no push.dispatch hop; their commit waits for its vendor calls); the fan-out stage then does not run",
+  }),
   PUSH_TOPIC_PREFIX: str({ key: 'PUSH_TOPIC_PREFIX', section: 'workers', default: '', doc: 'prefix of every topic name' }),
   PUSH_METRICS_PORT: int({
     key: 'PUSH_METRICS_PORT',

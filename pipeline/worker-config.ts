@@ -3,7 +3,7 @@
  * configuration (cli/config-check.ts) before any command's clients are loaded.
  */
 import { readKey, type Env } from '../common/config.ts';
-import { CONFIG_KEYS } from '../common/config-keys.ts';
+import { CONFIG_KEYS, STAGE_NAMES } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
 import type { ProcessingGuarantee } from '../topology/runtime.ts';
 import type { TopicReplication } from '../topology/create-topics.ts';
@@ -13,7 +13,7 @@ import type { StageName } from './apps/index.ts';
 export interface WorkerConfig {
   /** PUSH_APPLICATION_ID: prefix of consumer groups, changelogs and transactional ids. Default offline-push. */
   readonly applicationId: string;
-  /** PUSH_STAGES: comma-separated subset of decisions, fan-out, receipts, clickhouse. Default all. */
+  /** PUSH_STAGES: comma-separated subset of the stages (common/config-keys.ts STAGE_NAMES). Default all; never fan-out with PUSH_FAN_OUT_FUSED. */
   readonly stages: StageName[];
   /** PUSH_RECEIVER: also serve the vendor receipt callbacks (receipts/). Default false; true/false, 1/0, yes/no, on/off. */
   readonly receiver: boolean;
@@ -51,12 +51,24 @@ export function readCaughtUpCommitMs(env: Env, commitIntervalMs: number): number
   return readKey(env, key, Math.min(key.default, commitIntervalMs), { min: key.min, max: commitIntervalMs });
 }
 
+/**
+ * The stages a deployment with these settings runs, of all STAGE_NAMES: fused (PUSH_FAN_OUT_FUSED), the
+ * IM fan-out runs inside the decisions' task (pipeline/apps/decisions.ts) and its own stage does
+ * not run: it would read a push.dispatch nobody writes (or, with taps, send each push twice).
+ */
+export function deployedStages(env: Env = process.env): StageName[] {
+  const fused = readKey(env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED);
+  return STAGE_NAMES.filter((s) => !(fused && s === 'fan-out'));
+}
+
 export function readWorkerConfig(env: Env = process.env): WorkerConfig {
-  const stages = readKey(env, CONFIG_KEYS.PUSH_STAGES) as StageName[];
+  const fused = readKey(env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED);
+  const stages = (readKey(env, CONFIG_KEYS.PUSH_STAGES) as StageName[]).filter((s) => deployedStages(env).includes(s));
   const guarantee = readKey(env, CONFIG_KEYS.PUSH_PROCESSING_GUARANTEE);
   const receiver = readKey(env, CONFIG_KEYS.PUSH_RECEIVER);
   const appsConfigPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
-  if (appsConfigPath === '' && (receiver || stages.some((s) => s === 'fan-out' || s === 'receipts'))) {
+  const sends = (s: StageName) => s === 'fan-out' || s === 'receipts' || (fused && s === 'decisions');
+  if (appsConfigPath === '' && (receiver || stages.some(sends))) {
     throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
   }
   const partitions = readKey(env, CONFIG_KEYS.PUSH_PARTITIONS);

@@ -24,6 +24,9 @@ import { onlineFilterOptionsFromEnv, type OnlineFilterOptions } from '../../proc
 import { merge } from '../../processors/merge/merge.ts';
 import { mergeOptionsFromEnv, type MergeOptions } from '../../processors/merge/options.ts';
 import { policy } from '../../processors/policy/policy.ts';
+import { fanOut } from '../../processors/fan-out/fan-out.ts';
+import type { FanOutOptions } from '../../processors/fan-out/options.ts';
+import { FAN_OUT_NODES } from './fan-out.ts';
 import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 import { policyOptionsFromEnv, type PolicyOptions } from '../../processors/policy/options.ts';
 import { readKey, type Env } from '../../common/config.ts';
@@ -41,6 +44,16 @@ export interface DecisionsTopologyOptions extends WiringOptions {
    * records per pushed device in every transaction.
    */
   taps?: boolean;
+  /**
+   * Runs the IM fan-out in the same task, fused behind the policy (PUSH_FAN_OUT_FUSED): a dispatch is
+   * handed to `fan-out` in-process, so it reaches its vendor without waiting for the decisions'
+   * commit and costs no push.dispatch record (written only as a tap, with `taps`). The price: the
+   * decisions' commit waits for the vendor calls the task started (`completeBeforeCommit`), so a
+   * slow vendor slows the decisions of the partitions whose pushes wait on it; backoffs over
+   * `inlineBackoffMaxMs` still park, as in the fan-out application. The fan-out reads the READs of
+   * im.presence, as there, and writes push.outcomes and dead-token invalidations on push.tokens.
+   */
+  fanOut?: Omit<FanOutOptions, 'outputs' | 'completeBeforeCommit'>;
 }
 
 /** The topics the decision stages read (sources) and write (sinks; candidates and merged only as taps). */
@@ -53,6 +66,7 @@ export const DECISION_TOPICS = {
 export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topology {
   const { topic, source, sink } = topicIo(options);
   const tapped = (child: string, tap: string): string[] => (options.taps ? [child, tap] : [child]);
+  const fused = options.fanOut;
   const b = new TopologyBuilder()
     .addSource('persisted-source', source('persisted'))
     .addSource('presence-source', source('presence'))
@@ -75,15 +89,25 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
       policy(VENDOR_CHANNELS, {
         ...options.policy,
         tables: { tokens: topic('tokens'), settings: topic('settings') },
-        outputs: { dispatch: 'dispatch-sink', outcomes: 'outcomes-sink' },
+        outputs: { dispatch: fused ? tapped(FAN_OUT_NODES.processor, 'dispatch-sink') : ['dispatch-sink'], outcomes: 'outcomes-sink' },
       }),
       'merge',
       'settings-source',
       'tokens-source',
       'presence-source',
+    );
+  if (!fused || options.taps) b.addSink('dispatch-sink', sink('dispatch'), 'policy');
+  if (fused) {
+    const n = FAN_OUT_NODES;
+    b.addProcessor(
+      n.processor,
+      fanOut({ ...fused, completeBeforeCommit: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }),
+      'policy',
+      'presence-source',
     )
-    .addSink('dispatch-sink', sink('dispatch'), 'policy')
-    .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
+      .addSink(n.tokens, sink('tokens'), n.processor)
+      .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy', n.processor);
+  } else b.addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
   if (options.taps) b.addSink('candidates-tap', sink('candidates'), 'online-filter').addSink('merged-tap', sink('merged'), 'merge');
   return b.build();
 }

@@ -21,7 +21,7 @@ import type { Logger } from '../../common/log.ts';
 import type { Endpoints } from '../../common/endpoints.ts';
 import type { Env } from '../../common/config.ts';
 import type { Topology } from '../../topology/builder.ts';
-import { fanOutOptionsFromEnv } from '../../processors/fan-out/options.ts';
+import { fanOutOptionsFromEnv, type FanOutOptions } from '../../processors/fan-out/options.ts';
 import { ingestOptionsFromEnv } from '../../processors/model/ingest.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
@@ -95,6 +95,13 @@ export interface Stage {
   close(): Promise<void>;
 }
 
+/** The IM fan-out's options (PUSH_FANOUT_*) with its own im_push_task ledger, for the fan-out application or fused behind the decisions. */
+function imFanOut(ctx: StageContext): { options: Omit<FanOutOptions, 'outputs' | 'completeBeforeCommit'>; close: () => Promise<void> } {
+  const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
+  const options = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };
+  return { options, close: async () => ledger.close() };
+}
+
 export function buildStage(name: StageName, ctx: StageContext): Stage {
   const wiring = { valueSerdes: meteredSerdes(registryValueSerdes(ctx.registry, ctx.topicPrefix), ctx.metrics), topicPrefix: ctx.topicPrefix };
   const none = async () => undefined;
@@ -102,19 +109,19 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'decisions': {
       const options = decisionsOptionsFromEnv(ctx.env);
       const merge = { ...options.merge, listener: ctx.metrics.mergeListener };
+      const fused = readKey(ctx.env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED) ? imFanOut(ctx) : undefined;
       return {
         name,
         commitLane: 'event-path',
         commitWhenCaughtUp: true,
         internalTopics: [],
-        close: none,
-        topology: buildDecisionsTopology({ ...wiring, ...options, merge }),
+        close: fused?.close ?? none,
+        topology: buildDecisionsTopology({ ...wiring, ...options, merge, ...(fused ? { fanOut: fused.options } : {}) }),
       };
     }
     case 'fan-out': {
-      const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
-      const fanOut = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };
-      return { name, commitLane: 'event-path', internalTopics: [], close: async () => ledger.close(), topology: buildFanOutTopology({ ...wiring, fanOut }) };
+      const { options: fanOut, close } = imFanOut(ctx);
+      return { name, commitLane: 'event-path', internalTopics: [], close, topology: buildFanOutTopology({ ...wiring, fanOut }) };
     }
     case 'receipts': {
       const topology = buildReceiptTopology({

@@ -132,9 +132,9 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     return this.onDispatch(record, value);
   }
 
-  /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. */
+  /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it (unless `completeBeforeCommit`). */
   async flushFinished(): Promise<void> {
-    await this.running.settle(false);
+    await this.running.settle(this.options.completeBeforeCommit === true);
     await this.ledger.flush();
   }
 

@@ -96,6 +96,13 @@ export interface FanOutOptions {
    */
   readonly cancellationsRead?: Promise<void>;
   readonly listener?: FanOutListener;
+  /**
+   * Every commit waits for the dispatches in flight, instead of leaving their input offsets out of
+   * a periodic commit. Set when the fan-out runs fused behind the decisions (pipeline/apps/decisions.ts
+   * `fanOut`): there its input is a persisted message whose decision state the same commit stores,
+   * so reading that message again would not decide the push again. Default false.
+   */
+  readonly completeBeforeCommit?: boolean;
 }
 
 export interface FanOutConfig {

@@ -5,6 +5,14 @@ import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { DecisionsHarness, brief } from '../processors/harness.ts';
+import type { PushTaskLedger } from '../../processors/fan-out/ledger.ts';
+
+/** The fused wiring test builds, never runs, the fan-out: its ledger is never called. */
+const fanOutLedgerUnused = new Proxy({} as PushTaskLedger, {
+  get: () => {
+    throw new Error('the ledger is not used while wiring');
+  },
+});
 
 const EXPECTED = `Topologies:
   Sub-topology: 0
@@ -49,6 +57,33 @@ describe('decisions topology', () => {
       '--> policy, outcomes-sink, merged-tap',
     );
     assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', taps: true }).describe(), tapped + TAPS);
+  });
+
+  test('fused (PUSH_FAN_OUT_FUSED): the policy hands dispatches to the fan-out in the same task; push.dispatch only as a tap', () => {
+    const fanOut = { vendors: { adapter: () => undefined, limits: () => undefined }, ledger: fanOutLedgerUnused };
+    const fused = EXPECTED.replace(
+      '      --> online-filter, policy\n    Source: tokens-source',
+      '      --> online-filter, policy, fan-out\n    Source: tokens-source',
+    )
+      .replace('      --> dispatch-sink, outcomes-sink\n', '      --> fan-out, outcomes-sink\n')
+      .replace(
+        '    Sink: dispatch-sink (topic: t.push.dispatch)\n      <-- policy\n    Sink: outcomes-sink (topic: t.push.outcomes)\n      <-- online-filter, merge, policy\n',
+        [
+          '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
+          '      --> token-invalidations-sink, outcomes-sink',
+          '      <-- policy, presence-source',
+          '    Sink: token-invalidations-sink (topic: t.push.tokens)',
+          '      <-- fan-out',
+          '    Sink: outcomes-sink (topic: t.push.outcomes)',
+          '      <-- online-filter, merge, policy, fan-out',
+          '',
+        ].join('\n'),
+      );
+    assert.notEqual(fused, EXPECTED);
+    assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', fanOut }).describe(), fused);
+    const tapped = buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', fanOut, taps: true }).describe();
+    assert.match(tapped, /--> dispatch-sink, fan-out, outcomes-sink\n/);
+    assert.match(tapped, /Sink: dispatch-sink \(topic: t\.push\.dispatch\)\n {6}<-- policy\n/);
   });
 
   test('invalid stage options fail while building, naming the key', () => {

@@ -2,23 +2,52 @@
  * The whole pipeline end to end on the real stack: a scripted workload of a few hundred users
  * (offline, private mode, online and ACKing, quiet hours, muted, dead first token, no token, merge
  * bursts) through worker processes and all six vendor emulators, checked against an expectation the
- * test computes from the scenario alone (chaos/scenario.ts), never from the pipeline's code.
+ * test computes from the scenario alone (chaos/scenario.ts), never from the pipeline's code. Run with
+ * the fan-out as its own application (the default) and fused behind the decisions (PUSH_FAN_OUT_FUSED).
  */
-import { test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { Kafka, logLevel } from 'kafkajs';
 import { startRun, type PipelineRun, type RunVerdict } from '../../chaos/harness.ts';
+import { readEndpoints } from '../../common/endpoints.ts';
+import { topicName } from '../../pipeline/topics.ts';
 
-test('every expected push reaches the right vendor exactly once, every input ends in one class, arrival is exact', { timeout: 240_000 }, async (t) => {
+/** Records on the run's push.dispatch, all partitions. */
+async function dispatchRecords(run: PipelineRun): Promise<number> {
+  const admin = new Kafka({ clientId: 'end-to-end-test', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topicName('dispatch', run.env.topicPrefix));
+    return offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe('the pipeline end to end', () => {
+  test('every expected push reaches the right vendor exactly once, every input ends in one class, arrival is exact', { timeout: 240_000 }, (t) =>
+    endToEnd(t, {}, (dispatches) => assert.ok(dispatches > 0, 'the decisions handed the pushes to the fan-out through push.dispatch')),
+  );
+
+  test('the same with the fan-out fused behind the decisions: no push.dispatch record at all', { timeout: 240_000 }, (t) =>
+    endToEnd(t, { PUSH_FAN_OUT_FUSED: 'true' }, (dispatches) => assert.equal(dispatches, 0, 'push.dispatch records')),
+  );
+});
+
+async function endToEnd(t: TestContext, workerEnv: Record<string, string>, checkDispatches: (records: number) => void): Promise<void> {
   let run: PipelineRun | undefined;
   let verdict: RunVerdict;
+  let dispatches: number;
   try {
-    run = await startRun({ instances: 1, partitions: 4, users: 300, messagesPerUser: 2, burstEvery: 10, durationMs: 12_000 });
+    run = await startRun({ instances: 1, partitions: 4, users: 300, messagesPerUser: 2, burstEvery: 10, durationMs: 12_000, workerEnv });
     await run.play();
     await run.drain(120_000);
     verdict = await run.verdict(45_000);
+    dispatches = await dispatchRecords(run);
   } finally {
     await run?.close();
   }
+  checkDispatches(dispatches);
   const { pushes, outcomes, arrival } = verdict;
   for (const exit of run.startupExits) t.diagnostic(`worker ${exit.worker} exited with ${exit.code} while starting and was restarted`);
   const scenario = run.scenario;
@@ -56,4 +85,4 @@ test('every expected push reaches the right vendor exactly once, every input end
   const arrived = Object.values(arrival.byVendor).reduce((n, v) => n + v.emulators.arrived, 0);
   assert.equal(arrived, scenario.expectedPushes.length, 'arrived pairs = expected pushes');
   assert.ok(submitted > arrived, 'dead first tokens were submitted and refused before the fallback');
-});
+}
