@@ -21,7 +21,7 @@ import type { Logger } from '../../common/log.ts';
 import type { Endpoints } from '../../common/endpoints.ts';
 import type { Env } from '../../common/config.ts';
 import type { Topology } from '../../topology/builder.ts';
-import { fanOutOptionsFromEnv, type FanOutOptions } from '../../processors/fan-out/options.ts';
+import { fanOutOptionsFromEnv, type FanOutListener, type FanOutOptions } from '../../processors/fan-out/options.ts';
 import { ingestOptionsFromEnv } from '../../processors/model/ingest.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
@@ -95,10 +95,27 @@ export interface Stage {
   close(): Promise<void>;
 }
 
-/** The IM fan-out's options (PUSH_FANOUT_*) with its own im_push_task ledger, for the fan-out application or fused behind the decisions. */
-function imFanOut(ctx: StageContext): { options: Omit<FanOutOptions, 'outputs' | 'completeBeforeCommit'>; close: () => Promise<void> } {
+/**
+ * The IM fan-out's options (PUSH_FANOUT_*) with its own im_push_task ledger, for the fan-out
+ * application or fused behind the decisions; `countsDispatches`: the fan-out counts each dispatch it
+ * takes as produced (PipelineMetrics.observeDispatch), where no push.dispatch serde does.
+ */
+function imFanOut(
+  ctx: StageContext,
+  countsDispatches = false,
+): { options: Omit<FanOutOptions, 'outputs' | 'completeBeforeCommit'>; close: () => Promise<void> } {
   const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
-  const options = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, ctx.metrics), ledger, listener: ctx.metrics.fanOutListener };
+  const { metrics } = ctx;
+  const listener: FanOutListener = countsDispatches
+    ? {
+        ...metrics.fanOutListener,
+        onDispatchReceived: (d) => {
+          metrics.observeDispatch(d);
+          metrics.fanOutListener.onDispatchReceived?.(d);
+        },
+      }
+    : metrics.fanOutListener;
+  const options = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, metrics), ledger, listener };
   return { options, close: async () => ledger.close() };
 }
 
@@ -109,7 +126,9 @@ export function buildStage(name: StageName, ctx: StageContext): Stage {
     case 'decisions': {
       const options = decisionsOptionsFromEnv(ctx.env);
       const merge = { ...options.merge, listener: ctx.metrics.mergeListener };
-      const fused = readKey(ctx.env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED) ? imFanOut(ctx) : undefined;
+      // Fused, a dispatch is never serialized unless tapped: it is counted (push_dispatches_total, the
+      // persisted → decided segment) as the fan-out takes it, which is also when it was decided.
+      const fused = readKey(ctx.env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED) ? imFanOut(ctx, !options.taps) : undefined;
       return {
         name,
         commitLane: 'event-path',
