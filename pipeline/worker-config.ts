@@ -62,12 +62,13 @@ export function deployedStages(env: Env = process.env): StageName[] {
 }
 
 export function readWorkerConfig(env: Env = process.env): WorkerConfig {
-  const fused = readKey(env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED);
-  const stages = (readKey(env, CONFIG_KEYS.PUSH_STAGES) as StageName[]).filter((s) => deployedStages(env).includes(s));
+  const deployed = deployedStages(env);
+  const stages = (readKey(env, CONFIG_KEYS.PUSH_STAGES) as StageName[]).filter((s) => deployed.includes(s));
   const guarantee = readKey(env, CONFIG_KEYS.PUSH_PROCESSING_GUARANTEE);
   const receiver = readKey(env, CONFIG_KEYS.PUSH_RECEIVER);
   const appsConfigPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
-  const sends = (s: StageName) => s === 'fan-out' || s === 'receipts' || (fused && s === 'decisions');
+  // Fused, the decisions send pushes themselves (no fan-out stage among those deployed).
+  const sends = (s: StageName) => s === 'fan-out' || s === 'receipts' || (s === 'decisions' && !deployed.includes('fan-out'));
   if (appsConfigPath === '' && (receiver || stages.some(sends))) {
     throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
   }
