@@ -150,7 +150,15 @@ export const CONFIG_KEYS = {
     key: 'PUSH_FAN_OUT_FUSED',
     section: 'workers',
     default: false,
-    doc: "run the IM fan-out inside the decisions' task (no push.dispatch hop; their commit waits for its vendor calls); the fan-out stage then does not run",
+    doc: "run the IM fan-out inside the decisions' task (no push.dispatch hop); the fan-out stage then does not run",
+  }),
+  PUSH_FAN_OUT_COMMIT_WAIT_MS: int({
+    key: 'PUSH_FAN_OUT_COMMIT_WAIT_MS',
+    section: 'workers',
+    default: 50,
+    min: 0,
+    max: 10_000,
+    doc: "fused fan-out: how long the decisions' commit waits for vendor calls in flight before keeping them in the fan-out-parked store",
   }),
   PUSH_TOPIC_PREFIX: str({ key: 'PUSH_TOPIC_PREFIX', section: 'workers', default: '', doc: 'prefix of every topic name' }),
   PUSH_METRICS_PORT: int({

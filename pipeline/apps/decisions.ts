@@ -47,13 +47,14 @@ export interface DecisionsTopologyOptions extends WiringOptions {
   /**
    * Runs the IM fan-out in the same task, fused behind the policy (PUSH_FAN_OUT_FUSED): a dispatch is
    * handed to `fan-out` in-process, so it reaches its vendor without waiting for the decisions'
-   * commit and costs no push.dispatch record (written only as a tap, with `taps`). The price: the
-   * decisions' commit waits for the vendor calls the task started (`completeBeforeCommit`), so a
-   * slow vendor slows the decisions of the partitions whose pushes wait on it; backoffs over
-   * `inlineBackoffMaxMs` still park, as in the fan-out application. The fan-out reads the READs of
+   * commit and costs no push.dispatch record (written only as a tap, with `taps`). The decisions'
+   * commit waits for the vendor calls in flight up to `commitWaitMs` (PUSH_FAN_OUT_COMMIT_WAIT_MS),
+   * then keeps those still running in the fan-out's parked store (`fused`), so a slow vendor costs
+   * the other pushes of its partitions that wait at most; backoffs over `inlineBackoffMaxMs` still
+   * park, as in the fan-out application. The fan-out reads the READs of
    * im.presence, as there, and writes push.outcomes and dead-token invalidations on push.tokens.
    */
-  fanOut?: Omit<FanOutOptions, 'outputs' | 'completeBeforeCommit'>;
+  fanOut?: Omit<FanOutOptions, 'outputs' | 'fused'>;
 }
 
 /** The topics the decision stages read (sources) and write (sinks; candidates and merged only as taps). */
@@ -101,7 +102,7 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
     const n = FAN_OUT_NODES;
     b.addProcessor(
       n.processor,
-      fanOut({ ...fused, completeBeforeCommit: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }),
+      fanOut({ ...fused, fused: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }),
       'policy',
       'presence-source',
     )

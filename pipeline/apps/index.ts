@@ -103,7 +103,7 @@ export interface Stage {
 function imFanOut(
   ctx: StageContext,
   countsDispatches = false,
-): { options: Omit<FanOutOptions, 'outputs' | 'completeBeforeCommit'>; close: () => Promise<void> } {
+): { options: Omit<FanOutOptions, 'outputs' | 'fused'>; close: () => Promise<void> } {
   const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
   const { metrics } = ctx;
   const listener: FanOutListener = countsDispatches

@@ -57,7 +57,8 @@ export function placeStore(
     return { placed, dropped };
   }
   for (const entries of content.values()) {
-    for (const [key, value] of entries) {
+    const split = placement.kind === 'owner' ? placement.split : undefined;
+    for (const [key, value] of split ? [...entries].flatMap(([k, v]) => split(k, v)) : entries) {
       const partition = placement.kind === 'owner' ? partitionOf(placement.owner(key, value), partitions) : placedKeys.get(placement.store)?.get(key);
       if (partition === undefined) dropped++;
       else placed.get(partition)!.set(key, value);

@@ -9,13 +9,16 @@
  * changelogged store missing here (or one here no application declares).
  */
 import { keyParts } from '../../processors/model/keys.ts';
-import { parkedStoreSerde, decodeParked } from '../../processors/fan-out/parked.ts';
+import { decodeHeld, decodeParked, encodeParked, isHeldKey, parkedStoreSerde } from '../../processors/fan-out/parked.ts';
 import type { StageName } from '../apps/index.ts';
 
 /** How a store entry finds its partition under the new count. */
 export type Placement =
-  /** The owning input key, from the store key and (for some stores) its encoded value. */
-  | { readonly kind: 'owner'; owner(key: string, value: Buffer): string }
+  /**
+   * The owning input key, from the store key and (for some stores) its encoded value. `split`
+   * first turns an entry that several owners share into one entry each.
+   */
+  | { readonly kind: 'owner'; owner(key: string, value: Buffer): string; split?(key: string, value: Buffer): Array<[string, Buffer]> }
   /**
    * A timer keyed exactly like an entry of `store` (same application): it goes where that entry
    * goes. A timer whose entry is gone has nothing left to fire for and is dropped.
@@ -54,6 +57,8 @@ export const STORE_PLACEMENTS: Readonly<Partial<Record<StageName, Readonly<Recor
     // compositeKey(uid, device_id, conv_id), for the deferred pushes and their release timers
     'policy-deferred': leadingUid,
     'policy-deferred-timers': leadingUid,
+    // With the fan-out fused behind the policy (PUSH_FAN_OUT_FUSED)
+    ...fanOutStores(),
   },
   'fan-out': fanOutStores(),
   'fan-out-business': fanOutStores(),
@@ -87,10 +92,21 @@ export const STORE_PLACEMENTS: Readonly<Partial<Record<StageName, Readonly<Recor
   },
 };
 
-/** The fan-out's stores (both lanes): parked dispatches keyed by task id; the parked value keeps its input record key. */
+/**
+ * The fan-out's stores (both lanes, and the decisions' when fused): parked dispatches keyed by task
+ * id, whose value keeps its input record key; the dispatches held at a commit (`~held.<n>`) are
+ * split into parked ones, each resumed at once where it lands.
+ */
 function fanOutStores(): Readonly<Record<string, Placement>> {
   return {
-    'fan-out-parked': { kind: 'owner', owner: (taskId, value) => decodeParked(taskId, parkedStoreSerde.deserialize(value)).key },
+    'fan-out-parked': {
+      kind: 'owner',
+      owner: (taskId, value) => decodeParked(taskId, parkedStoreSerde.deserialize(value)).key,
+      split: (key, value) =>
+        isHeldKey(key)
+          ? decodeHeld(parkedStoreSerde.deserialize(value)).map((p) => [p.dispatch.task_id, parkedStoreSerde.serialize(encodeParked(p))])
+          : [[key, value]],
+    },
     'fan-out-retry-timers': { kind: 'companion', store: 'fan-out-parked' },
   };
 }

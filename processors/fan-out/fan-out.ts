@@ -5,7 +5,7 @@ import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
 import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger, type TaskRow } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
-import { ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';
+import { IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';
 import { ACCEPTED_DISCRIMINATOR, isExpired, pushMessage, taskRowOf, type FanOutReason } from './records.ts';
 import { CAMPAIGN_CANCELLED, CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
 import { DispatchesInFlight, type Output } from './release-queue.ts';
@@ -64,6 +64,9 @@ interface Walk {
   /** Vendor calls made so far, all channels. */
   attempts: number;
   last: LastFailure;
+  /** The channel and call being made (or next): where a held walk resumes after a restart. */
+  channel: number;
+  call: number;
 }
 
 /** The channel a walk is on. */
@@ -132,14 +135,21 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     return this.onDispatch(record, value);
   }
 
-  /** Before a periodic commit: what has finished goes out; dispatches in flight stay out of it (unless `completeBeforeCommit`). */
+  /**
+   * Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. Fused
+   * behind the decisions, where the commit must carry every input offset, it waits `commitWaitMs`
+   * for them and holds those still running in the parked store (`hold`).
+   */
   async flushFinished(): Promise<void> {
-    await this.running.settle(this.options.completeBeforeCommit === true);
+    if (this.config.fused) await this.running.settleOrHold(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
+    else await this.running.settle(false);
+    this.parked.writeHeld();
     await this.ledger.flush();
   }
 
   async flush(): Promise<void> {
     await this.running.settle(true);
+    this.parked.writeHeld();
     await this.ledger.flush();
   }
 
@@ -185,23 +195,31 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    */
   private start(p: DispatchProgress, fresh: boolean): void {
     const taskId = p.dispatch.task_id;
+    const live: { walk?: Walk } = {};
     this.running.start(
       taskId,
       fresh ? this.ctx.deferCompletion() : undefined,
-      (outputs) => this.run(p, fresh, outputs),
+      (outputs) => this.run(p, fresh, outputs, live),
       () => {
         if (!this.parked.has(taskId)) this.retrying.remove(taskId);
+      },
+      () => {
+        this.parked.hold(live.walk ? progressOf(live.walk, live.walk.channel, live.walk.call, IN_FLIGHT) : p);
+        return () => this.parked.unhold(taskId);
       },
     );
   }
 
-  /** Takes a dispatch as far as it goes now: claimed (when fresh), then over its channels until it ends or parks. */
-  private async run(p: DispatchProgress, fresh: boolean, ready: Output[]): Promise<void> {
+  /**
+   * Takes a dispatch as far as it goes now: claimed (when fresh, or held when a process stopped),
+   * then over its channels until it ends or parks. `live.walk` shows where it is.
+   */
+  private async run(p: DispatchProgress, fresh: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
     const d = p.dispatch;
     const task = taskRowOf(d);
     if (isExpired(d, this.config.clock.now()))
       return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
-    if (fresh || p.waitingOn === STORE_UNAVAILABLE) {
+    if (fresh || p.waitingOn === STORE_UNAVAILABLE || p.waitingOn === IN_FLIGHT) {
       if (d.channels.length === 0)
         return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
       if (fresh && this.parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
@@ -222,7 +240,10 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       trail: [...(p.trail ?? [])],
       attempts: p.attempts,
       last: p.last,
+      channel: p.channel,
+      call: p.call,
     };
+    live.walk = walk;
     if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return this.endRead(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
     if (this.cancelled?.isCancelled(d)) return this.endCancelled(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
     for (let ci = p.channel; ci < d.channels.length; ci++) {
@@ -257,6 +278,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     for (let call = ci === walk.progress.channel ? walk.progress.call : 1; ; call++) {
       const paused = path.gate.pausedUntil - this.config.clock.now();
       if (paused > this.config.inlineBackoffMaxMs) return this.onVendorPaused(walk, at, call, paused);
+      walk.channel = ci;
+      walk.call = call;
       const outcome: SubmitOutcome = await path.batcher.submit(message);
       if (isWithdrawn(outcome)) {
         this.endCancelled(walk, vendor);
@@ -406,10 +429,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   /** Parks the dispatch until call `call` on channel `ci`, waiting out the answer `code`; over the cap, the oldest parked push ends. */
   private park(walk: Walk, ci: number, call: number, ms: number, code: string): void {
     const d = walk.dispatch;
-    this.parked.park(
-      { ...walk.progress, channel: ci, call, attempts: walk.attempts, last: walk.last, trail: walk.trail, waitingOn: code },
-      this.ctx.wallClockTimeMs() + ms,
-    );
+    this.parked.park(progressOf(walk, ci, call, code), this.ctx.wallClockTimeMs() + ms);
     this.retrying.add(walk.conversation, d.task_id, d.seq);
     this.evictOverCap();
   }
@@ -495,4 +515,9 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       this.listener?.onEvicted?.(vendor, p.dispatch.app_id);
     }
   }
+}
+
+/** Where a walk is, to store: about to make call `call` on channel `ci`, waiting on `waitingOn`. */
+function progressOf(walk: Walk, ci: number, call: number, waitingOn: string): DispatchProgress {
+  return { ...walk.progress, channel: ci, call, attempts: walk.attempts, last: walk.last, trail: [...walk.trail], waitingOn };
 }

@@ -97,12 +97,16 @@ export interface FanOutOptions {
   readonly cancellationsRead?: Promise<void>;
   readonly listener?: FanOutListener;
   /**
-   * Every commit waits for the dispatches in flight, instead of leaving their input offsets out of
-   * a periodic commit. Set when the fan-out runs fused behind the decisions (pipeline/apps/decisions.ts
-   * `fanOut`): there its input is a persisted message whose decision state the same commit stores,
-   * so reading that message again would not decide the push again. Default false.
+   * The fan-out runs fused behind the decisions (pipeline/apps/decisions.ts `fanOut`): its input is
+   * a persisted message whose decision state the same commit stores, so reading that message again
+   * would not decide the push again, and a commit cannot leave the input offset of a dispatch in
+   * flight out. Instead, a commit waits up to `commitWaitMs` for the dispatches in flight and keeps
+   * those still running in the `fan-out-parked` store (held: resumed from there only if the
+   * process stops before they finish). Default false.
    */
-  readonly completeBeforeCommit?: boolean;
+  readonly fused?: boolean;
+  /** Fused: how long a commit waits for the dispatches in flight before holding them, ms. Env PUSH_FAN_OUT_COMMIT_WAIT_MS; default 50; 0–10 000. */
+  readonly commitWaitMs?: number;
 }
 
 export interface FanOutConfig {
@@ -119,6 +123,8 @@ export interface FanOutConfig {
   readonly retryPollMs: number;
   readonly defaultLimits: VendorLimits;
   readonly clock: GateClock;
+  readonly fused: boolean;
+  readonly commitWaitMs: number;
 }
 
 /** Validates once (ConfigError naming the PUSH_* key, or the option when it has none) and fills defaults. */
@@ -137,14 +143,17 @@ export function fanOutConfig(o: FanOutOptions): FanOutConfig {
     retryPollMs: checkRange('fanOut.retryPollMs', o.retryPollMs ?? 250, { min: 10, max: 60_000 }),
     defaultLimits: o.defaultLimits ?? { ratePerSecond: 500, concurrency: 64 },
     clock: o.clock ?? realClock,
+    fused: o.fused === true,
+    commitWaitMs: checkKey(KEYS.PUSH_FAN_OUT_COMMIT_WAIT_MS, o.commitWaitMs),
   });
 }
 
 /** Reads the PUSH_FANOUT_* keys into options (the rest comes from the worker's wiring). */
 export function fanOutOptionsFromEnv(
   env: Env,
-): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs' | 'maxParked'> {
+): Pick<FanOutOptions, 'ttlSeconds' | 'maxRetryableAttempts' | 'maxThrottledAttempts' | 'maxInFlight' | 'retryMaxAgeMs' | 'maxParked' | 'commitWaitMs'> {
   return {
+    commitWaitMs: readKey(env, KEYS.PUSH_FAN_OUT_COMMIT_WAIT_MS),
     ttlSeconds: readKey(env, KEYS.PUSH_FANOUT_TTL_SECONDS),
     maxRetryableAttempts: readKey(env, KEYS.PUSH_FANOUT_MAX_RETRIES),
     maxThrottledAttempts: readKey(env, KEYS.PUSH_FANOUT_MAX_THROTTLED),

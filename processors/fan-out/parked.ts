@@ -67,9 +67,14 @@ export type ParkedValue = string | DispatchProgress;
 const FORMAT = 1;
 
 export function encodeParked(p: DispatchProgress): string {
+  return JSON.stringify(parkedFields(p));
+}
+
+/** The compact form's array (encodeParked). */
+function parkedFields(p: DispatchProgress): unknown[] {
   const d = p.dispatch;
   const l = p.last;
-  return JSON.stringify([
+  return [
     FORMAT,
     p.key === d.uid ? 0 : p.key,
     p.timestamp,
@@ -97,7 +102,7 @@ export function encodeParked(p: DispatchProgress): string {
     d.persisted_at,
     d.decided_at,
     ...optionalTail(d),
-  ]);
+  ];
 }
 
 /** The trailing optional elements of the compact form: none for an IM push without detail. */
@@ -119,8 +124,11 @@ function fromTail(business: unknown, detail: unknown): Pick<PushDispatch, 'busin
 
 /** The progress a parked value holds; `taskId` is its store key. Values of earlier versions are objects, returned as they are. */
 export function decodeParked(taskId: string, value: ParkedValue): DispatchProgress {
-  if (typeof value !== 'string') return value;
-  const v = JSON.parse(value) as unknown[];
+  return typeof value === 'string' ? fromParkedFields(taskId, JSON.parse(value) as unknown[]) : value;
+}
+
+/** The progress a compact form's array holds (decodeParked). */
+function fromParkedFields(taskId: string, v: unknown[]): DispatchProgress {
   if (v[0] !== FORMAT) throw new TypeError(`fan-out-parked ${taskId}: unknown format ${String(v[0])}`);
   const [
     ,
@@ -221,13 +229,47 @@ export const parkedStoreSerde: StoreSerde<ParkedValue> = {
 };
 
 /**
+ * `waitingOn` of a dispatch held while its calls run (the fused fan-out's commit, `hold`): resumed
+ * only after a restart, where it claims again first (a task already final re-emits its verdict)
+ * and repeats the call that was in flight.
+ */
+export const IN_FLIGHT = 'IN_FLIGHT';
+
+/**
+ * Keys of the held dispatches' entries: `~held.0`, `~held.1`, … (a task id never starts with `~`),
+ * each a JSON array of up to HELD_PER_KEY `[task id, compact form's array]` pairs. One record per
+ * commit for every dispatch held, instead of a put and a tombstone per dispatch: most are held for
+ * one commit only, while their vendor call ends.
+ */
+const HELD_KEY = '~held.';
+const HELD_PER_KEY = 64;
+
+export const isHeldKey = (key: string): boolean => key.startsWith(HELD_KEY);
+
+/** The dispatches a held entry keeps, `waitingOn` IN_FLIGHT. */
+export function decodeHeld(value: ParkedValue): DispatchProgress[] {
+  return (JSON.parse(value as string) as Array<[string, unknown[]]>).map(([taskId, fields]) => fromParkedFields(taskId, fields));
+}
+
+function encodeHeld(held: DispatchProgress[]): string {
+  return JSON.stringify(held.map((p) => [p.dispatch.task_id, parkedFields(p)]));
+}
+
+/**
  * The parked dispatches of one fan-out task (docs/design.md §2.4): the changelogged store, the
  * retry timers, and an index by age (decided_at, in memory, rebuilt at init) that names the push
  * to evict when the store is over its cap. A resumed dispatch leaves all three while its calls
- * run, and is parked again (with a new due time) if it has to wait once more.
+ * run, and is parked again (with a new due time) if it has to wait once more. A held dispatch
+ * (`hold`) is written with the others held (`writeHeld`) as long as it runs: no timer resumes it
+ * and the cap does not evict it; after a restart it is parked, due at once.
  */
 export class ParkedDispatches {
   private readonly byAge = new InMemoryTimerStore('fan-out-parked-by-age', false);
+  /** Dispatches held while they run, by task id. */
+  private readonly held = new Map<string, DispatchProgress>();
+  /** Held entries in the store (`~held.<n>`), and whether `held` changed since they were written. */
+  private heldKeys = 0;
+  private heldChanged = false;
 
   constructor(
     private readonly store: KeyValueStore<ParkedValue>,
@@ -237,24 +279,60 @@ export class ParkedDispatches {
 
   /** Rebuilds the age index from a restored store, handing each parked progress to `each`. */
   restore(each: (taskId: string, p: DispatchProgress) => void): void {
-    for (const [taskId, value] of this.store.entries()) {
-      const p = decodeParked(taskId, value);
-      this.byAge.set(taskId, p.dispatch.decided_at);
-      each(taskId, p);
+    for (const [key, value] of [...this.store.entries()]) {
+      if (!isHeldKey(key)) {
+        const p = decodeParked(key, value);
+        this.byAge.set(key, p.dispatch.decided_at);
+        if (p.waitingOn === IN_FLIGHT) this.timers.set(key, 0); // held, then placed by a repartition
+        each(key, p);
+        continue;
+      }
+      // Their runs ended with the process that held them: parked, due at once.
+      this.store.delete(key);
+      for (const p of decodeHeld(value)) {
+        const taskId = p.dispatch.task_id;
+        if (this.store.get(taskId) !== undefined) continue;
+        this.park(p, 0);
+        each(taskId, p);
+      }
     }
   }
 
+  /** Dispatches parked (held ones are running). */
   get size(): number {
-    return this.store.size;
+    return this.store.size - this.heldKeys;
   }
 
   has(taskId: string): boolean {
     return this.store.get(taskId) !== undefined;
   }
 
+  /** Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT) until `unhold`, or until it parks; written by `writeHeld`. */
+  hold(p: DispatchProgress): void {
+    this.held.set(p.dispatch.task_id, { ...p, waitingOn: IN_FLIGHT });
+    this.heldChanged = true;
+  }
+
+  /** A held dispatch has finished and its outputs go out: it is no longer held. */
+  unhold(taskId: string): void {
+    if (this.held.delete(taskId)) this.heldChanged = true;
+  }
+
+  /** Before a commit: writes the held dispatches if they changed (a record per HELD_PER_KEY), deleting the entries left over. */
+  writeHeld(): void {
+    if (!this.heldChanged) return;
+    this.heldChanged = false;
+    const held = [...this.held.values()];
+    const keys = Math.ceil(held.length / HELD_PER_KEY);
+    for (let i = 0; i < keys; i++) this.store.put(HELD_KEY + i, encodeHeld(held.slice(i * HELD_PER_KEY, (i + 1) * HELD_PER_KEY)));
+    for (let i = keys; i < this.heldKeys; i++) this.store.delete(HELD_KEY + i);
+    this.heldKeys = keys;
+  }
+
   /** Parks (or parks again) a dispatch until `dueMs`. */
   park(p: DispatchProgress, dueMs: number): void {
     const taskId = p.dispatch.task_id;
+    if (this.held.delete(taskId)) this.heldChanged = true;
     this.store.put(taskId, encodeParked(p));
     this.timers.set(taskId, dueMs);
     this.byAge.set(taskId, p.dispatch.decided_at);
@@ -283,7 +361,7 @@ export class ParkedDispatches {
   /** Removes and returns the oldest parked dispatches (smallest decided_at) until the store is within its cap. */
   takeOverCap(): DispatchProgress[] {
     const evicted: DispatchProgress[] = [];
-    while (this.store.size > this.maxParked) {
+    while (this.size > this.maxParked) {
       const [oldest] = this.byAge.popDue(Number.POSITIVE_INFINITY, 1);
       if (!oldest) break;
       const p = this.take(oldest.key);

@@ -18,6 +18,13 @@ export interface Job {
    * store); with an error, the runtime sends that record — not a later one — to the DLQ.
    */
   readonly done: (error?: unknown) => void;
+  /**
+   * Keeps the dispatch, still running, in the parked store (`DispatchesInFlight.settleOrHold`);
+   * returns what to do once it has finished and its last outputs go out (take it out again).
+   */
+  readonly hold?: () => () => void;
+  /** Held while still running: left the queue; what it adds now goes out when it finishes. */
+  held?: () => void;
 }
 
 /**
@@ -51,6 +58,26 @@ export class ReleaseQueue {
     }
     if (released > 0) this.jobs = this.jobs.slice(released);
   }
+
+  /**
+   * Releases every job, running or not, in start order: a finished one as `release` does; one still
+   * running forwards the outputs it has so far, is held (`Job.hold`: its progress goes to the parked
+   * store, so this commit may carry its input offset) and leaves the queue.
+   */
+  releaseHolding(forward: (output: Output) => void): void {
+    for (const job of this.jobs) {
+      if (job.finished) {
+        if (job.error === undefined) for (const o of job.outputs) forward(o);
+        job.done(job.error);
+        continue;
+      }
+      if (!job.hold) throw new Error('a dispatch still running cannot be held here');
+      for (const o of job.outputs.splice(0)) forward(o);
+      job.held = job.hold();
+      job.done();
+    }
+    this.jobs = [];
+  }
 }
 
 /**
@@ -65,7 +92,7 @@ const NO_INPUT_RECORD = (): void => undefined;
  * (a replayed record waits for the first one's verdict), and their outputs are released in start
  * order (ReleaseQueue). A dispatch resumed from the parked store has no input record: its error
  * fails the task at the next flush instead of going to the DLQ (`rethrow`), and a periodic commit
- * waits for it (its parked entry is already gone).
+ * waits for it (its parked entry is already gone) unless the commit holds it (`settleOrHold`).
  */
 export class DispatchesInFlight {
   private readonly queue = new ReleaseQueue();
@@ -89,20 +116,29 @@ export class DispatchesInFlight {
    * Starts `run` for task `taskId`: `done` completes the input record of a fresh dispatch
    * (undefined for a resumed one); `settled` runs when it has finished, whatever the result.
    */
-  start(taskId: string, done: Job['done'] | undefined, run: (outputs: Output[]) => Promise<void>, settled: () => void): void {
-    const job: Job = { outputs: [], finished: false, done: done ?? NO_INPUT_RECORD };
+  start(
+    taskId: string,
+    done: Job['done'] | undefined,
+    run: (outputs: Output[]) => Promise<void>,
+    settled: () => void,
+    hold?: Job['hold'],
+  ): void {
+    const job: Job = { outputs: [], finished: false, done: done ?? NO_INPUT_RECORD, ...(hold ? { hold } : {}) };
     this.queue.add(job);
     const previous = this.activeTasks.get(taskId) ?? Promise.resolve();
     const running: Promise<void> = previous
       .then(() => run(job.outputs))
       .catch((error: unknown) => {
-        // The error belongs to this dispatch: released with it, in start order (drain).
-        if (done) job.error = error;
+        // The error belongs to this dispatch: released with it, in start order (drain). Once held,
+        // its input offset is committed: the error fails the task instead.
+        if (done && !job.held) job.error = error;
         else this.failure ??= error;
       })
       .finally(() => {
         settled();
         job.finished = true;
+        // Held: its outputs since go out behind those queued now, then it leaves the parked store.
+        if (job.held) this.queue.add({ outputs: this.failure === undefined ? job.outputs : [], finished: true, done: job.held });
         this.inFlight.delete(running);
         this.resumed.delete(running);
         if (this.activeTasks.get(taskId) === running) this.activeTasks.delete(taskId);
@@ -122,6 +158,22 @@ export class DispatchesInFlight {
     const waiting = all ? this.inFlight : this.resumed;
     while (waiting.size > 0) await Promise.all([...waiting]);
     this.drain();
+    this.rethrow();
+  }
+
+  /**
+   * Before a commit that must carry every input offset (the fan-out fused behind the decisions):
+   * waits up to `waitMs` for the dispatches in flight, then releases what has finished and holds
+   * what is still running (ReleaseQueue.releaseHolding), so a slow vendor delays the commit by
+   * `waitMs` at most.
+   */
+  async settleOrHold(waitMs: number, sleep: (ms: number) => Promise<void>): Promise<void> {
+    if (this.inFlight.size > 0) {
+      let waited = false;
+      const timeout = sleep(waitMs).then(() => (waited = true));
+      while (this.inFlight.size > 0 && !waited) await Promise.race([Promise.all([...this.inFlight]), timeout]);
+    }
+    this.queue.releaseHolding(this.forward);
     this.rethrow();
   }
 

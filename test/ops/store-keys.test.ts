@@ -17,7 +17,8 @@ import type { Topology } from '../../topology/builder.ts';
 import { STORE_PLACEMENTS } from '../../pipeline/repartition/store-keys.ts';
 import { partitionOf } from '../../pipeline/repartition/generation.ts';
 import { placeStore } from '../../pipeline/repartition/copy-state.ts';
-import { encodeParked } from '../../processors/fan-out/parked.ts';
+import { decodeParked, encodeParked, IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type ParkedValue } from '../../processors/fan-out/parked.ts';
+import { InMemoryKeyValueStore, InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
 
 const wiring = { valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.' };
 /** The topologies are only inspected, never run: the resources their processors would use are not needed. */
@@ -25,8 +26,8 @@ const unused = <T>() => ({}) as T;
 
 function topologyOf(stage: StageName): Topology {
   switch (stage) {
-    case 'decisions':
-      return buildDecisionsTopology(wiring);
+    case 'decisions': // with the fan-out fused (PUSH_FAN_OUT_FUSED), whose stores it then has too
+      return buildDecisionsTopology({ ...wiring, fanOut: { vendors: unused(), ledger: unused() } });
     case 'fan-out':
       return buildFanOutTopology({ ...wiring, fanOut: unused() });
     case 'fan-out-business':
@@ -123,5 +124,19 @@ describe('repartition store placements', () => {
     );
     assert.ok(timers.placed.get(partitionOf('u7', 12))!.has('task-1'));
     assert.equal(timers.dropped, 1, 'a timer whose parked dispatch is gone is dropped');
+
+    // The dispatches a fused decisions task held at its last commit share one entry: each goes to its own user's partition, parked.
+    const store = new InMemoryKeyValueStore<ParkedValue>('fan-out-parked', parkedStoreSerde);
+    const held = new ParkedDispatches(store, new InMemoryTimerStore('t', true), 10);
+    for (const uid of ['u7', 'u8']) held.hold({ dispatch: { ...(dispatch as object), uid, task_id: `task-${uid}` } as never, key: uid, timestamp: 1, channel: 0, call: 1, attempts: 0, last, trail: [] });
+    held.writeHeld();
+    const heldContent = new Map([[0, new Map([...store.entries()].map(([k, v]) => [k, parkedStoreSerde.serialize(v)]))]]);
+    assert.deepEqual([...heldContent.get(0)!.keys()], ['~held.0']);
+    const heldPlaced = placeStore(heldContent, STORE_PLACEMENTS.decisions!['fan-out-parked']!, 12, new Map());
+    for (const uid of ['u7', 'u8']) {
+      const value = heldPlaced.placed.get(partitionOf(uid, 12))!.get(`task-${uid}`);
+      assert.ok(value, `task-${uid} placed by its uid`);
+      assert.equal(decodeParked(`task-${uid}`, parkedStoreSerde.deserialize(value)).waitingOn, IN_FLIGHT);
+    }
   });
 });

@@ -1,0 +1,160 @@
+/**
+ * The fan-out fused behind the decisions (PUSH_FAN_OUT_FUSED) cannot leave the input offset of a
+ * dispatch in flight out of a commit: the input is the persisted message, whose decision state the
+ * same commit stores. A commit waits `commitWaitMs` for the vendor calls in flight, then holds
+ * those still running in the changelogged `fan-out-parked` store, so one slow vendor delays the
+ * commit (and every other push of the task) by that much only. Runs the real fan-out in
+ * StreamTasks (the runtime's code) against the vendor emulators and MariaDB, handing the first
+ * task's changelog to the second as a restore from Kafka would.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { buildFanOutTopology, FAN_OUT_NODES } from '../../pipeline/apps/fan-out.ts';
+import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
+import { TOPICS } from '../../pipeline/topics.ts';
+import { FAN_OUT_STORES } from '../../processors/fan-out/fan-out.ts';
+import { decodeHeld, IN_FLIGHT } from '../../processors/fan-out/parked.ts';
+import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
+import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
+import type { SinkNode, SourceNode } from '../../topology/builder.ts';
+import { StreamTask, type OutputRecord } from '../../topology/task.ts';
+import { dispatch, fanOutStack, taskRow } from './support.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PARKED_CHANGELOG = `held-${FAN_OUT_STORES.parked}-changelog`;
+
+describe('fused fan-out: a commit holds the vendor calls still in flight', () => {
+  const fx = fanOutStack();
+
+  function fusedTask(ledger: MysqlPushTaskLedger): {
+    task: StreamTask;
+    send(d: PushDispatch, offset: number): Promise<unknown>;
+    outcomes(records: OutputRecord[]): Promise<PushOutcome[]>;
+  } {
+    const topology = buildFanOutTopology({
+      valueSerdes: rawAvroValueSerdes(),
+      fanOut: { vendors: fx.registry, ledger, fused: true, commitWaitMs: 50, retryPollMs: 10 },
+    });
+    const task = new StreamTask({
+      applicationId: 'held',
+      topology,
+      subtopology: topology.subtopologies[0]!,
+      partition: 0,
+      clock: () => Date.now(),
+      dlqTopic: 'dlq',
+      processingErrorPolicy: 'fail',
+      changelogTopic: (store) => `held-${store}-changelog`,
+    });
+    const source = topology.nodes.get(FAN_OUT_NODES.source) as SourceNode;
+    const sink = topology.nodes.get(FAN_OUT_NODES.outcomes) as SinkNode;
+    return {
+      task,
+      outcomes: async (records) => {
+        const out: PushOutcome[] = [];
+        for (const r of records.filter((r) => r.topic === TOPICS.outcomes.name)) out.push((await sink.valueSerde.deserialize(r.topic, r.value!)) as PushOutcome);
+        return out;
+      },
+      send: async (d, offset) =>
+        task.process({
+          topic: TOPICS.dispatch.name,
+          partition: 0,
+          offset: String(offset),
+          key: Buffer.from(d.uid),
+          value: (await source.valueSerde.serialize(TOPICS.dispatch.name, d)) as Buffer,
+          timestamp: Date.now(),
+          headers: {},
+        }),
+    };
+  }
+
+  /** A periodic commit: flush what has finished (holding what runs), then drain; returns how long the flush took. */
+  async function commit(task: StreamTask) {
+    const started = Date.now();
+    await task.flush({ complete: false });
+    const flushMs = Date.now() - started;
+    return { flushMs, ...task.drainOutputs() };
+  }
+
+  test('a slow vendor delays the commit by the wait only: it carries the input offset and the held progress; the outcome and the tombstone follow', async () => {
+    fx.em.reset();
+    fx.em.fcm.latencyMs = 1_500;
+    const ledger = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
+    const { task, send, outcomes } = fusedTask(ledger);
+    await task.init();
+    const d = dispatch({ uid: 'u-held', device: 'd1', channels: [{ vendor: 'fcm', token: fx.em.token('fcm', 'held') }] });
+    await send(d, 0);
+
+    const first = await commit(task);
+    assert.ok(first.flushMs < 1_000, `the commit waited ${first.flushMs} ms, not for the vendor`);
+    assert.equal(first.offsets.get(TOPICS.dispatch.name), '0', 'the commit carries the dispatch offset');
+    assert.deepEqual(await outcomes(first.records), [], 'no outcome yet');
+    const held = first.changelog.filter((c) => c.topic === PARKED_CHANGELOG);
+    assert.deepEqual(
+      held.map((c) => c.key!.toString()),
+      ['~held.0'],
+      'one record for the dispatches held',
+    );
+    assert.deepEqual(
+      decodeHeld(held[0]!.value!.toString()).map((p) => [p.dispatch.task_id, p.waitingOn, p.channel, p.call, p.attempts]),
+      [[d.task_id, IN_FLIGHT, 0, 1, 0]],
+    );
+
+    await sleep(1_700);
+    const second = await commit(task);
+    assert.deepEqual(
+      (await outcomes(second.records)).map((o) => [o.status, o.vendor, o.task_id]),
+      [['ACCEPTED', 'fcm', d.task_id]],
+    );
+    assert.deepEqual(
+      second.changelog.filter((c) => c.topic === PARKED_CHANGELOG).map((c) => [c.key!.toString(), c.value]),
+      [['~held.0', null]],
+      'the held entry is deleted with the outcome',
+    );
+    assert.equal(fx.em.fcm.received.length, 1);
+    assert.equal((await taskRow(fx.db.pool, fx.db.table, d.task_id))!.status, 1);
+    await task.close();
+    ledger.close();
+  });
+
+  test('the process dies during a held call: the restarted task claims again and finishes the push from the held progress, once', async () => {
+    fx.em.reset();
+    fx.em.fcm.latencyMs = 1_500;
+    const ledger = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
+    const first = fusedTask(ledger);
+    await first.task.init();
+    const d = dispatch({ uid: 'u-died', device: 'd1', channels: [{ vendor: 'fcm', token: fx.em.token('fcm', 'died') }] });
+    await first.send(d, 0);
+    const committed = await commit(first.task);
+    // The process dies: its ledger writes nothing more, and the answer in flight is lost with it.
+    ledger.close();
+    assert.equal((await taskRow(fx.db.pool, fx.db.table, d.task_id))!.status, 0, 'claimed, pending');
+
+    fx.em.fcm.latencyMs = 0;
+    const ledger2 = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
+    const second = fusedTask(ledger2);
+    for (const c of committed.changelog) second.task.stores.get(c.topic.slice('held-'.length, -'-changelog'.length))!.restore(c.key!.toString(), c.value);
+    await second.task.init();
+    const seen: PushOutcome[] = [];
+    for (let i = 0; i < 100 && seen.length === 0; i++) {
+      await sleep(20);
+      await second.task.punctuateWallClock(Date.now());
+      await second.task.flush();
+      seen.push(...(await second.outcomes(second.task.drainOutputs().records)));
+    }
+    assert.deepEqual(
+      seen.map((o) => [o.status, o.vendor, o.task_id]),
+      [['ACCEPTED', 'fcm', d.task_id]],
+    );
+    assert.equal((await taskRow(fx.db.pool, fx.db.table, d.task_id))!.status, 1);
+    // The call in flight when the process died is made again (same collapse id): the vendor shows one notification.
+    await sleep(1_600);
+    const calls = fx.em.fcm.received.filter((r) => r.token === d.channels[0]!.token);
+    assert.deepEqual(
+      calls.map((r) => r.collapseId),
+      [calls[0]!.collapseId, calls[0]!.collapseId],
+    );
+    await first.task.close();
+    await second.task.close();
+    ledger2.close();
+  });
+});
