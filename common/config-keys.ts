@@ -149,8 +149,8 @@ export const CONFIG_KEYS = {
   PUSH_FAN_OUT_FUSED: bool({
     key: 'PUSH_FAN_OUT_FUSED',
     section: 'workers',
-    default: false,
-    doc: "run the IM fan-out inside the decisions' task (no push.dispatch hop); the fan-out stage then does not run",
+    default: true,
+    doc: "run the IM fan-out inside the decisions' task (no push.dispatch hop); the fan-out stage then does not run. `false`: the fan-out is an application of its own, reading push.dispatch (scaled and restarted apart from the decisions)",
   }),
   PUSH_FAN_OUT_COMMIT_WAIT_MS: int({
     key: 'PUSH_FAN_OUT_COMMIT_WAIT_MS',

@@ -116,13 +116,7 @@ export class DispatchesInFlight {
    * Starts `run` for task `taskId`: `done` completes the input record of a fresh dispatch
    * (undefined for a resumed one); `settled` runs when it has finished, whatever the result.
    */
-  start(
-    taskId: string,
-    done: Job['done'] | undefined,
-    run: (outputs: Output[]) => Promise<void>,
-    settled: () => void,
-    hold?: Job['hold'],
-  ): void {
+  start(taskId: string, done: Job['done'] | undefined, run: (outputs: Output[]) => Promise<void>, settled: () => void, hold?: Job['hold']): void {
     const job: Job = { outputs: [], finished: false, done: done ?? NO_INPUT_RECORD, ...(hold ? { hold } : {}) };
     this.queue.add(job);
     const previous = this.activeTasks.get(taskId) ?? Promise.resolve();

@@ -51,7 +51,8 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
       task,
       outcomes: async (records) => {
         const out: PushOutcome[] = [];
-        for (const r of records.filter((r) => r.topic === TOPICS.outcomes.name)) out.push((await sink.valueSerde.deserialize(r.topic, r.value!)) as PushOutcome);
+        for (const r of records.filter((r) => r.topic === TOPICS.outcomes.name))
+          out.push((await sink.valueSerde.deserialize(r.topic, r.value!)) as PushOutcome);
         return out;
       },
       send: async (d, offset) =>

@@ -128,7 +128,17 @@ describe('repartition store placements', () => {
     // The dispatches a fused decisions task held at its last commit share one entry: each goes to its own user's partition, parked.
     const store = new InMemoryKeyValueStore<ParkedValue>('fan-out-parked', parkedStoreSerde);
     const held = new ParkedDispatches(store, new InMemoryTimerStore('t', true), 10);
-    for (const uid of ['u7', 'u8']) held.hold({ dispatch: { ...(dispatch as object), uid, task_id: `task-${uid}` } as never, key: uid, timestamp: 1, channel: 0, call: 1, attempts: 0, last, trail: [] });
+    for (const uid of ['u7', 'u8'])
+      held.hold({
+        dispatch: { ...(dispatch as object), uid, task_id: `task-${uid}` } as never,
+        key: uid,
+        timestamp: 1,
+        channel: 0,
+        call: 1,
+        attempts: 0,
+        last,
+        trail: [],
+      });
     held.writeHeld();
     const heldContent = new Map([[0, new Map([...store.entries()].map(([k, v]) => [k, parkedStoreSerde.serialize(v)]))]]);
     assert.deepEqual([...heldContent.get(0)!.keys()], ['~held.0']);

@@ -58,7 +58,7 @@ test('each declaration names itself and its default lies within its range', () =
 });
 
 test('an empty environment yields the declared defaults', () => {
-  const worker = readWorkerConfig({ PUSH_STAGES: 'decisions' });
+  const worker = readWorkerConfig({ PUSH_STAGES: 'clickhouse' });
   const k = CONFIG_KEYS;
   assert.deepEqual(
     {

@@ -85,7 +85,8 @@ describe('restart and record-size options', () => {
 describe('worker keys', () => {
   test('PUSH_MAX_RECORD_BYTES and PUSH_RESTART_BACKOFF_* reach the stages; a bad value names its key', () => {
     const env = {
-      PUSH_STAGES: 'decisions',
+      PUSH_STAGES: 'receipts',
+      PUSH_APPS_CONFIG: '/etc/offline-push/apps.json',
       PUSH_MAX_RECORD_BYTES: '500000',
       PUSH_RESTART_BACKOFF_INITIAL_MS: '50',
       PUSH_RESTART_BACKOFF_MAX_MS: '5000',
@@ -94,7 +95,7 @@ describe('worker keys', () => {
     const config = readWorkerConfig(env);
     assert.equal(config.maxRecordBytes, 500_000);
     assert.deepEqual(config.restartBackoff, { initialMs: 50, maxMs: 5000, resetMs: 10_000 });
-    assert.deepEqual(readWorkerConfig({ PUSH_STAGES: 'decisions' }).restartBackoff, { initialMs: 200, maxMs: 30_000, resetMs: 60_000 });
+    assert.deepEqual(readWorkerConfig({ PUSH_STAGES: 'clickhouse' }).restartBackoff, { initialMs: 200, maxMs: 30_000, resetMs: 60_000 });
     for (const [key, value] of [
       ['PUSH_MAX_RECORD_BYTES', '10'],
       ['PUSH_RESTART_BACKOFF_INITIAL_MS', 'soon'],
