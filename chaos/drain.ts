@@ -7,7 +7,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { readEndpoints } from '../common/endpoints.ts';
 import { errorMessage } from '../common/errors.ts';
 import { groupStatus, type GroupStatus } from '../pipeline/group-status.ts';
-import { STAGES } from '../pipeline/apps/index.ts';
+import { deployedStages } from '../pipeline/worker-config.ts';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -21,8 +21,11 @@ export function chaosAdmin(): Admin {
   }).admin();
 }
 
-/** Every stage group's status (members, assignment, offsets); `stages`: those the deployment runs (default all). */
-export async function stageStatuses(admin: Admin, applicationId: string, stages: readonly string[] = STAGES): Promise<GroupStatus[]> {
+/**
+ * Every stage group's status (members, assignment, offsets); `stages`: those the deployment runs
+ * (default: those a worker with this process's environment runs, `deployedStages`).
+ */
+export async function stageStatuses(admin: Admin, applicationId: string, stages: readonly string[] = deployedStages()): Promise<GroupStatus[]> {
   const out: GroupStatus[] = [];
   for (const stage of stages) out.push(await groupStatus(admin, `${applicationId}-${stage}`));
   return out;

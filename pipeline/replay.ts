@@ -19,13 +19,8 @@ import { REPLAY_HEADER } from '../processors/fan-out/fan-out.ts';
 import { TASK_STATUS } from '../processors/model/task-status.ts';
 import type { DispatchKind, PushDispatch } from '../processors/model/records.ts';
 import { decodeTaskPayload } from '../sinks/mysql/tasks.ts';
-import { groupByShard, shardOf, shardUrlOf } from '../sinks/mysql/shards.ts';
+import { shardUrlOf } from '../sinks/mysql/shards.ts';
 import { VENDOR_CHANNELS } from '../sinks/vendors/channels.ts';
-
-interface FailedTask {
-  task_id: string;
-  vendor: string;
-}
 
 /** Reads push.dispatch from `fromMs` to its current end and keeps the dispatches of `taskIds`. */
 async function findDispatches(
@@ -90,6 +85,9 @@ interface StoredTaskRow {
   merge_kind: string;
   created_at: Date;
 }
+
+/** The columns of a StoredTaskRow. */
+const TASK_COLUMNS = 'task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, unread_cnt, payload, collapse_key, merge_kind, created_at';
 
 const KINDS: ReadonlySet<string> = new Set<DispatchKind>(['LEADING', 'TRAILING', 'IMMEDIATE', 'DEFERRED']);
 
@@ -180,8 +178,7 @@ export async function replayTasks(options: TaskReplayOptions, progress: TaskRepl
     const found: Array<{ db: mysql.Connection; tasks: StoredTaskRow[] }> = [];
     for (const db of shards) {
       const [rows] = await db.query(
-        'SELECT task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, unread_cnt, payload, collapse_key, merge_kind, created_at ' +
-          `FROM im_push_task WHERE status IN (?) AND created_at >= ? AND created_at < ?${uid ? ' AND uid = ?' : ''}${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''} ORDER BY id`,
+        `SELECT ${TASK_COLUMNS} FROM im_push_task WHERE status IN (?) AND created_at >= ? AND created_at < ?${uid ? ' AND uid = ?' : ''}${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''} ORDER BY id`,
         [resent, new Date(fromMs), new Date(untilMs), ...(uid ? [uid] : []), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
       );
       found.push({ db, tasks: rows as StoredTaskRow[] });
@@ -241,31 +238,38 @@ export interface FailedReplayOptions {
 export interface FailedReplayProgress {
   /** The failed tasks in range. */
   onFailed?(count: number): void;
-  /** Their dispatch records found on push.dispatch, and how many keep a valid token. */
-  onDispatches?(counts: { found: number; replayable: number }): void;
+  /**
+   * Their dispatch records found on push.dispatch, the tasks rebuilt from their rows instead (no
+   * record there: the fused pipeline writes push.dispatch only as a tap), and how many of all those
+   * keep a valid token.
+   */
+  onDispatches?(counts: { found: number; rebuilt: number; replayable: number }): void;
 }
 
 /**
  * `pushctl replay` (from the topic): re-submits the failed tasks of a time range from their
  * dispatch records on push.dispatch, keeping only channels whose token is still valid in
- * im_push_token. Returns how many tasks were replayed (0 on a dry run or when none qualifies).
+ * im_push_token; a task without a record there is rebuilt from its row, as `replayTasks` does.
+ * Returns how many tasks were replayed (0 on a dry run or when none qualifies).
  */
 export async function replayFailed(options: FailedReplayOptions, progress: FailedReplayProgress = {}): Promise<number> {
   const { fromMs, untilMs, vendor, app, now } = options;
   const endpoints = readEndpoints();
   const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
+  const silentTrailing = readKey(process.env, CONFIG_KEYS.PUSH_MERGE_MODE) === 'leading';
   const shards = await openShards(endpoints.mysqlShards);
   try {
-    const failed: FailedTask[] = [];
+    const failed: Array<{ db: mysql.Connection; tasks: StoredTaskRow[] }> = [];
     for (const db of shards) {
       const [rows] = await db.query(
-        `SELECT task_id, vendor FROM im_push_task WHERE status = ${TASK_STATUS.failed} AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
+        `SELECT ${TASK_COLUMNS} FROM im_push_task WHERE status = ${TASK_STATUS.failed} AND updated_at >= ? AND updated_at < ?${vendor ? ' AND vendor = ?' : ''}${app ? ' AND app_id = ?' : ''}`,
         [new Date(fromMs), new Date(untilMs), ...(vendor ? [vendor] : []), ...(app ? [app] : [])],
       );
-      failed.push(...(rows as FailedTask[]));
+      failed.push({ db, tasks: rows as StoredTaskRow[] });
     }
-    progress.onFailed?.(failed.length);
-    if (failed.length === 0) return 0;
+    const total = failed.reduce((n, f) => n + f.tasks.length, 0);
+    progress.onFailed?.(total);
+    if (total === 0) return 0;
 
     const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
     const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
@@ -275,29 +279,29 @@ export async function replayFailed(options: FailedReplayOptions, progress: Faile
       kafka,
       topic,
       fromMs - 3_600_000,
-      new Set(failed.map((f) => f.task_id)),
+      new Set(failed.flatMap((f) => f.tasks.map((t) => t.task_id))),
       async (b) => (await serde.deserialize(topic, b)) as PushDispatch,
     );
 
-    // Each dispatch's tokens are on its user's shard.
+    // Each task's tokens are on its user's shard, where its row is.
     const targets: ResetTarget[] = [];
-    for (const [shard, found] of groupByShard(
-      { count: shards.length, shardOf: (uid) => shardOf(uid, shards.length) },
-      [...dispatches.values()],
-      (d) => d.value.uid,
-    )) {
-      const db = shards[shard]!;
-      const [tokenRows] = await db.query('SELECT device_id, vendor, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
-        [...new Set(found.map((d) => d.value.device_id))].concat(['']),
+    for (const { db, tasks } of failed) {
+      if (tasks.length === 0) continue;
+      const [tokenRows] = await db.query('SELECT device_id, vendor, app_id, token FROM im_push_token WHERE status = 1 AND device_id IN (?)', [
+        [...new Set(tasks.map((t) => t.device_id))],
       ]);
-      const valid = new Set((tokenRows as Array<{ device_id: string; vendor: string; token: string }>).map((t) => `${t.device_id}|${t.vendor}|${t.token}`));
-      const replayable = found
-        .map(({ key, value }) => ({ key, value: { ...value, channels: value.channels.filter((c) => valid.has(`${value.device_id}|${c.vendor}|${c.token}`)) } }))
-        .filter((d) => d.value.channels.length > 0);
+      const tokens = tokenRows as Array<{ device_id: string; vendor: string; app_id: string; token: string }>;
+      const valid = new Set(tokens.map((t) => `${t.device_id}|${t.vendor}|${t.token}`));
+      const replayable = tasks.flatMap((t) => {
+        const found = dispatches.get(t.task_id);
+        if (!found) return dispatchOfTask(t, tokens, silentTrailing, now) ?? [];
+        const channels = found.value.channels.filter((c) => valid.has(`${found.value.device_id}|${c.vendor}|${c.token}`));
+        return channels.length > 0 ? [{ key: found.key, value: { ...found.value, channels } }] : [];
+      });
       targets.push({ db, replayable });
     }
     const replayable = targets.reduce((n, t) => n + t.replayable.length, 0);
-    progress.onDispatches?.({ found: dispatches.size, replayable });
+    progress.onDispatches?.({ found: dispatches.size, rebuilt: total - dispatches.size, replayable });
     if (options.dryRun || replayable === 0) return 0;
 
     await resend(targets, [TASK_STATUS.failed], { endpoints, prefix, now });

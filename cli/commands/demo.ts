@@ -164,7 +164,7 @@ export function describeTasks(tasks: TaskSummary): string {
 /** The commands to try next on this run, with its names filled in. */
 export function nextCommands(run: { topicPrefix: string; applicationId: string; appId: string; uid: string }): string {
   const commands: Array<[string, string]> = [
-    [`npx pushctl status --app ${run.applicationId}`, "the run's four stage groups and their lag (Empty now: the demo stopped its workers)"],
+    [`npx pushctl status --app ${run.applicationId}`, "the run's stage groups and their lag (Empty now: the demo stopped its workers)"],
     [`npx pushctl arrival --since 1h --by app`, `arrival per app; this run's is ${run.appId}`],
     [`npx pushctl tokens show ${run.uid}`, "a user's devices and the state of their tokens"],
     [`PUSH_TOPIC_PREFIX=${run.topicPrefix} npx pushctl replay --since 1h --app ${run.appId} --dry-run`, 'what replaying the failed tasks would send'],

@@ -7,9 +7,11 @@ export const replayHelp = `pushctl replay --since <duration> [--until <duration>
   re-submits failed push tasks (im_push_task status 3) whose failure lies in the time range
   (e.g. --since 2h --until 30m: from two hours ago to thirty minutes ago), optionally of one vendor
   or app:
-  finds their dispatch records on push.dispatch, keeps only channels whose token is still valid
-  in im_push_token (dead tokens are never retried), sets the tasks back to pending and produces
-  the dispatches again. The fan-out submits each at most once, under the same collapse id.
+  finds their dispatch records on push.dispatch (a task without one, as the fused pipeline writes
+  push.dispatch only as a tap, is rebuilt from its im_push_task row as --from tasks does), keeps
+  only channels whose token is still valid in im_push_token (dead tokens are never retried), sets
+  the tasks back to pending and produces the dispatches again. The fan-out submits each at most
+  once, under the same collapse id.
 
 pushctl replay --from tasks --since <time> [--until <time>] [--uid U] [--vendor V] [--app A] [--dry-run]
 
@@ -84,7 +86,8 @@ export async function replayCommand(args: string[]): Promise<number> {
     { fromMs: now - sinceMs, untilMs: now - untilAgoMs, ...(vendor ? { vendor } : {}), ...(app ? { app } : {}), dryRun: args.includes('--dry-run'), now },
     {
       onFailed: (count) => console.log(`${count} failed task(s) in range${vendor ? ` for ${vendor}` : ''}${app ? ` of ${app}` : ''}`),
-      onDispatches: ({ found, replayable }) => console.log(`${found} dispatch record(s) found, ${replayable} with a valid token left`),
+      onDispatches: ({ found, rebuilt, replayable }) =>
+        console.log(`${found} dispatch record(s) found, ${rebuilt} rebuilt from im_push_task, ${replayable} with a valid token left`),
     },
   );
   if (replayed > 0) console.log(`replayed ${replayed} task(s)`);

@@ -25,6 +25,7 @@ import { merge } from '../../processors/merge/merge.ts';
 import { mergeOptionsFromEnv, type MergeOptions } from '../../processors/merge/options.ts';
 import { policy } from '../../processors/policy/policy.ts';
 import { fanOut } from '../../processors/fan-out/fan-out.ts';
+import { replaysOnly } from '../../processors/fan-out/replays.ts';
 import type { FanOutOptions } from '../../processors/fan-out/options.ts';
 import { FAN_OUT_NODES } from './fan-out.ts';
 import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
@@ -57,9 +58,12 @@ export interface DecisionsTopologyOptions extends WiringOptions {
   fanOut?: Omit<FanOutOptions, 'outputs' | 'fused'>;
 }
 
-/** The topics the decision stages read (sources) and write (sinks; candidates and merged only as taps). */
+/** Fused: where `pushctl replay`'s dispatches come in. */
+const REPLAY_NODES = { source: 'replay-source', filter: 'replays' } as const;
+
+/** The topics the decision stages read (sources; dispatch for replays, fused) and write (sinks; candidates and merged only as taps). */
 export const DECISION_TOPICS = {
-  reads: ['persisted', 'presence', 'tokens', 'settings'],
+  reads: ['persisted', 'presence', 'tokens', 'settings', 'dispatch'],
   writes: ['dispatch', 'outcomes', 'candidates', 'merged'],
 } as const satisfies { reads: readonly TopicKey[]; writes: readonly TopicKey[] };
 
@@ -100,12 +104,16 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
   if (!fused || options.taps) b.addSink('dispatch-sink', sink('dispatch'), 'policy');
   if (fused) {
     const n = FAN_OUT_NODES;
-    b.addProcessor(
-      n.processor,
-      fanOut({ ...fused, fused: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }),
-      'policy',
-      'presence-source',
-    )
+    // Replays (`pushctl replay`) still arrive on push.dispatch.
+    b.addSource(REPLAY_NODES.source, source('dispatch'))
+      .addProcessor(REPLAY_NODES.filter, replaysOnly(), REPLAY_NODES.source)
+      .addProcessor(
+        n.processor,
+        fanOut({ ...fused, fused: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }),
+        'policy',
+        REPLAY_NODES.filter,
+        'presence-source',
+      )
       .addSink(n.tokens, sink('tokens'), n.processor)
       .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy', n.processor);
   } else b.addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');

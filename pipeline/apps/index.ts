@@ -100,10 +100,7 @@ export interface Stage {
  * application or fused behind the decisions; `countsDispatches`: the fan-out counts each dispatch it
  * takes as produced (PipelineMetrics.observeDispatch), where no push.dispatch serde does.
  */
-function imFanOut(
-  ctx: StageContext,
-  countsDispatches = false,
-): { options: Omit<FanOutOptions, 'outputs' | 'fused'>; close: () => Promise<void> } {
+function imFanOut(ctx: StageContext, countsDispatches = false): { options: Omit<FanOutOptions, 'outputs' | 'fused'>; close: () => Promise<void> } {
   const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
   const { metrics } = ctx;
   const listener: FanOutListener = countsDispatches

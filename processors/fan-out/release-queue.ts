@@ -25,6 +25,8 @@ export interface Job {
   readonly hold?: () => () => void;
   /** Held while still running: left the queue; what it adds now goes out when it finishes. */
   held?: () => void;
+  /** The run, once started (DispatchesInFlight). */
+  run?: Promise<void>;
 }
 
 /**
@@ -62,9 +64,10 @@ export class ReleaseQueue {
   /**
    * Releases every job, running or not, in start order: a finished one as `release` does; one still
    * running forwards the outputs it has so far, is held (`Job.hold`: its progress goes to the parked
-   * store, so this commit may carry its input offset) and leaves the queue.
+   * store, so this commit may carry its input offset) and leaves the queue. Returns the jobs held.
    */
-  releaseHolding(forward: (output: Output) => void): void {
+  releaseHolding(forward: (output: Output) => void): Job[] {
+    const held: Job[] = [];
     for (const job of this.jobs) {
       if (job.finished) {
         if (job.error === undefined) for (const o of job.outputs) forward(o);
@@ -75,8 +78,10 @@ export class ReleaseQueue {
       for (const o of job.outputs.splice(0)) forward(o);
       job.held = job.hold();
       job.done();
+      held.push(job);
     }
     this.jobs = [];
+    return held;
   }
 }
 
@@ -99,6 +104,8 @@ export class DispatchesInFlight {
   /** The first error of a resumed dispatch: fails the task at the next flush. */
   private failure: unknown;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Those in flight not held by a commit: what the next commit waits for (`settleOrHold`). */
+  private readonly unheld = new Set<Promise<void>>();
   private readonly resumed = new Set<Promise<void>>();
   /** The latest run of each task in flight. */
   private readonly activeTasks = new Map<string, Promise<void>>();
@@ -134,11 +141,14 @@ export class DispatchesInFlight {
         // Held: its outputs since go out behind those queued now, then it leaves the parked store.
         if (job.held) this.queue.add({ outputs: this.failure === undefined ? job.outputs : [], finished: true, done: job.held });
         this.inFlight.delete(running);
+        this.unheld.delete(running);
         this.resumed.delete(running);
         if (this.activeTasks.get(taskId) === running) this.activeTasks.delete(taskId);
       });
     this.activeTasks.set(taskId, running);
+    job.run = running;
     this.inFlight.add(running);
+    this.unheld.add(running);
     if (!done) this.resumed.add(running);
   }
 
@@ -162,12 +172,12 @@ export class DispatchesInFlight {
    * `waitMs` at most.
    */
   async settleOrHold(waitMs: number, sleep: (ms: number) => Promise<void>): Promise<void> {
-    if (this.inFlight.size > 0) {
+    if (this.unheld.size > 0) {
       let waited = false;
       const timeout = sleep(waitMs).then(() => (waited = true));
-      while (this.inFlight.size > 0 && !waited) await Promise.race([Promise.all([...this.inFlight]), timeout]);
+      while (this.unheld.size > 0 && !waited) await Promise.race([Promise.all([...this.unheld]), timeout]);
     }
-    this.queue.releaseHolding(this.forward);
+    for (const job of this.queue.releaseHolding(this.forward)) this.unheld.delete(job.run!);
     this.rethrow();
   }
 

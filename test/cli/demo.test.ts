@@ -61,7 +61,7 @@ test('the demo summary explains its terms, reports failed tasks as MySQL has the
   // They work.
   const status = await pushctl(['status', '--app', applicationId]);
   assert.equal(status.code, 0, status.stderr);
-  for (const stage of ['decisions', 'fan-out', 'receipts', 'clickhouse']) assert.match(status.stdout, new RegExp(`^group ${applicationId}-${stage}: `, 'm'));
+  for (const stage of ['decisions', 'receipts', 'clickhouse']) assert.match(status.stdout, new RegExp(`^group ${applicationId}-${stage}: `, 'm'));
   const tokens = await pushctl(['tokens', 'show', uid]);
   assert.equal(tokens.code, 0, tokens.stderr);
   assert.match(tokens.stdout, new RegExp(`^device .*\\n${uid}-d\\d+ `));

@@ -109,7 +109,8 @@ test('failed pushes are replayed once the vendor recovers, each reaching the dev
 
   const dry = await pushctl(['replay', '--since', '10m', '--vendor', 'fcm', '--app', env.appId, '--dry-run'], { PUSH_TOPIC_PREFIX: env.topicPrefix });
   assert.equal(dry.code, 0, dry.stderr);
-  assert.match(dry.stdout, new RegExp(`${USERS} dispatch record\\(s\\) found, ${USERS} with a valid token left`));
+  // Fused (the default), push.dispatch holds no dispatch records: the failed tasks are rebuilt from their rows.
+  assert.match(dry.stdout, new RegExp(`0 dispatch record\\(s\\) found, ${USERS} rebuilt from im_push_task, ${USERS} with a valid token left`));
   assert.equal(env.emulators.fcm.accepted().length, 0, 'a dry run submits nothing');
 
   const replay = await pushctl(['replay', '--since', '10m', '--vendor', 'fcm', '--app', env.appId], { PUSH_TOPIC_PREFIX: env.topicPrefix });
@@ -172,10 +173,10 @@ test('pushctl tokens shows fingerprints, never tokens, and invalidates through t
 });
 
 test('pushctl status shows members, assignment and lag; arrival reads ClickHouse', async () => {
-  const status = await pushctl(['status', '--app', `${env.applicationId}-fan-out`]);
+  const status = await pushctl(['status', '--app', `${env.applicationId}-decisions`]);
   assert.equal(status.code, 0, status.stderr);
   assert.match(status.stdout, /Stable, 1 member\(s\)/);
-  assert.match(status.stdout, new RegExp(`${env.topicPrefix.replace('.', '\\.')}push\\.dispatch\\[0,1\\]`));
+  assert.match(status.stdout, new RegExp(`${env.topicPrefix.replace('.', '\\.')}im\\.message\\.persisted\\[0,1\\]`));
   assert.match(status.stdout, /lag\s+\d+/);
 
   await until('ClickHouse to count the replayed pushes', async () => {
@@ -204,7 +205,8 @@ test("a worker's /metrics counts its outcomes by status and reason, vendor answe
   assert.equal(value(/^push_vendor_results_total\{app="[^"]+",code="",kind="accepted",vendor="fcm"\} (\d+)$/m), USERS);
   assert.equal(value(/^push_vendor_latency_ms_count\{vendor="fcm"\} (\d+)$/m), USERS * 4, 'every vendor call timed');
   assert.equal(value(/^push_persist_to_accept_ms_count\{vendor="fcm"\} (\d+)$/m), USERS);
-  assert.match(body, /^push_stage_records_in_total\{app="[^"]+-fan-out",node="fan-out"\} \d+$/m);
+  // The fan-out runs fused in the decisions' application (PUSH_FAN_OUT_FUSED, the default).
+  assert.match(body, /^push_stage_records_in_total\{app="[^"]+-decisions",node="fan-out"\} \d+$/m);
 });
 
 test('a worker with invalid configuration fails at start, naming the key and the allowed range', async () => {

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { startEnvironment, type Environment } from '../../demo/environment.ts';
 import { trafficProducer, type TrafficProducer } from '../../demo/traffic.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
+import { deployedStages } from '../../pipeline/worker-config.ts';
 import { uniqueName } from '../support/stack.ts';
 import { pushctl } from './pushctl-process.ts';
 
@@ -34,7 +35,7 @@ test('pushctl status with no options shows every stage group; one that never ran
   assert.doesNotMatch(result.stdout, /Dead/);
 });
 
-test('pushctl status shows the four groups of a running pipeline, each caught up to lag 0 past its commit markers', async () => {
+test('pushctl status shows the groups of a running pipeline, each caught up to lag 0 past its commit markers', async () => {
   const uid = `${env.run}-u0`;
   const now = Date.now();
   await traffic.send('tokens', [
@@ -87,20 +88,25 @@ test('pushctl status shows the four groups of a running pipeline, each caught up
     assert.equal(result.code, 0, result.stderr);
     last = result.stdout;
     const lags = [...last.matchAll(/ lag +(\d+) /g)].map((m) => Number(m[1]));
-    if (lags.length > 0 && lags.every((l) => l === 0) && STAGES.every((s) => new RegExp(`^group ${env.applicationId}-${s}: Stable, 1 member`, 'm').test(last)))
+    if (lags.length > 0 && lags.every((l) => l === 0) && running.every((s) => new RegExp(`^group ${env.applicationId}-${s}: Stable, 1 member`, 'm').test(last)))
       break;
     if (Date.now() > deadline) assert.fail(`the pipeline did not show lag 0 in every group:\n${last}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
-  // The fan-out reads push.dispatch, which the decisions stage writes in transactions.
-  assert.match(last, new RegExp(`^ {2}${env.topicPrefix.replace(/\./g, '\\.')}push\\.dispatch +lag +0 `, 'm'));
+  // The receipts read push.outcomes, which the decisions stage writes in transactions.
+  assert.match(last, new RegExp(`^ {2}${env.topicPrefix.replace(/\./g, '\\.')}push\\.outcomes +lag +0 `, 'm'));
+  // The fan-out runs fused in the decisions (PUSH_FAN_OUT_FUSED, the default): its own stage never ran.
+  assert.match(last, new RegExp(`^group ${env.applicationId}-fan-out: not running`, 'm'));
   assert.doesNotMatch(last, /Dead/);
 
-  const one = await pushctl(['status', '--app', env.applicationId, '--stage', 'fan-out']);
+  const one = await pushctl(['status', '--app', env.applicationId, '--stage', 'receipts']);
   assert.equal(one.code, 0, one.stderr);
-  assert.match(one.stdout, new RegExp(`^group ${env.applicationId}-fan-out: Stable`, 'm'));
+  assert.match(one.stdout, new RegExp(`^group ${env.applicationId}-receipts: Stable`, 'm'));
   assert.doesNotMatch(one.stdout, /-decisions:/);
 });
+
+/** The stages a default worker runs. */
+const running = deployedStages({});
 
 async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -86,6 +86,10 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
       PUSH_APPLICATION_ID: g.applicationId,
       PUSH_PARTITIONS: String(partitions),
       PUSH_STAGES: stages,
+      // The runbook's order with the fan-out as an application of its own (decisions, then the
+      // fan-out draining what they wrote); fused, the decisions' stores hold its parked dispatches
+      // (placed by test/ops/store-keys.test.ts).
+      PUSH_FAN_OUT_FUSED: 'false',
     });
     const start = async (g: typeof g1, partitions: number, stage: string) => {
       const worker = await startWorker(envOf(g, partitions, stage), logger.child({ generation: g.applicationId, stage }));

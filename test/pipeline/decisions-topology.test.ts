@@ -59,7 +59,7 @@ describe('decisions topology', () => {
     assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', taps: true }).describe(), tapped + TAPS);
   });
 
-  test('fused (PUSH_FAN_OUT_FUSED): the policy hands dispatches to the fan-out in the same task; push.dispatch only as a tap', () => {
+  test('fused (PUSH_FAN_OUT_FUSED): the policy hands dispatches to the fan-out in the same task; push.dispatch only as a tap, read for replays', () => {
     const fanOut = { vendors: { adapter: () => undefined, limits: () => undefined }, ledger: fanOutLedgerUnused };
     const fused = EXPECTED.replace(
       '      --> online-filter, policy\n    Source: tokens-source',
@@ -69,9 +69,14 @@ describe('decisions topology', () => {
       .replace(
         '    Sink: dispatch-sink (topic: t.push.dispatch)\n      <-- policy\n    Sink: outcomes-sink (topic: t.push.outcomes)\n      <-- online-filter, merge, policy\n',
         [
+          '    Source: replay-source (topics: [t.push.dispatch])',
+          '      --> replays',
+          '    Processor: replays (stores: [])',
+          '      --> fan-out',
+          '      <-- replay-source',
           '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
           '      --> token-invalidations-sink, outcomes-sink',
-          '      <-- policy, presence-source',
+          '      <-- policy, replays, presence-source',
           '    Sink: token-invalidations-sink (topic: t.push.tokens)',
           '      <-- fan-out',
           '    Sink: outcomes-sink (topic: t.push.outcomes)',

@@ -16,13 +16,13 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { loadSchema } from '../../pipeline/schemas.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import type { ReceiptRaw } from '../../processors/receipt-join/records.ts';
-import type { PushDispatch, UserSettings } from '../../processors/model/records.ts';
+import type { UserSettings } from '../../processors/model/records.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { registerSchema } from '../../topology/registry-serde.ts';
 import { receiptBodies } from '../receipts/support.ts';
 import { FOLLOW_UP_LIMIT_MS, PoisonChecks, WAIT_MS, assertBreaksRule, hmsCallback, postReceipt, sameSource, settings } from './poison-checks.ts';
-import { partitionOf, PoisonStack, VENDOR_LIST, type Follower, type OfflineUser, type Produced } from './poison-stack.ts';
+import { partitionOf, PoisonStack, VENDOR_LIST, type OfflineUser, type Produced } from './poison-stack.ts';
 import { assertLeadingGraphemes, fill, POOLS } from './poison-texts.ts';
 import { startSecondReceiver, type SecondReceiver } from './second-receiver.ts';
 import { INGEST_RULE_ROWS, mysqlOutage } from './poison-cases.ts';
@@ -420,10 +420,8 @@ describe('poison suite: no record, receipt or MySQL error stops the running pipe
     }));
 
   describe('MySQL errors are retried until MySQL takes the write', () => {
-    let dispatches: Follower<PushDispatch>;
-    before(async () => (dispatches = await stack.follow('dispatch')));
     const outage = (breakMysql: () => Promise<unknown>, repair: () => Promise<unknown>, code: string) =>
-      mysqlOutage(stack, c, dispatches, nextPartition(), breakMysql, repair, code);
+      mysqlOutage(stack, c, nextPartition(), breakMysql, repair, code);
     const grant = () => stack.mysql.pool.query(`GRANT INSERT, UPDATE ON \`${stack.mysql.database}\`.\`im_push_task\` TO '${stack.mysql.user}'@'%'`);
 
     test("access denied (the worker's INSERT and UPDATE on im_push_task revoked, then granted again)", (t) =>
