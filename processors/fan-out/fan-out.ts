@@ -141,9 +141,13 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    * for them and holds those still running in the parked store (`hold`).
    */
   async flushFinished(): Promise<void> {
-    if (this.config.fused) await this.running.settleOrHold(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
-    else await this.running.settle(false);
-    this.parked.writeHeld();
+    if (this.config.fused) {
+      // What goes out now has its task's result in MySQL already (`start`): nothing to flush.
+      await this.running.settleOrHold(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
+      this.parked.writeHeld();
+      return;
+    }
+    await this.running.settle(false);
     await this.ledger.flush();
   }
 
@@ -191,7 +195,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   /**
    * Starts a dispatch: fresh (a record, whose input offset it holds) or resumed from the parked
    * store. It runs behind any dispatch of the same task still in flight (a replayed record waits
-   * for the first one's verdict), and its outputs are released in start order (`drain`).
+   * for the first one's verdict), and its outputs are released in start order (`drain`). Fused, it
+   * ends only once its task's result is in MySQL, so its outputs never go out before it.
    */
   private start(p: DispatchProgress, fresh: boolean): void {
     const taskId = p.dispatch.task_id;
@@ -199,7 +204,10 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     this.running.start(
       taskId,
       fresh ? this.ctx.deferCompletion() : undefined,
-      (outputs) => this.run(p, fresh, outputs, live),
+      async (outputs) => {
+        await this.run(p, fresh, outputs, live);
+        if (this.config.fused) await this.ledger.written(taskId);
+      },
       () => {
         if (!this.parked.has(taskId)) this.retrying.remove(taskId);
       },
@@ -494,9 +502,25 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     const d = p.dispatch;
     this.retrying.remove(d.task_id);
     this.answers.failed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
-    // Released in start order behind the dispatches in flight, like any other outcome.
-    this.running.addFinished([this.answers.outcome(p, { ...answer, reason: answer.reason as FanOutReason })]);
+    const outcome = this.answers.outcome(p, { ...answer, reason: answer.reason as FanOutReason });
     this.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
+    // Released in start order behind the dispatches in flight, like any other outcome; fused, once
+    // the task's result is in MySQL (held meanwhile: after a restart it claims again, and a task
+    // already failed re-emits this outcome).
+    if (!this.config.fused) return this.running.addFinished([outcome]);
+    this.running.start(
+      d.task_id,
+      undefined,
+      async (outputs) => {
+        await this.ledger.written(d.task_id);
+        outputs.push(outcome);
+      },
+      () => undefined,
+      () => {
+        this.parked.hold(p);
+        return () => this.parked.unhold(d.task_id);
+      },
+    );
   }
 
   /**

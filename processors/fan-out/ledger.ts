@@ -98,6 +98,13 @@ export interface PushTaskLedger {
   record(task: TaskRow, result: TaskResult): void;
   /** Writes everything buffered; resolves when it is durable. Called before every commit. */
   flush(): Promise<void>;
+  /**
+   * Resolves once the result recorded for `taskId` is durable (at once when none is buffered or
+   * being written), asking for a write soon; rejects if that write fails with an error a retry
+   * cannot fix. The fused fan-out waits for it before a dispatch's outcome goes out, so its
+   * commits wait on no MySQL write (a MySQL outage holds its dispatches, not the decisions).
+   */
+  written(taskId: string): Promise<void>;
 }
 
 /**

@@ -192,6 +192,11 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   private claimScheduled = false;
   private results = new Map<string, { task: TaskRow; result: TaskResult }>();
   private writing: Promise<void> = Promise.resolve();
+  /** Results being written now, by task id. */
+  private readonly inWrite = new Set<string>();
+  /** Callers of `written`, by task id. */
+  private readonly waiters = new Map<string, Array<{ resolve: () => void; reject: (error: unknown) => void }>>();
+  private writeScheduled = false;
   private readonly timer: NodeJS.Timeout;
   private readonly table: string;
   private readonly shards: ShardedPools;
@@ -292,6 +297,23 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     this.results.set(task.taskId, { task, result });
   }
 
+  written(taskId: string): Promise<void> {
+    if (!this.results.has(taskId) && !this.inWrite.has(taskId)) return Promise.resolve();
+    if (!this.writeScheduled) {
+      this.writeScheduled = true;
+      // One write for the results of this turn of the event loop; its error reaches the waiters.
+      setImmediate(() => {
+        this.writeScheduled = false;
+        this.flush().catch(() => undefined);
+      });
+    }
+    return new Promise((resolve, reject) => {
+      const waiting = this.waiters.get(taskId);
+      if (waiting) waiting.push({ resolve, reject });
+      else this.waiters.set(taskId, [{ resolve, reject }]);
+    });
+  }
+
   flush(): Promise<void> {
     // Serialise writers: a flush waits for the one in progress, then writes what is left.
     // The previous write's error was already returned to its caller; this one only waits for it to end.
@@ -303,18 +325,35 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     if (this.results.size === 0) return;
     const batch = [...this.results.values()];
     this.results = new Map();
+    for (const { task } of batch) this.inWrite.add(task.taskId);
     const size = this.options.maxBatchRows ?? 500;
     await eachShard(
       groupByShard(this.shards, batch, (r) => r.task.uid),
       async (shard, rows) => {
         try {
           for (let i = 0; i < rows.length; i += size) await this.writeResultChunk(shard, rows.slice(i, i + size));
+          this.settleWaiters(rows);
         } catch (error) {
           for (const { task, result } of rows) if (!this.results.has(task.taskId)) this.results.set(task.taskId, { task, result });
+          this.settleWaiters(rows, error);
           throw error;
         }
       },
     );
+  }
+
+  /** The rows' write ended: their `written` callers resolve (those re-recorded since wait for the next write), or reject with `error`. */
+  private settleWaiters(rows: ReadonlyArray<{ task: TaskRow }>, error?: unknown): void {
+    for (const { task } of rows) {
+      this.inWrite.delete(task.taskId);
+      if (error === undefined && this.results.has(task.taskId)) continue;
+      const waiting = this.waiters.get(task.taskId);
+      if (!waiting) continue;
+      this.waiters.delete(task.taskId);
+      for (const w of waiting)
+        if (error === undefined) w.resolve();
+        else w.reject(error);
+    }
   }
 
   /**
