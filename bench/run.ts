@@ -23,7 +23,7 @@ import { readEndpoints } from '../common/endpoints.ts';
 import { readInt, readKey } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { startEnvironment } from '../demo/environment.ts';
-import { readCaughtUpCommitMs } from '../pipeline/worker-config.ts';
+import { readCaughtUpCommitMs, readCommitIntervalMs } from '../pipeline/worker-config.ts';
 import { trafficProducer } from '../demo/traffic.ts';
 import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
@@ -42,7 +42,7 @@ const HELP = `npm run bench -- [flags]
                          stages run in one more, niced (demo/environment.ts backgroundWorker)
   --all-stages           run every stage in every worker instead
   --partitions N         partitions of every topic (default 6)
-  --commit-interval MS   PUSH_COMMIT_INTERVAL_MS of the workers (default 100)
+  --commit-interval MS   PUSH_COMMIT_INTERVAL_MS of the workers (default: as the workers read it, 250 fused, 100 with PUSH_FAN_OUT_FUSED=false)
   --rates A,B,...        persisted msgs/s of the load steps (default 250,500,1000,...,16000;
                          stops at the first step that does not keep up, then tries one half-way back)
   --step-seconds S       length of each load step (default 20)
@@ -125,7 +125,7 @@ export async function main(args: string[]): Promise<number> {
   const say = (line: string) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`);
   const instances = intFlag(args, '--instances', 1, 16);
   const partitions = intFlag(args, '--partitions', 6, 64);
-  const commitIntervalMs = intFlag(args, '--commit-interval', 100, 60_000);
+  const commitIntervalMs = intFlag(args, '--commit-interval', readCommitIntervalMs(extraWorkerEnv()), 60_000);
   const rates = (flag(args, '--rates') ?? (quick ? '100' : '250,500,1000,2000,4000,8000,16000'))
     .split(',')
     .map(Number)
@@ -175,7 +175,8 @@ export async function main(args: string[]): Promise<number> {
       records: intFlag(args, '--ceiling-records', quick ? 40_000 : 100_000, 10_000_000),
       partitions,
       commitIntervalMs,
-      caughtUpCommitMs: readCaughtUpCommitMs(workerEnv, commitIntervalMs),
+      // The floor is one exactly-once hop, as the fan-out apart waits for the decisions' (fused, no push does).
+      caughtUpCommitMs: readCaughtUpCommitMs({ ...workerEnv, PUSH_FAN_OUT_FUSED: 'false' }, commitIntervalMs),
       latencySeconds: quick ? 5 : 20,
       onProgress: say,
     });

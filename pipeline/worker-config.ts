@@ -19,9 +19,13 @@ export interface WorkerConfig {
   readonly receiver: boolean;
   /** PUSH_PROCESSING_GUARANTEE: exactly_once (default) or at_least_once. */
   readonly guarantee: ProcessingGuarantee;
-  /** PUSH_COMMIT_INTERVAL_MS: commit interval of the persist → vendor path (decisions, fan-out); default 100 under exactly_once, 1000 otherwise; 10–60 000. */
+  /**
+   * PUSH_COMMIT_INTERVAL_MS: commit interval of the event path (decisions, and the fan-out when it
+   * runs apart); default 250 under exactly_once (100 with the fan-out apart, which waits for the
+   * decisions' commit), 1000 otherwise; 10–60 000.
+   */
   readonly commitIntervalMs: number;
-  /** PUSH_CAUGHT_UP_COMMIT_MS: a caught-up decisions task commits its pushes this long after its previous commit (topology/runtime-options.ts caughtUpCommitMs); default 10; 1–commitIntervalMs. */
+  /** PUSH_CAUGHT_UP_COMMIT_MS: a caught-up decisions task commits this long after its previous commit (topology/runtime-options.ts caughtUpCommitMs); default the interval (fused) or 10; 1–commitIntervalMs. */
   readonly caughtUpCommitMs: number;
   /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts and the ClickHouse sink; default 1000; 10–60 000. */
   readonly backgroundCommitIntervalMs: number;
@@ -45,10 +49,25 @@ export interface WorkerConfig {
   readonly restartBackoff: { readonly initialMs: number; readonly maxMs: number; readonly resetMs: number };
 }
 
-/** PUSH_CAUGHT_UP_COMMIT_MS: default 10, never above the commit interval (also the bench's latency floor, bench/hop-latency.ts). */
+/**
+ * PUSH_CAUGHT_UP_COMMIT_MS, never above the commit interval. Default 10 with the fan-out apart
+ * (`fused` false: it waits for the decisions' commit; also the bench's latency floor,
+ * bench/hop-latency.ts); fused, the interval itself, since no push waits for the commit.
+ */
 export function readCaughtUpCommitMs(env: Env, commitIntervalMs: number): number {
   const key = CONFIG_KEYS.PUSH_CAUGHT_UP_COMMIT_MS;
-  return readKey(env, key, Math.min(key.default, commitIntervalMs), { min: key.min, max: commitIntervalMs });
+  const fused = readKey(env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED);
+  return readKey(env, key, fused ? commitIntervalMs : Math.min(key.default, commitIntervalMs), { min: key.min, max: commitIntervalMs });
+}
+
+/** The event path's commit interval under exactly_once with the fan-out apart (`PUSH_FAN_OUT_FUSED=false`), ms: the decisions' commit is on the push's path. */
+const SEPARATE_FAN_OUT_COMMIT_INTERVAL_MS = 100;
+
+/** PUSH_COMMIT_INTERVAL_MS as a worker with `env` reads it: its default depends on the guarantee and on PUSH_FAN_OUT_FUSED. */
+export function readCommitIntervalMs(env: Env): number {
+  const key = CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS;
+  if (readKey(env, CONFIG_KEYS.PUSH_PROCESSING_GUARANTEE) !== 'exactly_once') return readKey(env, key, 1000);
+  return readKey(env, key, readKey(env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED) ? key.default : SEPARATE_FAN_OUT_COMMIT_INTERVAL_MS);
 }
 
 /**
@@ -68,14 +87,15 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
   const receiver = readKey(env, CONFIG_KEYS.PUSH_RECEIVER);
   const appsConfigPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
   // Fused, the decisions send pushes themselves (no fan-out stage among those deployed).
-  const sends = (s: StageName) => s === 'fan-out' || s === 'receipts' || (s === 'decisions' && !deployed.includes('fan-out'));
+  const fused = !deployed.includes('fan-out');
+  const sends = (s: StageName) => s === 'fan-out' || s === 'receipts' || (s === 'decisions' && fused);
   if (appsConfigPath === '' && (receiver || stages.some(sends))) {
     throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
   }
   const partitions = readKey(env, CONFIG_KEYS.PUSH_PARTITIONS);
   const backoffInitialMs = readKey(env, CONFIG_KEYS.PUSH_RESTART_BACKOFF_INITIAL_MS);
   const backoffMax = CONFIG_KEYS.PUSH_RESTART_BACKOFF_MAX_MS;
-  const commitIntervalMs = readKey(env, CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS, guarantee === 'exactly_once' ? CONFIG_KEYS.PUSH_COMMIT_INTERVAL_MS.default : 1000);
+  const commitIntervalMs = readCommitIntervalMs(env);
   return Object.freeze({
     applicationId: readKey(env, CONFIG_KEYS.PUSH_APPLICATION_ID),
     stages,

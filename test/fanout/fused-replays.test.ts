@@ -7,35 +7,21 @@
  * emulators and MariaDB.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
+import { describe, test } from 'node:test';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { REPLAY_HEADER } from '../../processors/fan-out/fan-out.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
-import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { APP, DecisionsHarness } from '../processors/harness.ts';
-import { taskRow, taskTable } from './support.ts';
+import { fanOutStack, taskRow } from './support.ts';
 
 describe('fused decisions: push.dispatch is a tap, read back for replays only', () => {
-  let em: StartedEmulators;
-  let registry: VendorRegistry;
-  let db: Awaited<ReturnType<typeof taskTable>>;
-  before(async () => {
-    em = await startEmulators({ apps: [APP] });
-    registry = createVendorRegistry(em.appsConfig);
-    db = await taskTable();
-  });
-  after(async () => {
-    await registry.close();
-    await em.close();
-    await db.close();
-  });
+  const fx = fanOutStack([APP]);
 
   test('a tapped push reaches its vendor once; its replay (header set, task back to pending) is submitted again', async () => {
-    const ledger = new MysqlPushTaskLedger({ pool: db.pool, table: db.table });
-    const h = DecisionsHarness.create({ taps: true, startMs: Date.now(), fanOut: { vendors: registry, ledger } });
-    const token = em.token('fcm', 'tapped');
-    const calls = () => em.fcm.received.filter((r) => r.token === token).length;
+    const ledger = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
+    const h = DecisionsHarness.create({ taps: true, startMs: Date.now(), fanOut: { vendors: fx.registry, ledger } });
+    const token = fx.em.token('fcm', 'tapped');
+    const calls = () => fx.em.fcm.received.filter((r) => r.token === token).length;
     try {
       await h.token('u-tap', 'd1', 'fcm', { token });
       await h.message('u-tap', 'c1');
@@ -50,7 +36,7 @@ describe('fused decisions: push.dispatch is a tap, read back for replays only', 
       );
 
       // What `pushctl replay` does: the task back to pending, the dispatch produced with the header.
-      await db.pool.query(`UPDATE \`${db.table}\` SET status = 0 WHERE task_id = ?`, [tapped.task_id]);
+      await fx.db.pool.query(`UPDATE \`${fx.db.table}\` SET status = 0 WHERE task_id = ?`, [tapped.task_id]);
       await h.driver.pipeInput(TOPICS.dispatch.name, tapped.uid, tapped, { headers: { [REPLAY_HEADER]: new Date().toISOString() } });
       assert.equal(calls(), 2, 'the replay is submitted');
       assert.deepEqual(
@@ -58,7 +44,7 @@ describe('fused decisions: push.dispatch is a tap, read back for replays only', 
         [['ACCEPTED', 'fcm']],
       );
       await ledger.flush();
-      assert.equal((await taskRow(db.pool, db.table, tapped.task_id))!.status, 1);
+      assert.equal((await taskRow(fx.db.pool, fx.db.table, tapped.task_id))!.status, 1);
     } finally {
       await h.close();
       ledger.close();

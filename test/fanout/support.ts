@@ -119,12 +119,16 @@ export async function taskRow(pool: mysql.Pool, table: string, task: string): Pr
 
 /**
  * What the fan-out suites share, opened before the suite's tests and closed after them (call it
- * inside `describe`): the vendor emulators, a vendor registry on them and a task table.
+ * inside `describe`): the vendor emulators (with `apps`, else one app), a vendor registry on them and a task table.
  */
-export function fanOutStack(): { readonly em: StartedEmulators; readonly registry: VendorRegistry; readonly db: Awaited<ReturnType<typeof taskTable>> } {
+export function fanOutStack(apps?: string[]): {
+  readonly em: StartedEmulators;
+  readonly registry: VendorRegistry;
+  readonly db: Awaited<ReturnType<typeof taskTable>>;
+} {
   const stack = {} as { em: StartedEmulators; registry: VendorRegistry; db: Awaited<ReturnType<typeof taskTable>> };
   before(async () => {
-    stack.em = await startEmulators();
+    stack.em = await startEmulators(apps ? { apps } : {});
     stack.registry = createVendorRegistry(stack.em.appsConfig);
     stack.db = await taskTable();
   });
