@@ -3,15 +3,16 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
-import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger, type TaskRow } from './ledger.ts';
+import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
-import { IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type LastFailure, type ParkedValue } from './parked.ts';
+import { IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
 import { ACCEPTED_DISCRIMINATOR, isExpired, pushMessage, taskRowOf, type FanOutReason } from './records.ts';
 import { CAMPAIGN_CANCELLED, CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
 import { DispatchesInFlight, type Output } from './release-queue.ts';
 import { RetryingDispatches } from './retrying.ts';
-import { SubmitPaths, type SubmitPath } from './submit-paths.ts';
+import { SubmitPaths } from './submit-paths.ts';
 import { FAILURE_REASON, readAnswer, TaskAnswers, UNREACHED_CODES } from './answers.ts';
+import { progressOf, type ChannelAt, type Next, type Walk } from './walk.ts';
 
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
 export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
@@ -50,38 +51,6 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, st
   );
 }
 
-/** A dispatch's walk over its channels, after its claim: what the decisions along it read and update. */
-interface Walk {
-  /** Where the walk started (a fresh dispatch, or one resumed from the parked store). */
-  readonly progress: DispatchProgress;
-  readonly dispatch: PushDispatch;
-  readonly task: TaskRow;
-  readonly conversation: string;
-  /** The dispatch's outputs so far, released in start order (ReleaseQueue). */
-  readonly ready: Output[];
-  /** Every answer of the task but ACCEPTED, in order; recorded with its result, re-emitted by a replay. */
-  readonly trail: ChannelAnswer[];
-  /** Vendor calls made so far, all channels. */
-  attempts: number;
-  last: LastFailure;
-  /** The channel and call being made (or next): where a held walk resumes after a restart. */
-  channel: number;
-  call: number;
-}
-
-/** The channel a walk is on. */
-interface ChannelAt {
-  readonly index: number;
-  readonly vendor: Vendor;
-  readonly token: string;
-  /** Another channel follows this one. */
-  readonly hasNext: boolean;
-  readonly path: SubmitPath;
-}
-
-/** What a vendor answer leaves the walk to do. */
-type Next = 'call-again' | 'next-channel' | 'no-other-channel' | 'done';
-
 /**
  * The fan-out processor of one task. Per dispatch: claim the task in im_push_task (status 0; a task
  * no longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
@@ -94,7 +63,7 @@ type Next = 'call-again' | 'next-channel' | 'no-other-channel' | 'done';
  * parked_evicted (`evictOverCap`). A READ from im.presence ends the conversation's dispatches waiting
  * to retry (`onPresence`). Results are forwarded from `process`, punctuations and the flushes, in the
  * order the dispatches started; a periodic commit does not wait for dispatches in flight (their input
- * offsets stay out of it: `deferCompletion`), `flush` does.
+ * offsets stay out of it: `deferCompletion`; fused, they are held: `flushFinished`), `flush` does.
  */
 export class FanOutProcessor implements Processor<string, In, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
@@ -508,19 +477,10 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     // the task's result is in MySQL (held meanwhile: after a restart it claims again, and a task
     // already failed re-emits this outcome).
     if (!this.config.fused) return this.running.addFinished([outcome]);
-    this.running.start(
-      d.task_id,
-      undefined,
-      async (outputs) => {
-        await this.ledger.written(d.task_id);
-        outputs.push(outcome);
-      },
-      () => undefined,
-      () => {
-        this.parked.hold(p);
-        return () => this.parked.unhold(d.task_id);
-      },
-    );
+    this.running.addWhen(d.task_id, this.ledger.written(d.task_id), [outcome], () => {
+      this.parked.hold(p);
+      return () => this.parked.unhold(d.task_id);
+    });
   }
 
   /**
@@ -539,9 +499,4 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       this.listener?.onEvicted?.(vendor, p.dispatch.app_id);
     }
   }
-}
-
-/** Where a walk is, to store: about to make call `call` on channel `ci`, waiting on `waitingOn`. */
-function progressOf(walk: Walk, ci: number, call: number, waitingOn: string): DispatchProgress {
-  return { ...walk.progress, channel: ci, call, attempts: walk.attempts, last: walk.last, trail: [...walk.trail], waitingOn };
 }

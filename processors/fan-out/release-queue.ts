@@ -157,6 +157,15 @@ export class DispatchesInFlight {
     this.queue.add({ outputs, finished: true, done: NO_INPUT_RECORD });
   }
 
+  /** Outputs without an input record, released in start order once `ready` resolves; a commit before then holds them (`hold`). */
+  addWhen(taskId: string, ready: Promise<void>, outputs: Output[], hold: Job['hold']): void {
+    const run = async (into: Output[]) => {
+      await ready;
+      into.push(...outputs);
+    };
+    this.start(taskId, undefined, run, () => undefined, hold);
+  }
+
   /** Waits for the resumed dispatches (or, with `all`, every one in flight), then releases what has finished. */
   async settle(all: boolean): Promise<void> {
     const waiting = all ? this.inFlight : this.resumed;
