@@ -180,10 +180,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       () => {
         if (!this.parked.has(taskId)) this.retrying.remove(taskId);
       },
-      () => {
-        this.parked.hold(live.walk ? progressOf(live.walk, live.walk.channel, live.walk.call, IN_FLIGHT) : p);
-        return () => this.parked.unhold(taskId);
-      },
+      () => this.parked.hold(live.walk ? progressOf(live.walk, live.walk.channel, live.walk.call, IN_FLIGHT) : p),
     );
   }
 
@@ -477,10 +474,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     // the task's result is in MySQL (held meanwhile: after a restart it claims again, and a task
     // already failed re-emits this outcome).
     if (!this.config.fused) return this.running.addFinished([outcome]);
-    this.running.addWhen(d.task_id, this.ledger.written(d.task_id), [outcome], () => {
-      this.parked.hold(p);
-      return () => this.parked.unhold(d.task_id);
-    });
+    this.running.addWhen(d.task_id, this.ledger.written(d.task_id), [outcome], () => this.parked.hold(p));
   }
 
   /**

@@ -307,15 +307,17 @@ export class ParkedDispatches {
     return this.store.get(taskId) !== undefined;
   }
 
-  /** Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT) until `unhold`, or until it parks; written by `writeHeld`. */
-  hold(p: DispatchProgress): void {
-    this.held.set(p.dispatch.task_id, { ...p, waitingOn: IN_FLIGHT });
+  /**
+   * Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT), written by `writeHeld`, until it
+   * parks or the returned function is called (it has finished and its outputs go out).
+   */
+  hold(p: DispatchProgress): () => void {
+    const taskId = p.dispatch.task_id;
+    this.held.set(taskId, { ...p, waitingOn: IN_FLIGHT });
     this.heldChanged = true;
-  }
-
-  /** A held dispatch has finished and its outputs go out: it is no longer held. */
-  unhold(taskId: string): void {
-    if (this.held.delete(taskId)) this.heldChanged = true;
+    return () => {
+      if (this.held.delete(taskId)) this.heldChanged = true;
+    };
   }
 
   /** Before a commit: writes the held dispatches if they changed (a record per HELD_PER_KEY), deleting the entries left over. */
