@@ -4,11 +4,12 @@
  * every stage group of a run.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import type { Admin } from 'kafkajs';
 import { groupStatus } from '../pipeline/group-status.ts';
 import { STAGES, type StageName } from '../pipeline/apps/index.ts';
 import { topicName } from '../pipeline/topics.ts';
+import { readPid } from '../stack/process.ts';
 
 let clockTicks: number | undefined;
 
@@ -74,6 +75,44 @@ export function boxCpu(): BoxCpu {
 export function boxBusyShare(from: BoxCpu, to: BoxCpu): number {
   const total = to.total - from.total;
   return total > 0 ? round3((to.busy - from.busy) / total) : 0;
+}
+
+/** Busy CPU time of the whole machine so far (all cores summed), ms. */
+export function boxBusyMs(cpu: BoxCpu): number {
+  return (cpu.busy * 1000) / ticksPerSecond();
+}
+
+/** The co-located services the bench charges CPU to, beside the workers and itself. */
+export const SERVICES = ['broker', 'registry', 'mariadb', 'clickhouse'] as const;
+export type Service = (typeof SERVICES)[number];
+
+/** A process whose command name is one of `names` (the first found), from /proc/<pid>/comm. */
+function findProcess(names: readonly string[]): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (names.includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) return Number(entry);
+    } catch {
+      // gone since the listing
+    }
+  }
+  return undefined;
+}
+
+/**
+ * CPU time so far of each service of the local stack, ms (PID files of `stack up`; MariaDB may be
+ * the machine's own server, found by name). A service not found reads 0.
+ */
+export function serviceCpuMs(): Record<Service, number> {
+  const pids: Record<Service, number | undefined> = {
+    broker: readPid('kafka'),
+    registry: readPid('registry'),
+    mariadb: readPid('mariadb') ?? findProcess(['mariadbd', 'mysqld']),
+    clickhouse: readPid('clickhouse'),
+  };
+  const out = {} as Record<Service, number>;
+  for (const service of SERVICES) out[service] = pids[service] === undefined ? 0 : (processCpuMs(pids[service]!) ?? 0);
+  return out;
 }
 
 /** One reading of the run's consumer groups. */

@@ -327,6 +327,13 @@ export function tableRows(r: BenchResult): Row[] {
       verdict: '',
     },
     {
+      what: 'machine CPU per persisted msg, sustained rate',
+      target: '(reported: what binds)',
+      milestone: '',
+      measured: sustainedStep?.boxCpuMsPerMessage ? `${describeBoxCpu(sustainedStep)}${atStep}` : 'n/a',
+      verdict: '',
+    },
+    {
       what: 'worker RSS (peak over the run)',
       target: '(≤ 512 MB at 1M open windows)',
       milestone: '',
@@ -377,6 +384,20 @@ export function tableRows(r: BenchResult): Row[] {
   return rows;
 }
 
+/**
+ * The machine's CPU per persisted message by process, and the rate at which it would fill every core.
+ * Steps from result files written before it was measured have none.
+ */
+export function describeBoxCpu(s: StepResult): string {
+  const c = s.boxCpuMsPerMessage;
+  if (!c) return 'machine CPU not measured';
+  return (
+    `machine CPU ${c.total} ms/msg (workers ${c.workers}, broker ${c.broker}, MariaDB ${c.mariadb}, ClickHouse ${c.clickhouse}, ` +
+    `registry ${c.registry}, bench: generator and emulators ${c.bench}, rest of the machine ${c.other}) → every core busy at ≈ ${s.boxCeilingPerSecond} msgs/s, ` +
+    `at ≈ ${s.boxCeilingWithoutWorkersPerSecond} msgs/s without the workers' share`
+  );
+}
+
 /** One line of a step's worker breakdown (progress log and the steps list). */
 export function describeStep(s: StepResult): string {
   const b = s.breakdown;
@@ -384,11 +405,12 @@ export function describeStep(s: StepResult): string {
   if (!b) return `${cpu}; no worker metrics`;
   const commits = formatByApp(b.commitsPerSecondByApp);
   const requests = formatByApp(b.kafkaRequestsPerMessageByApi ?? {});
+  const requestsByApp = formatByApp(b.kafkaRequestsPerMessageByApp ?? {});
   const topics = Object.entries(b.producedPerMessageByTopic ?? {})
     .filter(([, n]) => n >= 0.01)
     .map(([topic, n]) => `${topic} ${n}`)
     .join(', ');
-  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}; by topic: ${topics}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
+  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}; by topic: ${topics}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}; by application ${requestsByApp}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
 }
 
 function pad(cells: string[], widths: number[]): string {
@@ -408,6 +430,7 @@ export function formatTable(r: BenchResult): string {
     `  ${s.label.padEnd(14)} offered ${String(s.offeredRate).padStart(6)}/s  generated ${String(s.generatorRate).padStart(6)}/s  consumed ${String(s.consumedRate).padStart(6)}/s  ` +
       `input lag ${String(s.inputLagAtEnd).padStart(6)}  slope ${String(s.pathLagSlope).padStart(6)}/s  drain ${s.drainSeconds ?? '—'} s  cpu ${s.workerCpuMsPer1k} ms/1k (${aboveIdle(s, r.idleWorkerCpuMsPerSecond)} above idle)  box ${Math.round(s.boxCpuBusy * 100)}%  ${s.sustained ? 'kept up' : `NOT: ${s.verdict}`}`,
     `  ${''.padEnd(14)} ${describeStep(s)}`,
+    `  ${''.padEnd(14)} ${describeBoxCpu(s)}`,
   ]);
   const segments = [r.latency, r.latencyAt100].flatMap((l) =>
     l

@@ -7,7 +7,21 @@
 import type { Admin } from 'kafkajs';
 import type { TrafficProducer } from '../demo/traffic.ts';
 import type { TimedRecord } from '../demo/workload.ts';
-import { boxBusyShare, boxCpu, processCpuMs, processMemory, round1, sampleLag, slope, type LagSample } from './probes.ts';
+import { cpus } from 'node:os';
+import {
+  boxBusyMs,
+  boxBusyShare,
+  boxCpu,
+  processCpuMs,
+  processMemory,
+  round1,
+  sampleLag,
+  serviceCpuMs,
+  SERVICES,
+  slope,
+  type LagSample,
+  type Service,
+} from './probes.ts';
 import type { StageName } from '../pipeline/apps/index.ts';
 import { scrapeWorkers, delta, stepBreakdown, type StepBreakdown } from './worker-metrics.ts';
 
@@ -75,6 +89,16 @@ export interface StepResult {
   readonly benchCpuMsPer1k: number;
   /** Share of the whole machine's CPU busy during the load, 0–1. */
   readonly boxCpuBusy: number;
+  /**
+   * The whole machine's busy CPU over the same span as the worker CPU, per persisted message, ms, by
+   * process: what binds the sustained rate on a co-located box. `other` is the rest of the machine
+   * (kernel work not charged to a process, other services).
+   */
+  readonly boxCpuMsPerMessage: BoxCpuPerMessage;
+  /** The rate at which that CPU would fill every core: cores × 1,000 ÷ boxCpuMsPerMessage.total, msgs/s. */
+  readonly boxCeilingPerSecond: number;
+  /** The same for everything but the workers (broker, MariaDB, ClickHouse, generator, emulators): the bound with workers that cost nothing. */
+  readonly boxCeilingWithoutWorkersPerSecond: number;
   /** RSS per worker at the end of the step, MB. */
   readonly workerRssMb: number[];
   /**
@@ -84,6 +108,8 @@ export interface StepResult {
    */
   readonly breakdown: StepBreakdown | null;
 }
+
+export type BoxCpuPerMessage = Readonly<Record<'workers' | 'bench' | Service | 'other' | 'total', number>>;
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -148,6 +174,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const cpuStarted = Date.now();
   const bench0 = process.cpuUsage();
   const box0 = boxCpu();
+  const services0 = serviceCpuMs();
   const samples: LagSample[] = [];
   let sent = 0;
   let sampling = true;
@@ -187,6 +214,8 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const cpuSeconds = (Date.now() - cpuStarted) / 1000;
   const metrics1 = metrics0 && put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const bench1 = process.cpuUsage(bench0);
+  const services1 = serviceCpuMs();
+  const boxDrained = boxCpu();
   const workerRssMb = recordMemory(put);
 
   const half = samples.filter((s) => s.at >= firstAt + (seconds * 1000) / 2);
@@ -201,6 +230,17 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   if (drainSeconds === null) reasons.push('did not drain');
   if (generatorRate < 0.9 * offeredRate) reasons.push(`generator reached only ${generatorRate}/s`);
   const per1k = (ms: number) => (persistedMessages > 0 ? round1((ms / persistedMessages) * 1000) : 0);
+  const perMessage = (ms: number) => (persistedMessages > 0 ? Math.round((ms / persistedMessages) * 1000) / 1000 : 0);
+  const ceiling = (msPerMessage: number) => (msPerMessage > 0 ? Math.round((cpus().length * 1000) / msPerMessage) : 0);
+  const boxMs = boxBusyMs(boxDrained) - boxBusyMs(box0);
+  const charged: Record<string, number> = { workers: cpu1 - cpu0, bench: (bench1.user + bench1.system) / 1000 };
+  for (const service of SERVICES) charged[service] = services1[service] - services0[service];
+  const chargedMs = Object.values(charged).reduce((a, b) => a + b, 0);
+  const boxCpuMsPerMessage = Object.fromEntries([
+    ...Object.entries(charged).map(([k, ms]) => [k, perMessage(ms)]),
+    ['other', perMessage(Math.max(0, boxMs - chargedMs))],
+    ['total', perMessage(Math.max(boxMs, chargedMs))],
+  ]) as BoxCpuPerMessage;
   return {
     label,
     offeredRate,
@@ -218,11 +258,14 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     verdict:
       reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
     workerCpuMsPer1k: per1k(cpu1 - cpu0),
-    workerCpuMsPerMessage: persistedMessages > 0 ? Math.round(((cpu1 - cpu0) / persistedMessages) * 1000) / 1000 : 0,
+    workerCpuMsPerMessage: perMessage(cpu1 - cpu0),
     workerCpuMs: Math.round(cpu1 - cpu0),
     cpuSeconds: round1(cpuSeconds),
     benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),
     boxCpuBusy: boxBusyShare(box0, box1),
+    boxCpuMsPerMessage,
+    boxCeilingPerSecond: ceiling(boxCpuMsPerMessage.total),
+    boxCeilingWithoutWorkersPerSecond: ceiling(boxCpuMsPerMessage.total - boxCpuMsPerMessage.workers),
     workerRssMb,
     breakdown:
       metrics0 && metrics1

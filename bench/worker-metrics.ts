@@ -149,6 +149,7 @@ export interface StepBreakdown {
   /** Kafka requests the workers sent (consumers and task producers) per persisted message, and the busiest APIs. */
   readonly kafkaRequestsPerMessage: number;
   readonly kafkaRequestsPerMessageByApi: Readonly<Record<string, number>>;
+  readonly kafkaRequestsPerMessageByApp: Readonly<Record<string, number>>;
   /** Input records processed and committed per persisted message. */
   readonly recordsProcessedPerMessage: number;
   /** Commits that wrote something per second, all applications (transactions under exactly-once; clickhouse commits offsets). */
@@ -163,11 +164,12 @@ export interface StepBreakdown {
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
 /** Requests per message by API, the five busiest. */
-function requestsByApi(requests: ReturnType<typeof series>, per: (n: number) => number): Record<string, number> {
-  const byApi = new Map<string, number>();
-  for (const { labels, value } of requests) byApi.set(labels.api ?? '?', (byApi.get(labels.api ?? '?') ?? 0) + value);
+/** Requests per message summed by one label's value (the five largest). */
+function requestsBy(key: (labels: Record<string, string>) => string, requests: ReturnType<typeof series>, per: (n: number) => number): Record<string, number> {
+  const by = new Map<string, number>();
+  for (const { labels, value } of requests) by.set(key(labels), (by.get(key(labels)) ?? 0) + value);
   return Object.fromEntries(
-    [...byApi]
+    [...by]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 5)
       .map(([api, n]) => [api, per(n)]),
@@ -209,7 +211,8 @@ export function stepBreakdown(
     recordsFetchedPerMessage: per(sum(series(d, 'push_records_fetched_total'))),
     recordsProcessedPerMessage: per(sum(series(d, 'push_records_processed_total'))),
     kafkaRequestsPerMessage: per(sum(series(d, 'push_kafka_requests_total'))),
-    kafkaRequestsPerMessageByApi: requestsByApi(series(d, 'push_kafka_requests_total'), per),
+    kafkaRequestsPerMessageByApi: requestsBy((l) => l.api ?? '?', series(d, 'push_kafka_requests_total'), per),
+    kafkaRequestsPerMessageByApp: requestsBy((l) => stage(l.app ?? ''), series(d, 'push_kafka_requests_total'), per),
     commitsPerSecond: perSecond(Object.values(commitsByApp).reduce((a, b) => a + b, 0)),
     commitsPerSecondByApp: Object.fromEntries(Object.entries(commitsByApp).map(([app, n]) => [app, perSecond(n)])),
     gcSeconds: Math.round(gcSeconds * 1000) / 1000,

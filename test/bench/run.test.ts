@@ -64,6 +64,15 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       assert.equal(typeof step.sustained, 'boolean');
       assert.ok(step.workerCpuMsPer1k > 0, `step ${step.label} measured worker CPU`);
       assert.ok(isNumber(step.workerCpuMsPerMessage) && step.workerCpuMsPerMessage > 0);
+      const box = step.boxCpuMsPerMessage;
+      // Each co-located process that did work in the step is charged: the broker, MariaDB (claims,
+      // results) and ClickHouse (outcomes) all serve every message.
+      for (const key of ['workers', 'bench', 'broker', 'mariadb', 'clickhouse'] as const)
+        assert.ok(box[key] > 0, `step ${step.label}: machine CPU of ${key} ${JSON.stringify(box)}`);
+      assert.equal(box.workers, step.workerCpuMsPerMessage, 'the workers are charged what the step measured for them');
+      assert.ok(box.total >= box.workers + box.broker + box.mariadb - 0.01, `the machine total holds its parts ${JSON.stringify(box)}`);
+      assert.ok(step.boxCeilingPerSecond > 0);
+      assert.match(run.stdout, /machine CPU [\d.]+ ms\/msg \(workers [\d.]+, broker [\d.]+, MariaDB/);
       const b = step.breakdown;
       assert.ok(b, `step ${step.label} read the workers' /metrics`);
       for (const key of [
