@@ -115,9 +115,10 @@ export class ConsumerSupervisor {
       partitionAssigners: [taskAssigner(options.topology, this.ctx.partitionsOf, () => tasks.assignedTasks())],
       sessionTimeout: options.sessionTimeoutMs,
       heartbeatInterval: Math.min(1000, Math.floor(options.sessionTimeoutMs / 4)),
-      // How long the broker may hold a fetch with nothing to return (Kafka's default). Records end it
-      // at once (minBytes 1), so this costs no latency; it only sets how often an idle consumer asks.
-      maxWaitTimeInMs: 500,
+      // StreamsAppOptions.fetchMinBytes: 1 by default, so records end a fetch at once and the wait
+      // only sets how often an idle consumer asks.
+      minBytes: options.fetchMinBytes,
+      maxWaitTimeInMs: options.fetchMaxWaitMs,
       readUncommitted: false,
       retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => false },
     });

@@ -44,6 +44,15 @@ export interface StreamsAppOptions {
    * processing them. Default 120 000.
    */
   taskInitTimeoutMs?: number;
+  /**
+   * Least data a fetch waits for (Kafka's fetch.min.bytes), and how long the broker may hold a fetch
+   * short of it or empty (fetch.max.wait.ms). With 1 byte a record ends the fetch at once, so a
+   * consumer on a latency path asks as often as records come; an application off that path (receipts,
+   * the ClickHouse sink) gathers larger fetches for at most the wait, in fewer requests.
+   * Defaults 1 and 500. Ranges 1–10,485,760 and 10–30,000.
+   */
+  fetchMinBytes?: number;
+  fetchMaxWaitMs?: number;
   /** Input partitions processed at once (each in its own task). Default 4. */
   partitionsConsumedConcurrently?: number;
   /**
@@ -107,6 +116,8 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
     ...(options.maxBufferedRecords === undefined
       ? {}
       : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),
+    fetchMinBytes: checkRange('fetchMinBytes', options.fetchMinBytes ?? 1, { min: 1, max: 10 * 1024 * 1024 }),
+    fetchMaxWaitMs: checkRange('fetchMaxWaitMs', options.fetchMaxWaitMs ?? 500, { min: 10, max: 30_000 }),
     maxRecordBytes: checkRange('maxRecordBytes', options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, { min: 1024, max: 100 * 1024 * 1024 }),
     restartBackoffInitialMs: initialMs,
     restartBackoffMaxMs: checkRange('restartBackoffMaxMs', options.restartBackoffMaxMs ?? Math.max(initialMs, 30_000), { min: initialMs, max: 600_000 }),

@@ -45,7 +45,7 @@ export function wordStream(count: number, words: number, seed = 1): Array<{ key:
   return out;
 }
 
-const wordSerde = avroSerde<WordEvent>(wordSchema);
+export const wordSerde = avroSerde<WordEvent>(wordSchema);
 
 /**
  * Produces word events (raw Avro, as the counting topology reads them), in batches. Idempotent, so

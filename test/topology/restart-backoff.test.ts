@@ -65,6 +65,8 @@ describe('restart and record-size options', () => {
     assert.equal(o.restartBackoffInitialMs, 200);
     assert.equal(o.restartBackoffMaxMs, 30_000);
     assert.equal(o.restartBackoffResetMs, 60_000);
+    assert.equal(o.fetchMinBytes, 1, 'a record ends a fetch at once');
+    assert.equal(o.fetchMaxWaitMs, 500);
   });
 
   for (const [key, value, range] of [
@@ -72,6 +74,8 @@ describe('restart and record-size options', () => {
     ['restartBackoffInitialMs', 0, /\[10, 60000\]/],
     ['restartBackoffMaxMs', 50, /\[200, 600000\]/],
     ['restartBackoffResetMs', Number.NaN, /\[1000, 3600000\]/],
+    ['fetchMinBytes', 0, /\[1, 10485760\]/],
+    ['fetchMaxWaitMs', 5, /\[10, 30000\]/],
   ] as const) {
     test(`${key} = ${value} is refused at start, naming the key and the range`, () => {
       assert.throws(
