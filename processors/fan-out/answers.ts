@@ -85,6 +85,14 @@ export class TaskAnswers {
     this.emit(p, ready, { ...a, reason: a.reason as FanOutReason });
   }
 
+  /** A dispatch held as ENDED (parked.ts) and resumed after a restart: its failed row and its final answer again. */
+  ended(p: DispatchProgress, task: TaskRow, ready: Output[]): void {
+    const trail = p.trail ?? [];
+    const final = trail.at(-1)!;
+    this.failed(task, p.dispatch.task_id, final.vendor, final.code, p.attempts, trail);
+    this.emit(p, ready, { ...final, reason: final.reason as FanOutReason });
+  }
+
   /** Queues the outcome of an answer with the dispatch's other outputs, and tells the listener. */
   emit(p: DispatchProgress, ready: Output[], a: FanOutAnswer): void {
     ready.push(this.outcome(p, a));

@@ -5,7 +5,7 @@ import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
 import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
-import { IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
+import { ENDED, IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
 import { ACCEPTED_DISCRIMINATOR, isExpired, pushMessage, taskRowOf, type FanOutReason } from './records.ts';
 import { CAMPAIGN_CANCELLED, CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
 import { DispatchesInFlight, type Output } from './release-queue.ts';
@@ -191,6 +191,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   private async run(p: DispatchProgress, fresh: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
     const d = p.dispatch;
     const task = taskRowOf(d);
+    if (p.waitingOn === ENDED) return this.answers.ended(p, task, ready);
     if (isExpired(d, this.config.clock.now()))
       return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
     if (fresh || p.waitingOn === STORE_UNAVAILABLE || p.waitingOn === IN_FLIGHT) {
@@ -466,15 +467,15 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    */
   private endParked(p: DispatchProgress, answer: ChannelAnswer): void {
     const d = p.dispatch;
+    const trail = [...(p.trail ?? []), answer];
     this.retrying.remove(d.task_id);
-    this.answers.failed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, [...(p.trail ?? []), answer]);
+    this.answers.failed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, trail);
     const outcome = this.answers.outcome(p, { ...answer, reason: answer.reason as FanOutReason });
     this.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
     // Released in start order behind the dispatches in flight, like any other outcome; fused, once
-    // the task's result is in MySQL (held meanwhile: after a restart it claims again, and a task
-    // already failed re-emits this outcome).
+    // the task's result is in MySQL (held ENDED meanwhile: a restart writes the row and emits it again).
     if (!this.config.fused) return this.running.addFinished([outcome]);
-    this.running.addWhen(d.task_id, this.ledger.written(d.task_id), [outcome], () => this.parked.hold(p));
+    this.running.addWhen(d.task_id, this.ledger.written(d.task_id), [outcome], () => this.parked.hold({ ...p, trail, waitingOn: ENDED }));
   }
 
   /**

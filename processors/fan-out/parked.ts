@@ -236,6 +236,13 @@ export const parkedStoreSerde: StoreSerde<ParkedValue> = {
 export const IN_FLIGHT = 'IN_FLIGHT';
 
 /**
+ * `waitingOn` of a held dispatch that has already ended (a READ, an eviction: the last answer of its
+ * trail) and waits only for its failed row to reach MySQL. Resumed after a restart, it writes that
+ * row and emits that answer again, without claiming or calling: the row may never have been written.
+ */
+export const ENDED = 'ENDED';
+
+/**
  * Keys of the held dispatches' entries: `~held.0`, `~held.1`, … (a task id never starts with `~`),
  * each a JSON array of up to HELD_PER_KEY `[task id, compact form's array]` pairs. One record per
  * commit for every dispatch held, instead of a put and a tombstone per dispatch: most are held for
@@ -283,7 +290,7 @@ export class ParkedDispatches {
       if (!isHeldKey(key)) {
         const p = decodeParked(key, value);
         this.byAge.set(key, p.dispatch.decided_at);
-        if (p.waitingOn === IN_FLIGHT) this.timers.set(key, 0); // held, then placed by a repartition
+        if (p.waitingOn === IN_FLIGHT || p.waitingOn === ENDED) this.timers.set(key, 0); // held, then placed by a repartition
         each(key, p);
         continue;
       }
@@ -313,7 +320,7 @@ export class ParkedDispatches {
    */
   hold(p: DispatchProgress): () => void {
     const taskId = p.dispatch.task_id;
-    this.held.set(taskId, { ...p, waitingOn: IN_FLIGHT });
+    this.held.set(taskId, { ...p, waitingOn: p.waitingOn === ENDED ? ENDED : IN_FLIGHT });
     this.heldChanged = true;
     return () => {
       if (this.held.delete(taskId)) this.heldChanged = true;

@@ -13,8 +13,12 @@ import { buildFanOutTopology, FAN_OUT_NODES } from '../../pipeline/apps/fan-out.
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
 import { TOPICS } from '../../pipeline/topics.ts';
 import { FAN_OUT_STORES } from '../../processors/fan-out/fan-out.ts';
-import { decodeHeld, IN_FLIGHT } from '../../processors/fan-out/parked.ts';
-import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
+import mysql from 'mysql2/promise';
+import { decodeHeld, ENDED, IN_FLIGHT } from '../../processors/fan-out/parked.ts';
+import type { PresenceEvent, PushDispatch, PushOutcome } from '../../processors/model/records.ts';
+import type { FanOutOptions } from '../../processors/fan-out/options.ts';
+import { parseMysqlUrl } from '../../migrations/migrate.ts';
+import { stackEndpoints } from '../support/stack.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import type { SinkNode, SourceNode } from '../../topology/builder.ts';
 import { StreamTask, type OutputRecord } from '../../topology/task.ts';
@@ -26,14 +30,18 @@ const PARKED_CHANGELOG = `held-${FAN_OUT_STORES.parked}-changelog`;
 describe('fused fan-out: a commit holds the vendor calls still in flight', () => {
   const fx = fanOutStack();
 
-  function fusedTask(ledger: MysqlPushTaskLedger): {
+  function fusedTask(
+    ledger: MysqlPushTaskLedger,
+    options: Partial<FanOutOptions> = {},
+  ): {
     task: StreamTask;
     send(d: PushDispatch, offset: number): Promise<unknown>;
+    read(e: PresenceEvent, offset: number): Promise<unknown>;
     outcomes(records: OutputRecord[]): Promise<PushOutcome[]>;
   } {
     const topology = buildFanOutTopology({
       valueSerdes: rawAvroValueSerdes(),
-      fanOut: { vendors: fx.registry, ledger, fused: true, commitWaitMs: 50, retryPollMs: 10 },
+      fanOut: { vendors: fx.registry, ledger, fused: true, commitWaitMs: 50, retryPollMs: 10, ...options },
     });
     const task = new StreamTask({
       applicationId: 'held',
@@ -46,25 +54,28 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
       changelogTopic: (store) => `held-${store}-changelog`,
     });
     const source = topology.nodes.get(FAN_OUT_NODES.source) as SourceNode;
+    const reads = topology.nodes.get(FAN_OUT_NODES.reads) as SourceNode;
     const sink = topology.nodes.get(FAN_OUT_NODES.outcomes) as SinkNode;
+    const input = async (node: SourceNode, topic: string, key: string, value: unknown, offset: number) =>
+      task.process({
+        topic,
+        partition: 0,
+        offset: String(offset),
+        key: Buffer.from(key),
+        value: (await node.valueSerde.serialize(topic, value)) as Buffer,
+        timestamp: Date.now(),
+        headers: {},
+      });
     return {
       task,
+      read: (e, offset) => input(reads, TOPICS.presence.name, e.uid, e, offset),
       outcomes: async (records) => {
         const out: PushOutcome[] = [];
         for (const r of records.filter((r) => r.topic === TOPICS.outcomes.name))
           out.push((await sink.valueSerde.deserialize(r.topic, r.value!)) as PushOutcome);
         return out;
       },
-      send: async (d, offset) =>
-        task.process({
-          topic: TOPICS.dispatch.name,
-          partition: 0,
-          offset: String(offset),
-          key: Buffer.from(d.uid),
-          value: (await source.valueSerde.serialize(TOPICS.dispatch.name, d)) as Buffer,
-          timestamp: Date.now(),
-          headers: {},
-        }),
+      send: (d, offset) => input(source, TOPICS.dispatch.name, d.uid, d, offset),
     };
   }
 
@@ -157,5 +168,86 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
     await first.task.close();
     await second.task.close();
     ledger2.close();
+  });
+
+  test('a READ ends a parked push while its row cannot be written, and the process dies: the restarted task writes the READ and sends nothing', async () => {
+    fx.em.reset();
+    fx.em.fcm.script({ kind: 'server-error' });
+    // The first process's ledger has a connection of its own, so its write can hang and die with it.
+    const { connection, database } = parseMysqlUrl(stackEndpoints().mysqlUrl);
+    const own = mysql.createPool({ ...connection, database, connectionLimit: 1 });
+    const admin = await mysql.createConnection({ ...connection, database });
+    const threadId = await own.getConnection().then((c) => (c.release(), c.threadId));
+    const ledger = new MysqlPushTaskLedger({ pool: own, table: fx.db.table });
+    // Every backoff parks (none is waited in place), for up to a minute: the push waits in the store.
+    const first = fusedTask(ledger, { inlineBackoffMaxMs: 0, backoffInitialMs: 60_000, backoffMaxMs: 60_000 });
+    await first.task.init();
+    const d = dispatch({
+      uid: 'u-read-stall',
+      device: 'd1',
+      conv_id: 'c-read',
+      seq: 7,
+      channels: [{ vendor: 'fcm', token: fx.em.token('fcm', 'read-stall') }],
+    });
+    await first.send(d, 0);
+    const changelog = [];
+    for (let i = 0; i < 100; i++) {
+      await sleep(20);
+      const c = await commit(first.task);
+      changelog.push(...c.changelog);
+      if (c.changelog.some((r) => r.topic === PARKED_CHANGELOG && r.key!.toString() === d.task_id && r.value !== null)) break;
+    }
+    assert.ok(
+      changelog.some((r) => r.topic === PARKED_CHANGELOG && r.key!.toString() === d.task_id),
+      'the push is parked after the 503',
+    );
+    const callsBefore = fx.em.fcm.received.length;
+
+    // MySQL stalls the ledger's write (a table lock), and the user reads the conversation.
+    await admin.query(`LOCK TABLES \`${fx.db.table}\` WRITE`);
+    await first.read({ uid: d.uid, device_id: 'd1', kind: 'READ', conv_id: 'c-read', seq: 7, at: Date.now() }, 0);
+    const held = await commit(first.task);
+    changelog.push(...held.changelog);
+    assert.equal(held.offsets.get(TOPICS.presence.name), '0', 'the commit carries the READ');
+    assert.deepEqual(await first.outcomes(held.records), [], 'no outcome before the row is written');
+    const heldEntry = held.changelog.find((r) => r.topic === PARKED_CHANGELOG && r.key!.toString() === '~held.0');
+    assert.deepEqual(
+      decodeHeld(heldEntry!.value!.toString()).map((p) => [p.dispatch.task_id, p.waitingOn, p.trail!.at(-1)!.code]),
+      [[d.task_id, ENDED, 'READ']],
+      'held as ended by the READ',
+    );
+
+    // The process dies with its write (its ledger stops, its connection goes): the row stays pending.
+    ledger.close();
+    await admin.query(`KILL ${threadId}`);
+    await admin.query('UNLOCK TABLES');
+    assert.equal((await taskRow(fx.db.pool, fx.db.table, d.task_id))!.status, 0, 'claimed, pending');
+
+    // The vendor is healthy again: a claim would now send the push.
+    fx.em.fcm.clearFaults();
+    const ledger2 = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
+    const second = fusedTask(ledger2);
+    for (const c of changelog) second.task.stores.get(c.topic.slice('held-'.length, -'-changelog'.length))!.restore(c.key!.toString(), c.value);
+    await second.task.init();
+    const seen: PushOutcome[] = [];
+    for (let i = 0; i < 100 && seen.length === 0; i++) {
+      await sleep(20);
+      await second.task.punctuateWallClock(Date.now());
+      await second.task.flush();
+      seen.push(...(await second.outcomes(second.task.drainOutputs().records)));
+    }
+    assert.deepEqual(
+      seen.map((o) => [o.status, o.reason, o.task_id]),
+      [['SUPPRESSED', 'read', d.task_id]],
+    );
+    const row = (await taskRow(fx.db.pool, fx.db.table, d.task_id))!;
+    assert.deepEqual([row.status, row.fail_code], [3, 'READ'], 'the task row is failed with the READ');
+    await sleep(200);
+    assert.equal(fx.em.fcm.received.length, callsBefore, 'no call after the READ');
+    await second.task.close();
+    ledger2.close();
+    await first.task.close().catch(() => undefined); // its write failed with the connection
+    await admin.end();
+    await own.end().catch(() => undefined);
   });
 });
