@@ -1,14 +1,15 @@
 /**
  * Growing the pipeline from 2 to 4 partitions while traffic flows (docs/operations.md "Growing
  * partitions", pushctl repartition): the producers switch to the new generation halfway through the
- * timeline, the old generation's decisions and fan-out drain and stop (in that order), the cut-over
+ * timeline, the old generation's decisions (with the fan-out fused, the default) or its decisions and
+ * fan-out (PUSH_FAN_OUT_FUSED=false) drain and stop (in that order), the cut-over
  * copies their state, and the new generation's workers take over. Every expected push must reach
  * its vendor exactly once with its (uid, conv) collapse id (chaos/scenario.ts computes them from the
  * scenario alone), and every merge window and presence entry the old generation left in its
  * changelogs (read here with a plain consumer and the stores' own serdes: the independent model)
  * must sit in the new changelog, unchanged, in the partition of its uid under 4 partitions.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,8 +62,8 @@ async function waitReady(worker: RunningWorker, timeoutMs = 60_000): Promise<voi
   }
 }
 
-test('repartition 2 → 4 during load: every push once, open merge windows and presence carried to their new partitions', { timeout: 180_000 }, async (t) => {
-  const run = uniqueName('rp');
+async function repartitionDuringLoad(t: TestContext, fused: boolean): Promise<void> {
+  const run = uniqueName(fused ? 'rp' : 'rpa');
   const g1 = { prefix: `${run}.g1.`, applicationId: `${run}-g1` };
   const g2 = { prefix: `${run}.g2.`, applicationId: `${run}-g2` };
   const appId = `app-${run}`;
@@ -86,10 +87,9 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
       PUSH_APPLICATION_ID: g.applicationId,
       PUSH_PARTITIONS: String(partitions),
       PUSH_STAGES: stages,
-      // The runbook's order with the fan-out as an application of its own (decisions, then the
-      // fan-out draining what they wrote); fused, the decisions' stores hold its parked dispatches
-      // (placed by test/ops/store-keys.test.ts).
-      PUSH_FAN_OUT_FUSED: 'false',
+      // Fused, the decisions' stores hold the fan-out's parked and held dispatches too (their
+      // placement: test/ops/store-keys.test.ts); apart, the fan-out drains what the decisions wrote.
+      PUSH_FAN_OUT_FUSED: String(fused),
     });
     const start = async (g: typeof g1, partitions: number, stage: string) => {
       const worker = await startWorker(envOf(g, partitions, stage), logger.child({ generation: g.applicationId, stage }));
@@ -100,9 +100,13 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
       workers.splice(workers.indexOf(worker), 1);
       await worker.close();
     };
-    const decisions1 = await start(g1, FROM_PARTITIONS, 'decisions');
-    const fanOut1 = await start(g1, FROM_PARTITIONS, 'fan-out');
-    await Promise.all([waitReady(decisions1), waitReady(fanOut1)]);
+    // The stages of a generation: the decisions, then (apart) the fan-out.
+    const startGeneration = async (g: typeof g1, partitions: number) => {
+      const started = [await start(g, partitions, 'decisions'), ...(fused ? [] : [await start(g, partitions, 'fan-out')])];
+      await Promise.all(started.map((w) => waitReady(w)));
+      return started;
+    };
+    const [decisions1, fanOut1] = await startGeneration(g1, FROM_PARTITIONS);
     await prepareGeneration(g2, TO_PARTITIONS);
     const traffic1 = await trafficProducer(g1.prefix);
     const traffic2 = await trafficProducer(g2.prefix);
@@ -134,14 +138,16 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
       cutover({ from: g1, to: g2, partitions: TO_PARTITIONS, quietMs: 200 }),
       (error: unknown) =>
         error instanceof NotDrainedError &&
-        [`${g1.applicationId}-decisions has 1 member`, `${g1.applicationId}-fan-out has 1 member`].every((m) => error.message.includes(m)),
+        [`${g1.applicationId}-decisions has 1 member`, ...(fused ? [] : [`${g1.applicationId}-fan-out has 1 member`])].every((m) => error.message.includes(m)),
     );
 
-    // The runbook's order: the decisions drain their inputs and stop, then the fan-out drains what they wrote.
+    // The runbook's order: the decisions drain their inputs and stop, then (apart) the fan-out drains what they wrote.
     await waitCaughtUp(`${g1.applicationId}-decisions`, [`${g1.prefix}im.message.persisted`, `${g1.prefix}im.presence`]);
-    await stop(decisions1);
-    await waitCaughtUp(`${g1.applicationId}-fan-out`, [`${g1.prefix}push.dispatch`, `${g1.prefix}im.presence`]);
-    await stop(fanOut1);
+    await stop(decisions1!);
+    if (fanOut1) {
+      await waitCaughtUp(`${g1.applicationId}-fan-out`, [`${g1.prefix}push.dispatch`, `${g1.prefix}im.presence`]);
+      await stop(fanOut1);
+    }
     const stoppedAt = Date.now();
 
     // The independent model: what the old generation's changelogs hold, read before the copy.
@@ -191,9 +197,7 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
       }
 
     // The new generation takes over: it restores the copied state and processes what waited for it.
-    const decisions2 = await start(g2, TO_PARTITIONS, 'decisions');
-    const fanOut2 = await start(g2, TO_PARTITIONS, 'fan-out');
-    await Promise.all([waitReady(decisions2), waitReady(fanOut2)]);
+    await startGeneration(g2, TO_PARTITIONS);
     const tookOverAt = Date.now();
     await secondHalf;
     const lastAt = scenario.timeline.at(-1)!.at;
@@ -210,7 +214,7 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
       await sleep(500);
     }
     await waitCaughtUp(`${g2.applicationId}-decisions`, [`${g2.prefix}im.message.persisted`, `${g2.prefix}im.presence`], 30_000);
-    await waitCaughtUp(`${g2.applicationId}-fan-out`, [`${g2.prefix}push.dispatch`, `${g2.prefix}im.presence`], 30_000);
+    if (!fused) await waitCaughtUp(`${g2.applicationId}-fan-out`, [`${g2.prefix}push.dispatch`, `${g2.prefix}im.presence`], 30_000);
 
     // Once the new generation has run, copying the old state again would overwrite its own: refused.
     await assert.rejects(cutover({ from: g1, to: g2, partitions: TO_PARTITIONS, quietMs: 200 }), /has already run/);
@@ -229,4 +233,14 @@ test('repartition 2 → 4 during load: every push once, open merge windows and p
     rmSync(dir, { recursive: true, force: true });
     await deleteRunTopics(run);
   }
-});
+}
+
+test(
+  'repartition 2 → 4 during load, fan-out fused: every push once, open merge windows and presence carried to their new partitions',
+  { timeout: 180_000 },
+  (t) => repartitionDuringLoad(t, true),
+);
+
+test('repartition 2 → 4 during load, fan-out apart: the same, draining the decisions, then the fan-out', { timeout: 180_000 }, (t) =>
+  repartitionDuringLoad(t, false),
+);
