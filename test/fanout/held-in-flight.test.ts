@@ -26,6 +26,7 @@ import { dispatch, fanOutStack, taskRow } from './support.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PARKED_CHANGELOG = `held-${FAN_OUT_STORES.parked}-changelog`;
+type Changelog = ReturnType<StreamTask['drainOutputs']>['changelog'];
 
 describe('fused fan-out: a commit holds the vendor calls still in flight', () => {
   const fx = fanOutStack();
@@ -87,6 +88,22 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
     return { flushMs, ...task.drainOutputs() };
   }
 
+  /** A task restored from what the dead one committed to its changelogs, run until its first outcome. */
+  async function restartFrom(changelog: Changelog) {
+    const ledger2 = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
+    const second = fusedTask(ledger2);
+    for (const c of changelog) second.task.stores.get(c.topic.slice('held-'.length, -'-changelog'.length))!.restore(c.key!.toString(), c.value);
+    await second.task.init();
+    const seen: PushOutcome[] = [];
+    for (let i = 0; i < 100 && seen.length === 0; i++) {
+      await sleep(20);
+      await second.task.punctuateWallClock(Date.now());
+      await second.task.flush();
+      seen.push(...(await second.outcomes(second.task.drainOutputs().records)));
+    }
+    return { second, ledger2, seen };
+  }
+
   test('a slow vendor delays the commit by the wait only: it carries the input offset and the held progress; the outcome and the tombstone follow', async () => {
     fx.em.reset();
     fx.em.fcm.latencyMs = 1_500;
@@ -142,17 +159,7 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
     assert.equal((await taskRow(fx.db.pool, fx.db.table, d.task_id))!.status, 0, 'claimed, pending');
 
     fx.em.fcm.latencyMs = 0;
-    const ledger2 = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
-    const second = fusedTask(ledger2);
-    for (const c of committed.changelog) second.task.stores.get(c.topic.slice('held-'.length, -'-changelog'.length))!.restore(c.key!.toString(), c.value);
-    await second.task.init();
-    const seen: PushOutcome[] = [];
-    for (let i = 0; i < 100 && seen.length === 0; i++) {
-      await sleep(20);
-      await second.task.punctuateWallClock(Date.now());
-      await second.task.flush();
-      seen.push(...(await second.outcomes(second.task.drainOutputs().records)));
-    }
+    const { second, ledger2, seen } = await restartFrom(committed.changelog);
     assert.deepEqual(
       seen.map((o) => [o.status, o.vendor, o.task_id]),
       [['ACCEPTED', 'fcm', d.task_id]],
@@ -190,7 +197,7 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
       channels: [{ vendor: 'fcm', token: fx.em.token('fcm', 'read-stall') }],
     });
     await first.send(d, 0);
-    const changelog = [];
+    const changelog: Changelog = [];
     for (let i = 0; i < 100; i++) {
       await sleep(20);
       const c = await commit(first.task);
@@ -225,17 +232,7 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
 
     // The vendor is healthy again: a claim would now send the push.
     fx.em.fcm.clearFaults();
-    const ledger2 = new MysqlPushTaskLedger({ pool: fx.db.pool, table: fx.db.table });
-    const second = fusedTask(ledger2);
-    for (const c of changelog) second.task.stores.get(c.topic.slice('held-'.length, -'-changelog'.length))!.restore(c.key!.toString(), c.value);
-    await second.task.init();
-    const seen: PushOutcome[] = [];
-    for (let i = 0; i < 100 && seen.length === 0; i++) {
-      await sleep(20);
-      await second.task.punctuateWallClock(Date.now());
-      await second.task.flush();
-      seen.push(...(await second.outcomes(second.task.drainOutputs().records)));
-    }
+    const { second, ledger2, seen } = await restartFrom(changelog);
     assert.deepEqual(
       seen.map((o) => [o.status, o.reason, o.task_id]),
       [['SUPPRESSED', 'read', d.task_id]],
