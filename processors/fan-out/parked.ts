@@ -315,8 +315,9 @@ export class ParkedDispatches {
   }
 
   /**
-   * Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT), written by `writeHeld`, until it
-   * parks or the returned function is called (it has finished and its outputs go out).
+   * Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT, or ENDED for one that has ended and
+   * waits for its row), written by `writeHeld`, until it parks or the returned function is called
+   * (it has finished and its outputs go out).
    */
   hold(p: DispatchProgress): () => void {
     const taskId = p.dispatch.task_id;
