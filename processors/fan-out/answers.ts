@@ -85,8 +85,12 @@ export class TaskAnswers {
     this.emit(p, ready, { ...a, reason: a.reason as FanOutReason });
   }
 
-  /** A dispatch held as ENDED (parked.ts) and resumed after a restart: its failed row and its final answer again. */
-  ended(p: DispatchProgress, task: TaskRow, ready: Output[]): void {
+  /**
+   * Ends a dispatch with the last answer of its trail (a READ, an eviction): the task row goes to
+   * failed with that trail, and the answer's outcome is queued. A parked push ended now, or one held
+   * ENDED (parked.ts) and resumed after a restart.
+   */
+  end(p: DispatchProgress, task: TaskRow, ready: Output[]): void {
     const trail = p.trail ?? [];
     const final = trail.at(-1)!;
     this.failed(task, p.dispatch.task_id, final.vendor, final.code, p.attempts, trail);

@@ -191,7 +191,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   private async run(p: DispatchProgress, fresh: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
     const d = p.dispatch;
     const task = taskRowOf(d);
-    if (p.waitingOn === ENDED) return this.answers.ended(p, task, ready);
+    if (p.waitingOn === ENDED) return this.answers.end(p, task, ready);
     if (isExpired(d, this.config.clock.now()))
       return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
     if (fresh || p.waitingOn === STORE_UNAVAILABLE || p.waitingOn === IN_FLIGHT) {
@@ -466,16 +466,14 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    * store's tombstone go out in the same commit.
    */
   private endParked(p: DispatchProgress, answer: ChannelAnswer): void {
-    const d = p.dispatch;
-    const trail = [...(p.trail ?? []), answer];
-    this.retrying.remove(d.task_id);
-    this.answers.failed(taskRowOf(d), d.task_id, answer.vendor, answer.code, p.attempts, trail);
-    const outcome = this.answers.outcome(p, { ...answer, reason: answer.reason as FanOutReason });
-    this.listener?.onAnswer?.(answer.vendor, d.app_id, answer.status, answer.code);
+    const ended = { ...p, trail: [...(p.trail ?? []), answer] };
+    const outputs: Output[] = [];
+    this.retrying.remove(p.dispatch.task_id);
+    this.answers.end(ended, taskRowOf(p.dispatch), outputs);
     // Released in start order behind the dispatches in flight, like any other outcome; fused, once
     // the task's result is in MySQL (held ENDED meanwhile: a restart writes the row and emits it again).
-    if (!this.config.fused) return this.running.addFinished([outcome]);
-    this.running.addWhen(d.task_id, this.ledger.written(d.task_id), [outcome], () => this.parked.hold({ ...p, trail, waitingOn: ENDED }));
+    if (!this.config.fused) return this.running.addFinished(outputs);
+    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.hold({ ...ended, waitingOn: ENDED }));
   }
 
   /**
