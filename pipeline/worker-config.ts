@@ -86,8 +86,8 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
   const guarantee = readKey(env, CONFIG_KEYS.PUSH_PROCESSING_GUARANTEE);
   const receiver = readKey(env, CONFIG_KEYS.PUSH_RECEIVER);
   const appsConfigPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
-  // Fused, the decisions send pushes themselves (no fan-out stage among those deployed).
-  const fused = !deployed.includes('fan-out');
+  // Fused, the decisions send pushes themselves (and no fan-out stage is deployed).
+  const fused = readKey(env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED);
   const sends = (s: StageName) => s === 'fan-out' || s === 'receipts' || (s === 'decisions' && fused);
   if (appsConfigPath === '' && (receiver || stages.some(sends))) {
     throw new ConfigError('PUSH_APPS_CONFIG', 'the fan-out, receipts and receiver need the vendor apps JSON file (see docs/vendors.md)');
