@@ -53,6 +53,9 @@ const UNAUTHORIZED = { status: 401, body: 'unauthorized' } as const;
 /** Compared against when the app or its vendor route is unknown, so that path costs what a real check costs. */
 const NO_SECRET = 'no-such-receipt-secret-configured';
 
+/** How long after the configured headers and body deadlines Node's own timeouts (the backstop) fire. */
+const BACKSTOP_MARGIN_MS = 1_000;
+
 /**
  * The vendor receipt receiver (node:http). Routes: `POST /receipts/{hms|xiaomi|oppo|vivo}/{appId}`
  * (the URL registered with the vendor for that app; Xiaomi/OPPO/vivo URLs end in
@@ -74,11 +77,13 @@ export class ReceiptReceiver {
     const config = deps.config;
     this.now = deps.now ?? Date.now;
     // Node's own timeouts stay as a backstop; the guard and readBody enforce the configured ones to the ms.
+    // The backstop fires a second later, so on a busy box its own 408 never races the guard's close.
+    const backstopHeadersMs = config.headersTimeoutMs + BACKSTOP_MARGIN_MS;
     this.server = createServer(
       {
         connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
-        headersTimeout: config.headersTimeoutMs,
-        requestTimeout: config.headersTimeoutMs + config.bodyTimeoutMs,
+        headersTimeout: backstopHeadersMs,
+        requestTimeout: backstopHeadersMs + config.bodyTimeoutMs + BACKSTOP_MARGIN_MS,
       },
       (req, res) => void this.handle(req, res).catch((error: unknown) => this.failed(res, error)),
     );
