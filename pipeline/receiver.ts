@@ -40,7 +40,11 @@ export async function startReceiptReceiver(
   // The nonce table is not per user: shard 0 holds it (the first of PUSH_MYSQL_SHARDS, else PUSH_MYSQL_URL).
   const pool = mysql.createPool({ uri: endpoints.mysqlShards[0]!, connectionLimit: 4, timezone: 'Z' });
   const nonces = new MysqlNonceStore({ pool, ttlMs: 2 * config.hmsMaxSkewMs });
-  const publisher = new KafkaReceiptPublisher({ endpoints, topic: topicName('receiptsRaw', readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX)) });
+  const publisher = new KafkaReceiptPublisher({
+    endpoints,
+    topic: topicName('receiptsRaw', readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX)),
+    ...(metrics?.kafkaRequest ? { onRequest: (api: string) => metrics.kafkaRequest!(api) } : {}),
+  });
   const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), nonces, metrics, logger });
   let port: number;
   try {

@@ -16,6 +16,8 @@ import { startMetricsServer } from '../sinks/metrics/server.ts';
 import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
 import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
 import { startReceiptReceiver, type RunningReceiver } from './receiver.ts';
+import type { ReceiptMetricsListener } from '../receipts/metrics.ts';
+import { receiptPrometheusListener } from '../receipts/prometheus.ts';
 import { openShardedPools } from '../sinks/mysql/shards.ts';
 import { createPipelineTopics } from './topics-admin.ts';
 import { readWorkerConfig, type WorkerConfig } from './worker-config.ts';
@@ -35,6 +37,9 @@ export interface RunningWorker {
   readonly failed: Promise<unknown>;
   close(): Promise<void>;
 }
+
+/** The name the receipt receiver's Kafka requests are counted under in push_kafka_requests_total. */
+const RECEIVER_REQUESTS_APP = 'receipt-receiver';
 
 /**
  * The background lane is off every push's way to its vendor and commits about once a second: its
@@ -122,7 +127,14 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
       apps.push(app);
       await app.start();
     }
-    if (config.receiver) receiver = await startReceiptReceiver(env, undefined, logger.child({ service: 'push-receipts' }));
+    if (config.receiver) {
+      // The receiver's counters join the worker's /metrics; its producer's requests count as the application `receipt-receiver`.
+      const receiptMetrics: ReceiptMetricsListener = {
+        ...receiptPrometheusListener(metrics.registry),
+        kafkaRequest: (api) => metrics.listener.onKafkaRequest?.({ applicationId: RECEIVER_REQUESTS_APP, api }),
+      };
+      receiver = await startReceiptReceiver(env, receiptMetrics, logger.child({ service: 'push-receipts' }));
+    }
   } catch (error) {
     // Leave nothing half-started behind: the caller may try again (e.g. while the broker restarts).
     await close().catch((closeError: unknown) => logger.warn('closing the half-started worker failed', { error: closeError }));

@@ -36,6 +36,8 @@ export interface ReceiptMetricsListener {
   nonceCheckFailed?(errorCode: string): void;
   /** Kafka did not take a verified callback; the vendor got 503 and will retry. */
   publishFailed?(vendor: string, errorCode: string): void;
+  /** The publisher sent a Kafka request (`api` is its name, e.g. Produce). */
+  kafkaRequest?(api: string): void;
 }
 
 export class ReceiptCounters implements ReceiptMetricsListener {
