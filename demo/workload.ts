@@ -116,6 +116,7 @@ export function buildPopulation(options: WorkloadOptions, tokenFor: (vendor: Ven
   const rnd = random(options.seed ?? 1);
   const apps = options.apps ?? ['app-1'];
   const users: User[] = [];
+  const zones = { quiet: zoneFor(true, nowMs), awake: zoneFor(false, nowMs) };
   for (let u = 0; u < options.users; u++) {
     const uid = `${options.idPrefix ?? ''}u${u}`;
     const deviceCount = 1 + Math.floor(rnd() * 3);
@@ -143,7 +144,7 @@ export function buildPopulation(options: WorkloadOptions, tokenFor: (vendor: Ven
       appId: apps[u % apps.length]!,
       devices,
       quiet,
-      timeZone: zoneFor(quiet, nowMs),
+      timeZone: quiet ? zones.quiet : zones.awake,
       privateMode: rnd() < (options.privateShare ?? 0.05),
       ...(rnd() < 0.05 ? { mutedConv: `c-${uid}-muted` } : {}),
     });

@@ -1,7 +1,7 @@
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { EmulatorCore, requestClient, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
+import { EmulatorCore, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
 import type { TestTls } from './tls.ts';
 
 /** Status of every APNs reason (docs/vendors.md, Sources), for scripted `code` faults. */
@@ -57,6 +57,20 @@ interface ConnectionAuth {
   teamId?: string;
   jwt?: string;
   changedAtMs?: number;
+  /** What `jwt` was verified as: the same token string on the same connection is not verified again. */
+  verified?: VerifiedToken;
+}
+
+/** A registered key, by its key id. */
+interface ApnsKey {
+  readonly teamId: string;
+  readonly publicKey: KeyObject;
+  readonly topics: Readonly<Record<string, string>>;
+}
+
+interface VerifiedToken {
+  readonly key: ApnsKey;
+  readonly iat: number;
 }
 
 export interface ApnsEmulatorOptions {
@@ -75,7 +89,7 @@ export interface ApnsEmulatorOptions {
  */
 export class ApnsEmulator extends EmulatorCore {
   private server: Http2SecureServer | undefined;
-  private readonly keys = new Map<string, { teamId: string; publicKey: KeyObject; topics: Readonly<Record<string, string>> }>();
+  private readonly keys = new Map<string, ApnsKey>();
   private readonly auth = new WeakMap<Http2Session, ConnectionAuth>();
   private readonly sessions = new Set<Http2Session>();
   /** Last stream id a GOAWAY promised to process, per connection: later streams are refused. */
@@ -108,11 +122,9 @@ export class ApnsEmulator extends EmulatorCore {
     this.server.on('stream', (stream, headers) => {
       stream.on('error', () => undefined);
       // A handler that throws answers the stream with INTERNAL_ERROR, as a vendor's failing front end would.
-      requestClient
-        .run(headers['user-agent'], () => this.handle(stream, headers))
-        .catch(() => {
-          if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
-        });
+      this.handle(stream, headers).catch(() => {
+        if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      });
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.baseUrl = `https://localhost:${(this.server.address() as AddressInfo).port}`;
@@ -157,27 +169,13 @@ export class ApnsEmulator extends EmulatorCore {
   private verifyToken(session: Http2Session, authorization: string | undefined, topic: string | undefined): { reason?: string; appId?: string } {
     if (!authorization || !authorization.startsWith('bearer ') || authorization.length <= 7) return { reason: 'MissingProviderToken' };
     const jwt = authorization.slice(7).trim();
-    const parts = jwt.split('.');
-    if (parts.length !== 3) return { reason: 'InvalidProviderToken' };
-    let header: { alg?: string; kid?: string };
-    let claims: { iss?: string; iat?: number };
-    try {
-      header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString());
-      claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString());
-    } catch {
-      return { reason: 'InvalidProviderToken' };
-    }
-    const key = header.kid === undefined ? undefined : this.keys.get(header.kid);
-    if (header.alg !== 'ES256' || !key) return { reason: 'InvalidProviderToken' };
-    // Apple takes the JOSE form: raw r||s (64 bytes), not DER.
-    const signature = Buffer.from(parts[2]!, 'base64url');
-    const ok =
-      signature.length === 64 && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
-    if (!ok || claims.iss !== key.teamId || typeof claims.iat !== 'number') return { reason: 'InvalidProviderToken' };
     const conn = this.auth.get(session) ?? {};
     this.auth.set(session, conn);
+    const token = conn.jwt === jwt && conn.verified ? conn.verified : verifyProviderToken(jwt, this.keys);
+    if (!token) return { reason: 'InvalidProviderToken' };
+    const key = token.key;
     if (conn.teamId !== undefined && conn.teamId !== key.teamId) return { reason: 'InvalidProviderToken' };
-    if (this.clock.now() > claims.iat * 1000 + 3600_000) return { reason: 'ExpiredProviderToken' };
+    if (this.clock.now() > token.iat * 1000 + 3600_000) return { reason: 'ExpiredProviderToken' };
     if (conn.jwt !== undefined && conn.jwt !== jwt) {
       if (this.clock.now() - (conn.changedAtMs ?? 0) < (this.options.minTokenUpdateIntervalMs ?? 20 * 60_000)) return { reason: 'TooManyProviderTokenUpdates' };
     }
@@ -185,6 +183,7 @@ export class ApnsEmulator extends EmulatorCore {
       conn.jwt = jwt;
       conn.changedAtMs = this.clock.now();
     }
+    conn.verified = token;
     conn.teamId = key.teamId;
     if (topic === undefined) return { reason: 'MissingTopic' };
     const appId = key.topics[topic.replace(/\.(voip|complication)$/, '')];
@@ -222,6 +221,7 @@ export class ApnsEmulator extends EmulatorCore {
     const auth = this.verifyToken(stream.session!, headers.authorization as string | undefined, topic);
     const record = (answer: string) =>
       this.record({
+        client: headers['user-agent'],
         appId: auth.appId ?? '',
         token,
         request: { ...headers },
@@ -308,4 +308,25 @@ function payloadFields(body: string): { title?: string; body?: string; data?: un
   } catch {
     return {};
   }
+}
+
+/** An ES256 provider token signed by one of `keys`, issued by its team; undefined when it is not. */
+function verifyProviderToken(jwt: string, keys: ReadonlyMap<string, ApnsKey>): VerifiedToken | undefined {
+  const parts = jwt.split('.');
+  if (parts.length !== 3) return undefined;
+  let header: { alg?: string; kid?: string };
+  let claims: { iss?: string; iat?: number };
+  try {
+    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString());
+    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString());
+  } catch {
+    return undefined;
+  }
+  const key = header.kid === undefined ? undefined : keys.get(header.kid);
+  if (header.alg !== 'ES256' || !key) return undefined;
+  // Apple takes the JOSE form: raw r||s (64 bytes), not DER.
+  const signature = Buffer.from(parts[2]!, 'base64url');
+  const ok = signature.length === 64 && verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
+  if (!ok || claims.iss !== key.teamId || typeof claims.iat !== 'number') return undefined;
+  return { key, iat: claims.iat };
 }

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Agent, request } from 'undici';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -78,9 +77,6 @@ export interface ReceivedPush {
   /** The request's User-Agent: which client process sent it (sinks/vendors/http.ts VENDOR_USER_AGENT). */
   readonly client?: string | undefined;
 }
-
-/** The User-Agent of the request being handled, for `record` (set by the servers around each request's handler). */
-export const requestClient = new AsyncLocalStorage<string | undefined>();
 
 /** Receipt simulation: where and how an emulator posts callbacks for what it accepted. */
 export interface ReceiptBehaviour {
@@ -189,7 +185,7 @@ export class EmulatorCore {
   }
 
   record(push: Omit<ReceivedPush, 'vendor' | 'at'>): void {
-    this.received.push({ vendor: this.vendor, at: this.clock.now(), client: requestClient.getStore(), ...push });
+    this.received.push({ vendor: this.vendor, at: this.clock.now(), ...push });
   }
 
   /** Pushes this emulator accepted (what reached the "device"). */
@@ -346,8 +342,8 @@ export async function startHttpsServer(tls: TestTls, port: number, route: (path:
   const server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const url = new URL(req.url ?? '/', 'https://127.0.0.1');
     const handler = route(url.pathname);
-    requestClient
-      .run(req.headers['user-agent'], () => readBody(req).then((body) => (handler ? handler(req, res, body, url) : sendJson(res, 404, { error: 'not found' }))))
+    readBody(req)
+      .then((body) => (handler ? handler(req, res, body, url) : sendJson(res, 404, { error: 'not found' })))
       .catch((error: Error) => {
         if (!res.headersSent) sendJson(res, 500, { error: error.message });
         else res.destroy();

@@ -125,6 +125,7 @@ export class FcmEmulator extends HttpsEmulator {
     const token = typeof message?.token === 'string' ? message.token : '';
     const record = (answer: string) =>
       this.record({
+        client: req.headers['user-agent'],
         appId: account.appId,
         token,
         request: message,

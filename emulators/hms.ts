@@ -112,6 +112,7 @@ export class HmsEmulator extends HttpsEmulator {
     const n = message?.android?.notification;
     const record = (answer: string, token: string) =>
       this.record({
+        client: req.headers['user-agent'],
         appId: app.appId,
         token,
         request: message,

@@ -90,6 +90,7 @@ export class OppoEmulator extends HttpsEmulator {
     const tokens = messages.map((m) => String(m.target_value ?? ''));
     const record = (m: VendorJson, answer: string) =>
       this.record({
+        client: req.headers['user-agent'],
         appId: app.appId,
         token: String(m.target_value ?? ''),
         request: m,

@@ -99,6 +99,7 @@ export class VivoEmulator extends HttpsEmulator {
     const regIds: string[] = mode === 'single' ? [String(m.regId ?? '')] : Array.isArray(m.regIds) ? m.regIds.map(String) : [];
     const record = (answer: string, r: string) =>
       this.record({
+        client: req.headers['user-agent'],
         appId: session.appId,
         token: r,
         request: content,

@@ -45,6 +45,7 @@ export class XiaomiEmulator extends HttpsEmulator {
     const record = (answer: string) => {
       for (const token of regIds) {
         this.record({
+          client: req.headers['user-agent'],
           appId: app.appId,
           token,
           request: Object.fromEntries(form),

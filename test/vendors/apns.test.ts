@@ -174,6 +174,33 @@ describe('APNs adapter against the APNs emulator', () => {
     await forged.close();
   });
 
+  test('a token once verified is not trusted blindly: on the one connection, the same token with its signature altered is refused', async () => {
+    const c = config();
+    const real = new ProviderToken({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey, now: () => em.clock.now() });
+    let tamper = false;
+    /** The genuine token first, then the same header and claims with one signature byte changed. */
+    class Tampering extends ProviderToken {
+      override current(): string {
+        const jwt = real.current();
+        if (!tamper) return jwt;
+        const [head, claims, signature] = jwt.split('.');
+        const bytes = Buffer.from(signature!, 'base64url');
+        bytes[10] = bytes[10]! ^ 0xff;
+        return `${head}.${claims}.${bytes.toString('base64url')}`;
+      }
+    }
+    const adapter = new ApnsAdapter(
+      { ...c, connections: 1 },
+      { providerToken: new Tampering({ teamId: c.teamId, keyId: c.keyId, privateKey: c.privateKey }), ca: em.ca, now: () => em.clock.now() },
+    );
+    assert.equal((await adapter.submit([message(em, 'apns', 'genuine')]))[0]!.kind, 'accepted');
+    tamper = true;
+    assert.deepEqual(await adapter.submit([message(em, 'apns', 'tampered')]), [{ kind: 'auth-failed', code: 'InvalidProviderToken' }]);
+    tamper = false;
+    assert.equal((await adapter.submit([message(em, 'apns', 'genuine-again')]))[0]!.kind, 'accepted', 'the genuine token still works there');
+    await adapter.close();
+  });
+
   test('GOAWAY mid-stream: the refused stream is resent on a new connection and nothing is lost or doubled', async () => {
     const adapter = registry.adapter('apns', 'app-1')!;
     const batch = Array.from({ length: 30 }, (_, i) => message(em, 'apns', `burst${i}`));
