@@ -97,24 +97,30 @@ export class MysqlNonceStore implements NonceStore {
     const key = nonceKey(scope, nonce);
     const bodyHash = sha256(body);
     try {
-      // An expired row of this nonce no longer counts; a live one (another replica's) is never touched.
-      await this.options.pool.query({ sql: `DELETE FROM ${this.table} WHERE nonce_hash = ? AND expires_at_ms <= ?`, timeout: this.timeout }, [key, nowMs]);
-      try {
-        await this.options.pool.query<ResultSetHeader>(
-          { sql: `INSERT INTO ${this.table} (nonce_hash, body_hash, expires_at_ms) VALUES (?, ?, ?)`, timeout: this.timeout },
-          [key, bodyHash, nowMs + this.options.ttlMs],
+      // A new nonce, the common case, costs one INSERT; a taken one is read, and an expired one
+      // (not yet swept) is deleted and the INSERT tried once more. A live row (another replica's)
+      // is never touched.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.options.pool.query<ResultSetHeader>(
+            { sql: `INSERT INTO ${this.table} (nonce_hash, body_hash, expires_at_ms) VALUES (?, ?, ?)`, timeout: this.timeout },
+            [key, bodyHash, nowMs + this.options.ttlMs],
+          );
+          return 'new';
+        } catch (error) {
+          if (errorCode(error) !== 'ER_DUP_ENTRY') throw error;
+        }
+        const [rows] = await this.options.pool.query<RowDataPacket[]>(
+          { sql: `SELECT body_hash, expires_at_ms FROM ${this.table} WHERE nonce_hash = ?`, timeout: this.timeout },
+          [key],
         );
-        return 'new';
-      } catch (error) {
-        if (errorCode(error) !== 'ER_DUP_ENTRY') throw error;
+        const stored = rows[0] as { body_hash: Buffer; expires_at_ms: number | string } | undefined;
+        if (stored && Number(stored.expires_at_ms) > nowMs) return bodyHash.equals(stored.body_hash) ? 'duplicate' : 'replayed';
+        // Taken and then gone or expired twice in a row: answer as for a replay (the vendor retries).
+        if (attempt > 0) return 'replayed';
+        if (stored)
+          await this.options.pool.query({ sql: `DELETE FROM ${this.table} WHERE nonce_hash = ? AND expires_at_ms <= ?`, timeout: this.timeout }, [key, nowMs]);
       }
-      const [rows] = await this.options.pool.query<RowDataPacket[]>(
-        { sql: `SELECT body_hash FROM ${this.table} WHERE nonce_hash = ?`, timeout: this.timeout },
-        [key],
-      );
-      const stored = rows[0]?.body_hash as Buffer | undefined;
-      // Gone between the INSERT and the SELECT means swept as expired: answer as for a replay (the vendor retries).
-      return stored && bodyHash.equals(stored) ? 'duplicate' : 'replayed';
     } catch (error) {
       throw new PushError('RECEIPT_NONCE_STORE', `HMS nonce check failed (${errorCode(error)})`, { retriable: true, cause: error });
     }

@@ -153,4 +153,15 @@ describe('HMS nonce memory across receivers', () => {
     assert.equal(await store.check('hms/app', 'n-1', Buffer.from('b'), t + 1_500), 'new', 'forgotten after its expiry');
     await store.close();
   });
+
+  test('an expired nonce no longer counts before it is swept; a live one still tells a retry from a replay', async () => {
+    const store = new MysqlNonceStore({ pool: mysql.pool, ttlMs: 1_000, sweepIntervalMs: 3_600_000 });
+    const t = Date.now() + 7_200_000;
+    assert.equal(await store.check('hms/app', 'n-2', Buffer.from('a'), t), 'new');
+    assert.equal(await store.check('hms/app', 'n-2', Buffer.from('a'), t + 999), 'duplicate');
+    assert.equal(await store.check('hms/app', 'n-2', Buffer.from('b'), t + 1_000), 'new', 'expired at t + 1 000, unswept');
+    assert.equal(await store.check('hms/app', 'n-2', Buffer.from('a'), t + 1_500), 'replayed', 'the new body is the one remembered');
+    assert.equal(await store.check('hms/app', 'n-2', Buffer.from('b'), t + 1_500), 'duplicate');
+    await store.close();
+  });
 });
