@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { Admin } from 'kafkajs';
+import mysql from 'mysql2/promise';
 import { groupStatus } from '../pipeline/group-status.ts';
 import { STAGES, type StageName } from '../pipeline/apps/index.ts';
 import { topicName } from '../pipeline/topics.ts';
@@ -113,6 +114,45 @@ export function serviceCpuMs(): Record<Service, number> {
   const out = {} as Record<Service, number>;
   for (const service of SERVICES) out[service] = pids[service] === undefined ? 0 : (processCpuMs(pids[service]!) ?? 0);
   return out;
+}
+
+/** MariaDB's server-wide statement counters (SHOW GLOBAL STATUS). */
+export interface SqlCounters {
+  /** Statements clients sent (Questions). */
+  readonly statements: number;
+  readonly inserts: number;
+  readonly updates: number;
+  readonly deletes: number;
+  readonly selects: number;
+  /** fsync() calls InnoDB made (Innodb_data_fsyncs): each autocommitted write waits for one, shared by a group commit. */
+  readonly fsyncs: number;
+}
+
+const SQL_STATUS: Record<keyof SqlCounters, string> = {
+  statements: 'Questions',
+  inserts: 'Com_insert',
+  updates: 'Com_update',
+  deletes: 'Com_delete',
+  selects: 'Com_select',
+  fsyncs: 'Innodb_data_fsyncs',
+};
+
+/**
+ * The statement counters of the server at `url`; undefined when it does not answer. Server-wide:
+ * everything that ran on the server between two readings counts (the bench's own two readings too).
+ */
+export async function sqlCounters(url: string): Promise<SqlCounters | undefined> {
+  let connection: mysql.Connection | undefined;
+  try {
+    connection = await mysql.createConnection({ uri: url, connectTimeout: 5_000 });
+    const [rows] = await connection.query<mysql.RowDataPacket[]>('SHOW GLOBAL STATUS WHERE Variable_name IN (?)', [Object.values(SQL_STATUS)]);
+    const status = new Map(rows.map((r) => [String(r.Variable_name), Number(r.Value)]));
+    return Object.fromEntries(Object.entries(SQL_STATUS).map(([k, name]) => [k, status.get(name) ?? 0])) as unknown as SqlCounters;
+  } catch {
+    return undefined;
+  } finally {
+    await connection?.end().catch(() => undefined);
+  }
 }
 
 /** One reading of the run's consumer groups. */

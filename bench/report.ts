@@ -334,6 +334,13 @@ export function tableRows(r: BenchResult): Row[] {
       verdict: '',
     },
     {
+      what: 'MySQL statements per persisted msg',
+      target: '(reported)',
+      milestone: '',
+      measured: sustainedStep?.sqlPerMessage ? `${describeSql(sustainedStep)}${atStep}` : 'n/a',
+      verdict: '',
+    },
+    {
       what: 'worker RSS (peak over the run)',
       target: '(≤ 512 MB at 1M open windows)',
       milestone: '',
@@ -398,6 +405,13 @@ export function describeBoxCpu(s: StepResult): string {
   );
 }
 
+/** MySQL statements per persisted message of a step (server-wide counters). */
+export function describeSql(s: StepResult): string {
+  const q = s.sqlPerMessage;
+  if (!q) return 'MySQL statements not measured';
+  return `MySQL statements/msg ${q.statements} (insert ${q.inserts}, update ${q.updates}, delete ${q.deletes}, select ${q.selects}), InnoDB fsyncs/msg ${q.fsyncs}`;
+}
+
 /** One line of a step's worker breakdown (progress log and the steps list). */
 export function describeStep(s: StepResult): string {
   const b = s.breakdown;
@@ -431,6 +445,7 @@ export function formatTable(r: BenchResult): string {
       `input lag ${String(s.inputLagAtEnd).padStart(6)}  slope ${String(s.pathLagSlope).padStart(6)}/s  drain ${s.drainSeconds ?? '—'} s  cpu ${s.workerCpuMsPer1k} ms/1k (${aboveIdle(s, r.idleWorkerCpuMsPerSecond)} above idle)  box ${Math.round(s.boxCpuBusy * 100)}%  ${s.sustained ? 'kept up' : `NOT: ${s.verdict}`}`,
     `  ${''.padEnd(14)} ${describeStep(s)}`,
     `  ${''.padEnd(14)} ${describeBoxCpu(s)}`,
+    `  ${''.padEnd(14)} ${describeSql(s)}`,
   ]);
   const segments = [r.latency, r.latencyAt100].flatMap((l) =>
     l

@@ -246,7 +246,18 @@ export async function main(args: string[]): Promise<number> {
     try {
       const metricsPorts = () => env.workers.map((w) => w.metricsPort);
       outcome = await runPipelinePhases(
-        { env, admin, traffic, workerPids, metricsPorts, peakRssMb, say, applicationId: env.applicationId, topicPrefix: env.topicPrefix },
+        {
+          env,
+          admin,
+          traffic,
+          workerPids,
+          metricsPorts,
+          peakRssMb,
+          say,
+          applicationId: env.applicationId,
+          topicPrefix: env.topicPrefix,
+          mysqlUrl: readEndpoints().mysqlShards[0]!,
+        },
         phase,
       );
     } finally {

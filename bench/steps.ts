@@ -17,10 +17,12 @@ import {
   round1,
   sampleLag,
   serviceCpuMs,
+  sqlCounters,
   SERVICES,
   slope,
   type LagSample,
   type Service,
+  type SqlCounters,
 } from './probes.ts';
 import type { StageName } from '../pipeline/apps/index.ts';
 import { scrapeWorkers, delta, stepBreakdown, type StepBreakdown } from './worker-metrics.ts';
@@ -36,6 +38,8 @@ export interface PipelineUnderTest {
   readonly metricsPorts?: () => number[];
   /** Peak RSS seen per worker pid, MB; steps update it. */
   readonly peakRssMb: Map<number, number>;
+  /** The MySQL server the pipeline writes to (its statement counters are read around each step). */
+  readonly mysqlUrl?: string;
   readonly say: (line: string) => void;
 }
 
@@ -101,6 +105,8 @@ export interface StepResult {
   readonly boxCeilingWithoutWorkersPerSecond: number;
   /** RSS per worker at the end of the step, MB. */
   readonly workerRssMb: number[];
+  /** MySQL statements and InnoDB fsyncs per persisted message over the same span as the CPU; null when not read. */
+  readonly sqlPerMessage: SqlCounters | null;
   /**
    * From the workers' counters over the same span as the CPU (start of the load until drained):
    * records per message, commits per second, GC share, latency segments. Null when a worker's
@@ -175,6 +181,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const bench0 = process.cpuUsage();
   const box0 = boxCpu();
   const services0 = serviceCpuMs();
+  const sql0 = put.mysqlUrl ? await sqlCounters(put.mysqlUrl) : undefined;
   const samples: LagSample[] = [];
   let sent = 0;
   let sampling = true;
@@ -216,6 +223,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const bench1 = process.cpuUsage(bench0);
   const services1 = serviceCpuMs();
   const boxDrained = boxCpu();
+  const sql1 = sql0 && put.mysqlUrl ? await sqlCounters(put.mysqlUrl) : undefined;
   const workerRssMb = recordMemory(put);
 
   const half = samples.filter((s) => s.at >= firstAt + (seconds * 1000) / 2);
@@ -267,6 +275,10 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     boxCeilingPerSecond: ceiling(boxCpuMsPerMessage.total),
     boxCeilingWithoutWorkersPerSecond: ceiling(boxCpuMsPerMessage.total - boxCpuMsPerMessage.workers),
     workerRssMb,
+    sqlPerMessage:
+      sql0 && sql1
+        ? (Object.fromEntries(Object.entries(sql1).map(([k, v]) => [k, perMessage(v - sql0[k as keyof SqlCounters])])) as unknown as SqlCounters)
+        : null,
     breakdown:
       metrics0 && metrics1
         ? stepBreakdown(delta(metrics0, metrics1), {

@@ -73,6 +73,11 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       assert.ok(box.total >= box.workers + box.broker + box.mariadb - 0.01, `the machine total holds its parts ${JSON.stringify(box)}`);
       assert.ok(step.boxCeilingPerSecond > 0);
       assert.match(run.stdout, /machine CPU [\d.]+ ms\/msg \(workers [\d.]+, broker [\d.]+, MariaDB/);
+      // Every push is claimed in MySQL: the step's statements and fsyncs are read from the server.
+      const sql = step.sqlPerMessage;
+      assert.ok(sql && sql.statements > 0 && sql.inserts > 0 && sql.fsyncs > 0, `step ${step.label}: MySQL per message ${JSON.stringify(sql)}`);
+      assert.ok(sql.statements >= sql.inserts + sql.updates + sql.deletes + sql.selects - 0.01, 'statements hold their kinds');
+      assert.match(run.stdout, /MySQL statements\/msg [\d.]+ \(insert [\d.]+, update [\d.]+, delete [\d.]+, select [\d.]+\), InnoDB fsyncs\/msg [\d.]+/);
       const b = step.breakdown;
       assert.ok(b, `step ${step.label} read the workers' /metrics`);
       for (const key of [
