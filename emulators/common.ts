@@ -84,12 +84,46 @@ export interface ReceiptBehaviour {
   url?: string | undefined;
   /** Delay before posting, ms. Default 50. */
   delayMs: number;
+  /**
+   * Receipts due within this many ms of the first go out in one callback (at most 100 each), as
+   * vendors batch them (HMS up to 100 statuses a request, MiPush about once a second). Default 100.
+   */
+  batchMs: number;
   /** Probability a receipt is never sent. Default 0. */
   lossRate: number;
   /** Probability a receipt is posted twice. Default 0. */
   duplicateRate: number;
   /** What each token's receipt says. Default: dead tokens `dead-token`, others `delivered`. */
   outcomeFor?: ((token: string) => 'delivered' | 'failed' | 'dead-token') | undefined;
+}
+
+/** Receipts in one vendor callback at most (HMS documents up to 100 statuses a request). */
+const MAX_RECEIPTS_PER_CALLBACK = 100;
+
+/** One callback's way out: receipts with the same key go in one body, which `post` builds and sends. */
+export interface ReceiptBatch<E> {
+  readonly key: string;
+  post(entries: E[]): Promise<void>;
+}
+
+/** One receipt: its callback, and its entry in the body, built when the callback is. */
+export interface Receipt<E> {
+  readonly batch: ReceiptBatch<E>;
+  readonly entry: () => E;
+}
+
+/**
+ * The bodies of callbacks whose JSON is keyed by message id (MiPush, vivo): pairs go into one object
+ * until a key repeats, which starts the next body (a duplicated receipt is a callback of its own).
+ */
+export function keyedBodies<V>(pairs: ReadonlyArray<readonly [string, V]>): Array<Record<string, V>> {
+  const bodies: Array<Record<string, V>> = [];
+  let body: Record<string, V> | undefined;
+  for (const [key, value] of pairs) {
+    if (!body || key in body) bodies.push((body = {}));
+    body[key] = value;
+  }
+  return bodies;
 }
 
 /** State and knobs every emulator has. */
@@ -101,8 +135,8 @@ export class EmulatorCore {
   readonly deadTokens = new Set<string>();
   /** Latency added to every send answer, ms. */
   latencyMs = 0;
-  readonly receipts: ReceiptBehaviour = { delayMs: 50, lossRate: 0, duplicateRate: 0 };
-  /** Receipt callbacks posted (after loss), for tests. */
+  readonly receipts: ReceiptBehaviour = { delayMs: 50, batchMs: 100, lossRate: 0, duplicateRate: 0 };
+  /** Receipts posted (after loss; a duplicated one counts twice), for tests. */
   receiptsPosted = 0;
   /**
    * Requests made to the vendor's send endpoints, whatever their answer (credential endpoints not
@@ -121,7 +155,9 @@ export class EmulatorCore {
   private connectionRules: Array<{ fault: ConnectionFault; token?: string; remaining: number }> = [];
   /** Connection faults applied so far. */
   connectionFaults = 0;
-  private readonly lastReceipt = new Map<string, () => Promise<void>>();
+  private readonly lastReceipt = new Map<string, Receipt<unknown>>();
+  /** Receipts due and waiting for their callback, by callback (ReceiptBatch.key). */
+  private readonly outbox = new Map<string, { batch: ReceiptBatch<unknown>; entries: Array<() => unknown>; timer: NodeJS.Timeout }>();
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(readonly vendor: Vendor) {}
@@ -197,8 +233,12 @@ export class EmulatorCore {
     return this.receipts.outcomeFor?.(token) ?? (this.deadTokens.has(token) ? 'dead-token' : 'delivered');
   }
 
-  /** Posts a receipt callback later, with the configured delay, loss and duplication. */
-  scheduleReceipt(post: () => Promise<void>): void {
+  /**
+   * Posts a receipt later, with the configured delay, loss and duplication: when due it waits up
+   * to `batchMs` for others of the same callback and goes out with them. The entry is built when
+   * the callback is, so it says what the token's state is then. A duplicate is due a batch later.
+   */
+  scheduleReceipt<E>(receipt: Receipt<E>): void {
     if (Math.random() < this.receipts.lossRate) return;
     const copies = Math.random() < this.receipts.duplicateRate ? 2 : 1;
     for (let i = 0; i < copies; i++) {
@@ -206,13 +246,32 @@ export class EmulatorCore {
         () => {
           this.timers.delete(timer);
           this.receiptsPosted++;
-          // A vendor does not retry a callback the receiver refused or could not be reached for: the receipt is lost, as tests of receipt loss expect.
-          post().catch(() => undefined);
+          this.queueReceipt(receipt as Receipt<unknown>);
         },
-        this.receipts.delayMs + i * 10,
+        this.receipts.delayMs + i * (this.receipts.batchMs + 10),
       );
       this.timers.add(timer);
     }
+  }
+
+  private queueReceipt(receipt: Receipt<unknown>): void {
+    const waiting = this.outbox.get(receipt.batch.key);
+    if (waiting) {
+      waiting.entries.push(receipt.entry);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      const due = this.outbox.get(receipt.batch.key)!;
+      this.outbox.delete(receipt.batch.key);
+      for (let i = 0; i < due.entries.length; i += MAX_RECEIPTS_PER_CALLBACK) {
+        const entries = due.entries.slice(i, i + MAX_RECEIPTS_PER_CALLBACK).map((entry) => entry());
+        // A vendor does not retry a callback the receiver refused or could not be reached for: the receipts are lost, as tests of receipt loss expect.
+        due.batch.post(entries).catch(() => undefined);
+      }
+    }, this.receipts.batchMs);
+    this.timers.add(timer);
+    this.outbox.set(receipt.batch.key, { batch: receipt.batch, entries: [receipt.entry], timer });
   }
 
   /** Counts a limited-class push to `token`; true when it is over today's per-device cap. */
@@ -225,8 +284,8 @@ export class EmulatorCore {
   }
 
   /** Remembers how to post a receipt about the last push accepted for `token` (see `uninstall`). */
-  protected rememberReceipt(token: string, post: () => Promise<void>): void {
-    this.lastReceipt.set(token, post);
+  protected rememberReceipt<E>(token: string, receipt: Receipt<E>): void {
+    this.lastReceipt.set(token, receipt as Receipt<unknown>);
   }
 
   /**
@@ -236,15 +295,16 @@ export class EmulatorCore {
    */
   uninstall(token: string): boolean {
     this.deadTokens.add(token);
-    const post = this.lastReceipt.get(token);
-    if (!post) return false;
-    this.scheduleReceipt(post);
+    const receipt = this.lastReceipt.get(token);
+    if (!receipt) return false;
+    this.scheduleReceipt(receipt);
     return true;
   }
 
   stopTimers(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    this.outbox.clear();
   }
 }
 

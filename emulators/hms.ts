@@ -1,7 +1,17 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, tryJson } from './common.ts';
+import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type ReceiptBatch, type Route, sendJson, sleep, tryJson } from './common.ts';
 import type { VendorJson } from './common.ts';
+
+/** One entry of an HMS receipt callback's `statuses`. */
+interface HmsStatus {
+  readonly biTag: string;
+  readonly appid: string;
+  readonly token: string;
+  readonly status: number;
+  readonly timestamp: number;
+  readonly requestId: string;
+}
 
 /** HTTP status Huawei pairs with a business code (UNCONFIRMED per code; 401 auth, 500/503 server). */
 export function hmsHttpStatus(code: string): number {
@@ -184,20 +194,27 @@ export class HmsEmulator extends HttpsEmulator {
     const url = this.receipts.url;
     if (!url || tokens.length === 0) return;
     const kinds = { delivered: 0, 'dead-token': 5, failed: 14 } as const;
-    const post = (targets: readonly string[]) => async () => {
-      const timestamp = this.clock.now();
-      const statuses = targets.map((token) => ({
-        biTag: biTag ?? '',
-        appid,
-        token,
-        status: capped.has(token) ? 102 : kinds[this.receiptOutcome(token)],
-        timestamp,
-        requestId,
-      }));
-      const callbackId = hmsCallbackId(this.receiptSigning, timestamp, randomUUID());
-      await postCallback(url, { 'content-type': 'application/json', 'x-huawei-callback-id': callbackId }, JSON.stringify({ statuses }));
+    const status = (token: string) => ({
+      biTag: biTag ?? '',
+      appid,
+      token,
+      status: capped.has(token) ? 102 : kinds[this.receiptOutcome(token)],
+      timestamp: this.clock.now(),
+      requestId,
+    });
+    const batch = this.receiptBatch(url);
+    for (const t of tokens) this.rememberReceipt(t, { batch, entry: () => [status(t)] });
+    this.scheduleReceipt({ batch, entry: () => tokens.map(status) });
+  }
+
+  /** One signed callback to `url` with the statuses of every receipt in it. */
+  private receiptBatch(url: string): ReceiptBatch<HmsStatus[]> {
+    return {
+      key: url,
+      post: async (entries) => {
+        const callbackId = hmsCallbackId(this.receiptSigning, this.clock.now(), randomUUID());
+        await postCallback(url, { 'content-type': 'application/json', 'x-huawei-callback-id': callbackId }, JSON.stringify({ statuses: entries.flat() }));
+      },
     };
-    for (const t of tokens) this.rememberReceipt(t, post([t]));
-    this.scheduleReceipt(post(tokens));
   }
 }

@@ -1,6 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, tryJson, vendorCharCount } from './common.ts';
+import {
+  applyConnectionFault,
+  type Fault,
+  HttpsEmulator,
+  postCallback,
+  randomId,
+  type Receipt,
+  type ReceiptBatch,
+  type Route,
+  sendJson,
+  sleep,
+  tryJson,
+  vendorCharCount,
+} from './common.ts';
 import type { VendorJson } from './common.ts';
 
 /** Longest `content` per notification style (1 standard, 2 long text, 3 big picture). */
@@ -147,22 +160,25 @@ export class OppoEmulator extends HttpsEmulator {
     if (!url) return;
     const token = String(m.target_value);
     const events = { delivered: 'push_arrive', 'dead-token': 'regid_invalid', failed: 'push_failed' } as const;
-    const post = async () => {
-      const body = [
-        {
-          messageId,
-          appId,
-          taskId: messageId,
-          registrationIds: token,
-          eventTime: this.clock.now(),
-          eventType: capped ? events.failed : events[this.receiptOutcome(token)],
-          param: m.notification?.call_back_parameter ?? '',
-        },
-      ];
-      await postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(body));
+    const receipt: Receipt<VendorJson> = {
+      batch: this.receiptBatch(url),
+      entry: () => ({
+        messageId,
+        appId,
+        taskId: messageId,
+        registrationIds: token,
+        eventTime: this.clock.now(),
+        eventType: capped ? events.failed : events[this.receiptOutcome(token)],
+        param: m.notification?.call_back_parameter ?? '',
+      }),
     };
-    this.rememberReceipt(token, post);
-    this.scheduleReceipt(post);
+    this.rememberReceipt(token, receipt);
+    this.scheduleReceipt(receipt);
+  }
+
+  /** One callback to `url`: a JSON array with a structure per receipt. */
+  private receiptBatch(url: string): ReceiptBatch<VendorJson> {
+    return { key: url, post: (entries) => postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(entries)) };
   }
 }
 

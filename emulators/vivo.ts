@@ -1,6 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, vendorCharCount } from './common.ts';
+import {
+  applyConnectionFault,
+  type Fault,
+  HttpsEmulator,
+  keyedBodies,
+  postCallback,
+  randomId,
+  type Receipt,
+  type ReceiptBatch,
+  type Route,
+  sendJson,
+  sleep,
+  vendorCharCount,
+} from './common.ts';
 import type { VendorJson } from './common.ts';
 
 export interface VivoAppRegistration {
@@ -165,20 +178,34 @@ export class VivoEmulator extends HttpsEmulator {
     const url = this.receipts.url;
     if (!url || regIds.length === 0 || !content.extra?.callback) return;
     const ack = { delivered: 1, 'dead-token': 2, failed: 3 } as const;
+    const batch = this.receiptBatch(url);
     for (const r of regIds) {
-      const post = async () => {
-        const body = {
-          [taskId]: {
-            param: content.extra?.['callback.param'] ?? '',
-            targets: r,
-            ackTime: this.clock.now(),
-            ackType: capped.has(r) ? ack.failed : ack[this.receiptOutcome(r)],
-          },
-        };
-        await postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(body));
+      const receipt: Receipt<Array<[string, VendorJson]>> = {
+        batch,
+        entry: () => [
+          [
+            taskId,
+            {
+              param: content.extra?.['callback.param'] ?? '',
+              targets: r,
+              ackTime: this.clock.now(),
+              ackType: capped.has(r) ? ack.failed : ack[this.receiptOutcome(r)],
+            },
+          ],
+        ],
       };
-      this.rememberReceipt(r, post);
-      this.scheduleReceipt(post);
+      this.rememberReceipt(r, receipt);
+      this.scheduleReceipt(receipt);
     }
+  }
+
+  /** Callbacks to `url`: a JSON object keyed by task id, one receipt per key. */
+  private receiptBatch(url: string): ReceiptBatch<Array<[string, VendorJson]>> {
+    return {
+      key: url,
+      post: async (entries) => {
+        for (const body of keyedBodies(entries.flat())) await postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(body));
+      },
+    };
   }
 }

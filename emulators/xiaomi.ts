@@ -1,5 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type Route, sendJson, sleep, tryJson, vendorCharCount } from './common.ts';
+import {
+  applyConnectionFault,
+  type Fault,
+  HttpsEmulator,
+  keyedBodies,
+  postCallback,
+  randomId,
+  type ReceiptBatch,
+  type Route,
+  sendJson,
+  sleep,
+  tryJson,
+  vendorCharCount,
+  type VendorJson,
+} from './common.ts';
 
 export interface XiaomiAppRegistration {
   readonly appSecret: string;
@@ -117,28 +131,38 @@ export class XiaomiEmulator extends HttpsEmulator {
     if (!url) return;
     const wanted = Number(form.get('extra.callback.type') ?? 3);
     const bits = { delivered: 1, 'dead-token': 16, failed: 32 } as const;
-    // One callback per receipt type, as MiPush groups targets by type.
-    const post = (targets: readonly string[]) => async () => {
+    // One entry per receipt type under the message id, as MiPush groups targets by type.
+    const entry = (targets: readonly string[]) => (): Array<[string, VendorJson]> => {
       const byType = new Map<number, string[]>();
       for (const r of targets) {
         const type = bits[this.receiptOutcome(r)];
         if ((wanted & type) !== 0) byType.set(type, [...(byType.get(type) ?? []), r]);
       }
-      for (const [type, group] of byType) {
-        const data = {
-          [msgId]: {
-            param: form.get('extra.callback.param') ?? '',
-            type,
-            targets: group.join(','),
-            jobkey: form.get('extra.jobkey') ?? '',
-            barStatus: 'Enable',
-            timestamp: this.clock.now(),
-          },
-        };
-        await postCallback(url, { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ data: JSON.stringify(data) }).toString());
-      }
+      return [...byType].map(([type, group]) => [
+        msgId,
+        {
+          param: form.get('extra.callback.param') ?? '',
+          type,
+          targets: group.join(','),
+          jobkey: form.get('extra.jobkey') ?? '',
+          barStatus: 'Enable',
+          timestamp: this.clock.now(),
+        },
+      ]);
     };
-    for (const r of regIds) this.rememberReceipt(r, post([r]));
-    this.scheduleReceipt(post(regIds));
+    const batch = this.receiptBatch(url);
+    for (const r of regIds) this.rememberReceipt(r, { batch, entry: entry([r]) });
+    this.scheduleReceipt({ batch, entry: entry(regIds) });
+  }
+
+  /** Callbacks to `url`: form field `data`, a JSON object keyed by message id, one receipt type per key. */
+  private receiptBatch(url: string): ReceiptBatch<Array<[string, VendorJson]>> {
+    return {
+      key: url,
+      post: async (entries) => {
+        for (const body of keyedBodies(entries.flat()))
+          await postCallback(url, { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ data: JSON.stringify(body) }).toString());
+      },
+    };
   }
 }

@@ -109,7 +109,7 @@ describe('HMS adapter against the Huawei OAuth + Push Kit emulator', () => {
     em.hms.receipts.outcomeFor = (t) => (t === uninstalled.token ? 'dead-token' : 'delivered');
     const outcomes = await registry.adapter('hms', 'app-1')!.submit([ok, uninstalled]);
     const mine = () => receiver.calls.filter((c) => c.body.includes(ok.token) || c.body.includes(uninstalled.token));
-    await receiver.until(() => mine().length >= 2);
+    await receiver.until(() => [ok.token, uninstalled.token].every((t) => mine().some((c) => c.body.includes(t))));
     em.hms.receipts.outcomeFor = undefined;
     const calls = mine();
     for (const call of calls) {

@@ -117,7 +117,7 @@ describe('OPPO adapter against the OPPO PUSH emulator', () => {
     em.oppo.receipts.outcomeFor = (t) => (t === bad.token ? 'dead-token' : 'delivered');
     const outcomes = await registry.adapter('oppo', 'app-1')!.submit([ok, bad]);
     const mine = () => receiver.calls.filter((c) => c.body.includes(ok.token) || c.body.includes(bad.token));
-    await receiver.until(() => mine().length >= 2);
+    await receiver.until(() => [ok.token, bad.token].every((t) => mine().some((c) => c.body.includes(t))));
     em.oppo.receipts.outcomeFor = undefined;
     const parsed = mine().flatMap((c) => registry.receiptParser('oppo')!.parseReceipt(c.body, String(c.headers['content-type'])));
     const byToken = new Map(parsed.map((r) => [r.token, r]));

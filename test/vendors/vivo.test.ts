@@ -92,7 +92,7 @@ describe('vivo adapter against the vivo push emulator', () => {
     em.vivo.receipts.outcomeFor = (t) => (t === bad.token ? 'dead-token' : 'delivered');
     const outcomes = await registry.adapter('vivo', 'app-1')!.submit([ok, bad]);
     const mine = () => receiver.calls.filter((c) => c.body.includes(ok.token) || c.body.includes(bad.token));
-    await receiver.until(() => mine().length >= 2);
+    await receiver.until(() => [ok.token, bad.token].every((t) => mine().some((c) => c.body.includes(t))));
     em.vivo.receipts.outcomeFor = undefined;
     const parsed = mine().flatMap((c) => registry.receiptParser('vivo')!.parseReceipt(c.body, String(c.headers['content-type'])));
     const byToken = new Map(parsed.map((r) => [r.token, r]));
