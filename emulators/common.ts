@@ -85,7 +85,7 @@ export interface ReceiptBehaviour {
   /** Delay before posting, ms. Default 50. */
   delayMs: number;
   /**
-   * Receipts due within this many ms of the first go out in one callback (at most 100 each), as
+   * Receipts due within this many ms of the first go out in one callback (at most 100 entries each), as
    * vendors batch them (HMS up to 100 statuses a request, MiPush about once a second). Default 100.
    */
   batchMs: number;
@@ -157,7 +157,7 @@ export class EmulatorCore {
   connectionFaults = 0;
   private readonly lastReceipt = new Map<string, Receipt<unknown>>();
   /** Receipts due and waiting for their callback, by callback (ReceiptBatch.key). */
-  private readonly outbox = new Map<string, { batch: ReceiptBatch<unknown>; entries: Array<() => unknown>; timer: NodeJS.Timeout }>();
+  private readonly outbox = new Map<string, { batch: ReceiptBatch<unknown>; entries: Array<() => unknown> }>();
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(readonly vendor: Vendor) {}
@@ -271,7 +271,7 @@ export class EmulatorCore {
       }
     }, this.receipts.batchMs);
     this.timers.add(timer);
-    this.outbox.set(receipt.batch.key, { batch: receipt.batch, entries: [receipt.entry], timer });
+    this.outbox.set(receipt.batch.key, { batch: receipt.batch, entries: [receipt.entry] });
   }
 
   /** Counts a limited-class push to `token`; true when it is over today's per-device cap. */
