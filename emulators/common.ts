@@ -113,17 +113,27 @@ export interface Receipt<E> {
 }
 
 /**
- * The bodies of callbacks whose JSON is keyed by message id (MiPush, vivo): pairs go into one object
- * until a key repeats, which starts the next body (a duplicated receipt is a callback of its own).
+ * Callbacks to `url` whose JSON is keyed by message id (MiPush, vivo): each entry's pairs go into one
+ * object until a key repeats, which starts the next callback (a duplicated receipt is a callback of
+ * its own). `encode` turns an object into the request body of `contentType`.
  */
-export function keyedBodies<V>(pairs: ReadonlyArray<readonly [string, V]>): Array<Record<string, V>> {
-  const bodies: Array<Record<string, V>> = [];
-  let body: Record<string, V> | undefined;
-  for (const [key, value] of pairs) {
-    if (!body || key in body) bodies.push((body = {}));
-    body[key] = value;
-  }
-  return bodies;
+export function keyedReceiptBatch(
+  url: string,
+  contentType: string,
+  encode: (body: Record<string, VendorJson>) => string,
+): ReceiptBatch<Array<[string, VendorJson]>> {
+  return {
+    key: url,
+    post: async (entries) => {
+      let body: Record<string, VendorJson> | undefined;
+      const bodies: Array<Record<string, VendorJson>> = [];
+      for (const [key, value] of entries.flat()) {
+        if (!body || key in body) bodies.push((body = {}));
+        body[key] = value;
+      }
+      for (const b of bodies) await postCallback(url, { 'content-type': contentType }, encode(b));
+    },
+  };
 }
 
 /** State and knobs every emulator has. */

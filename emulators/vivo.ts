@@ -4,11 +4,9 @@ import {
   applyConnectionFault,
   type Fault,
   HttpsEmulator,
-  keyedBodies,
-  postCallback,
+  keyedReceiptBatch,
   randomId,
   type Receipt,
-  type ReceiptBatch,
   type Route,
   sendJson,
   sleep,
@@ -178,7 +176,8 @@ export class VivoEmulator extends HttpsEmulator {
     const url = this.receipts.url;
     if (!url || regIds.length === 0 || !content.extra?.callback) return;
     const ack = { delivered: 1, 'dead-token': 2, failed: 3 } as const;
-    const batch = this.receiptBatch(url);
+    // A JSON object keyed by task id, one receipt per key.
+    const batch = keyedReceiptBatch(url, 'application/json', (body) => JSON.stringify(body));
     for (const r of regIds) {
       const receipt: Receipt<Array<[string, VendorJson]>> = {
         batch,
@@ -197,15 +196,5 @@ export class VivoEmulator extends HttpsEmulator {
       this.rememberReceipt(r, receipt);
       this.scheduleReceipt(receipt);
     }
-  }
-
-  /** Callbacks to `url`: a JSON object keyed by task id, one receipt per key. */
-  private receiptBatch(url: string): ReceiptBatch<Array<[string, VendorJson]>> {
-    return {
-      key: url,
-      post: async (entries) => {
-        for (const body of keyedBodies(entries.flat())) await postCallback(url, { 'content-type': 'application/json' }, JSON.stringify(body));
-      },
-    };
   }
 }

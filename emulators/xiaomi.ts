@@ -3,10 +3,8 @@ import {
   applyConnectionFault,
   type Fault,
   HttpsEmulator,
-  keyedBodies,
-  postCallback,
+  keyedReceiptBatch,
   randomId,
-  type ReceiptBatch,
   type Route,
   sendJson,
   sleep,
@@ -150,19 +148,9 @@ export class XiaomiEmulator extends HttpsEmulator {
         },
       ]);
     };
-    const batch = this.receiptBatch(url);
+    // Form field `data`: a JSON object keyed by message id, one receipt type per key.
+    const batch = keyedReceiptBatch(url, 'application/x-www-form-urlencoded', (body) => new URLSearchParams({ data: JSON.stringify(body) }).toString());
     for (const r of regIds) this.rememberReceipt(r, { batch, entry: entry([r]) });
     this.scheduleReceipt({ batch, entry: entry(regIds) });
-  }
-
-  /** Callbacks to `url`: form field `data`, a JSON object keyed by message id, one receipt type per key. */
-  private receiptBatch(url: string): ReceiptBatch<Array<[string, VendorJson]>> {
-    return {
-      key: url,
-      post: async (entries) => {
-        for (const body of keyedBodies(entries.flat()))
-          await postCallback(url, { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ data: JSON.stringify(body) }).toString());
-      },
-    };
   }
 }
