@@ -1,13 +1,18 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { ROOT } from '../stack/paths.ts';
-import { classify, SLOW_UNIT_TESTS, testFiles, unitEnv, type Placement } from './sets.ts';
+import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, testFiles, unitEnv, type Placement } from './sets.ts';
 
 /**
  * `npm test`: runs every `test/**\/*.test.ts` with node's test runner, the unit tests first, then,
  * after bringing the local stack up (installing what is missing), the tests that need it.
  * test/sets.ts decides which is which. Arguments filter the files by substring:
  * `npm test -- topology merge`.
+ *
+ * Unit tests run as many at a time as the machine has cores; tests on the stack two at a time
+ * (they share one broker, MariaDB and ClickHouse, and each starts workers of its own), except
+ * test/sets.ts's EXCLUSIVE_STACK_TESTS, which run one at a time after the others.
+ * PUSH_TEST_CONCURRENCY sets both numbers (the exclusive tests stay one at a time).
  *
  * `--unit` (`npm run test:unit`): the unit tests only, without the slow ones of test/sets.ts unless
  * a filter names them; the stack is neither started nor reached.
@@ -26,7 +31,10 @@ function runFiles(label: string, files: readonly string[], concurrency: string, 
 
 function list(placements: readonly Placement[]): void {
   for (const p of placements) {
-    if (p.stackVia) console.log(`stack  ${p.file}  (${p.stackVia.slice(1).join(' → ')})`);
+    if (p.stackVia)
+      console.log(
+        `stack  ${p.file}  (${p.stackVia.slice(1).join(' → ')})${EXCLUSIVE_STACK_TESTS[p.file] ? `  (alone: ${EXCLUSIVE_STACK_TESTS[p.file]})` : ''}`,
+      );
     else console.log(`unit   ${p.file}${SLOW_UNIT_TESTS[p.file] ? `  (slow, not in test:unit unless named: ${SLOW_UNIT_TESTS[p.file]})` : ''}`);
   }
   const unit = placements.filter((p) => !p.stackVia).length;
@@ -54,16 +62,16 @@ async function main(): Promise<number> {
     console.error(`no unit test files match ${filters.join(' ')}`);
     return 1;
   }
+  const concurrency = (limit: number) => process.env.PUSH_TEST_CONCURRENCY || String(Math.min(limit, availableParallelism()));
   let status = 0;
-  if (unit.length > 0) {
-    const concurrency = process.env.PUSH_TEST_CONCURRENCY || (unitOnly ? String(availableParallelism()) : '1');
-    status = await runFiles('unit tests, without the stack', unit, concurrency, unitEnv());
-  }
+  if (unit.length > 0) status = await runFiles('unit tests, without the stack', unit, concurrency(Infinity), unitEnv());
   if (!unitOnly && stack.length > 0) {
     const { stackUp } = await import('../stack/index.ts'); // loaded only here: a unit run never touches the stack code
     await stackUp();
-    const code = await runFiles('tests on the local stack', stack, process.env.PUSH_TEST_CONCURRENCY || '1', {});
-    status = status || code;
+    const shared = stack.filter((file) => !EXCLUSIVE_STACK_TESTS[file]);
+    const alone = stack.filter((file) => EXCLUSIVE_STACK_TESTS[file]);
+    if (shared.length > 0) status = (await runFiles('tests on the local stack', shared, concurrency(2), {})) || status;
+    if (alone.length > 0) status = (await runFiles('tests on the local stack, one at a time', alone, '1', {})) || status;
   }
   return status;
 }

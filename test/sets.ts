@@ -56,6 +56,18 @@ export const SLOW_UNIT_TESTS: Readonly<Record<string, string>> = {
   'test/vendors/connection-faults.test.ts': 'connection-fault storms of 1500 pushes per vendor, about a minute on its own',
 };
 
+/**
+ * Tests on the stack that `npm test` runs one at a time, after the others (which run two at a time):
+ * each starts infrastructure of its own or loads every core for minutes, and its deadlines are
+ * sized for a box that is not also running another test. Two at a time, the broker restart's
+ * three workers missed their first commit deadline.
+ */
+export const EXCLUSIVE_STACK_TESTS: Readonly<Record<string, string>> = {
+  'test/topology/broker-restart.test.ts': 'starts a broker of its own (a second JVM) and restarts it under three workers',
+  'test/chaos/chaos.test.ts': 'kills workers and cuts MySQL and ClickHouse off on a timetable, with vendor storms',
+  'test/bench/run.test.ts': 'the quick benchmark: ceilings, load steps and latency phases that load both cores',
+};
+
 /** Every `*.test.ts` under test/, relative to the repository root, sorted. */
 export function testFiles(dir = join(ROOT, 'test')): string[] {
   const walk = (d: string): string[] =>

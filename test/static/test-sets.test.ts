@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from '../../stack/paths.ts';
-import { classify, SLOW_UNIT_TESTS, STACK_GATEWAYS, testFiles, unitEnv } from '../sets.ts';
+import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, STACK_GATEWAYS, testFiles, unitEnv } from '../sets.ts';
 
 /**
  * test/sets.ts places every test file with the unit tests (`npm run test:unit`, no stack) or with
@@ -62,6 +62,8 @@ test("the repository's tests: TopologyTestDriver and pure tests are unit tests, 
   assert.equal(placed.get('test/bench/run.test.ts')?.[1], 'bench/run.ts');
   // The slow unit tests that test:unit leaves out exist and are unit tests (the list hides no integration test).
   for (const slow of Object.keys(SLOW_UNIT_TESTS)) assert.equal(placed.get(slow), null, `${slow} is a unit test`);
+  // The tests run one at a time exist and need the stack (a renamed file would otherwise run two at a time unnoticed).
+  for (const alone of Object.keys(EXCLUSIVE_STACK_TESTS)) assert.ok(placed.get(alone), `${alone} is a test on the stack`);
 });
 
 test('in a unit run, loading a stack gateway fails in every node process; the rest loads', () => {
