@@ -5,6 +5,7 @@ import { PushError, errorMessage } from '../common/errors.ts';
 import { registryValueSerdes, type ValueSerdes } from '../pipeline/serdes.ts';
 import { topicName } from '../pipeline/topics.ts';
 import type { PushCampaignRecord, PushRequestRecord } from '../processors/campaigns/records.ts';
+import { KeyPartitioner } from '../topology/partitioner.ts';
 
 /** Where the entry's accepted requests go. Each call resolves once Kafka acknowledged the record. */
 export interface EntryPublisher {
@@ -28,7 +29,7 @@ export class KafkaEntryPublisher implements EntryPublisher {
     private readonly topicPrefix = '',
   ) {
     const kafka = new Kafka({ clientId: 'push-entry', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
     this.serdes = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), topicPrefix);
   }
 

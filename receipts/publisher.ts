@@ -6,6 +6,7 @@ import type { Endpoints } from '../common/endpoints.ts';
 import { registryAvroSerde } from '../topology/registry-serde.ts';
 import type { Serde } from '../topology/serdes.ts';
 import type { ReceiptRaw } from '../processors/model/records.ts';
+import { KeyPartitioner } from '../topology/partitioner.ts';
 
 /** A verified callback as it goes to push.receipts.raw (processors/model/records.ts). */
 export type ReceiptRawRecord = Readonly<ReceiptRaw>;
@@ -70,7 +71,7 @@ export class KafkaReceiptPublisher implements ReceiptPublisher {
   constructor(options: KafkaReceiptPublisherOptions) {
     this.topic = options.topic;
     const kafka = new Kafka({ clientId: options.clientId ?? 'push-receipts', brokers: options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
     const onRequest = options.onRequest;
     if (onRequest) this.producer.on(this.producer.events.REQUEST, ({ payload }) => onRequest(payload.apiName));
     this.serde = registryAvroSerde<ReceiptRawRecord>({

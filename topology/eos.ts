@@ -5,6 +5,7 @@ import type { OutputRecord } from './task.ts';
 import { isConcurrentTransactions, isFenced, isRebalancing } from './kafka-errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import type { Logger } from '../common/log.ts';
+import { KeyPartitioner } from './partitioner.ts';
 
 /** What one commit of a task writes. Offsets are the next offsets to read (last processed + 1). */
 export interface CommitBatch {
@@ -125,6 +126,7 @@ export class TransactionalCommitter implements TaskCommitter {
     this.producer = kafka.producer({
       transactionalId: options.transactionalId,
       idempotent: true,
+      createPartitioner: KeyPartitioner,
       // Two: a commit's Produce and its offset requests overlap (commit below). Produce requests
       // themselves never overlap (one commit per task at a time, chunks in turn), so the
       // idempotent sequence numbers stay in order.

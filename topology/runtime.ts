@@ -10,6 +10,7 @@ import { TaskManager } from './task-manager.ts';
 import { DLQ_MAX_MESSAGE_BYTES, readTopicRules, type TopicRules } from './topic-rules.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { resolveStreamsAppOptions, type ResolvedStreamsAppOptions, type StreamsAppOptions } from './runtime-options.ts';
+import { KeyPartitioner } from './partitioner.ts';
 
 export type { ProcessingGuarantee, StreamsAppOptions } from './runtime-options.ts';
 
@@ -111,7 +112,7 @@ export class StreamsApp {
     );
     await this.readTopicRules();
     if (this.options.processingGuarantee === 'at_least_once') {
-      this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      this.sharedProducer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: KeyPartitioner });
       this.sharedProducer.on(this.sharedProducer.events.REQUEST, this.countRequest);
       await this.sharedProducer.connect();
     }

@@ -5,11 +5,12 @@
  * (docs/operations.md "Growing partitions"): never in place, because adding partitions to a
  * uid-keyed topic sends a uid's new records to another partition than its old records and its state.
  */
-import { Kafka, logLevel, Partitioners, type Admin, type PartitionMetadata } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { ConfigError } from '../../common/errors.ts';
 import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { changelogTopicName, ensureTopics } from '../../topology/changelog.ts';
+import { keyPartition } from '../../topology/partitioner.ts';
 import type { TopicReplication } from '../../topology/create-topics.ts';
 import { STAGES, type StageName } from '../apps/index.ts';
 import { receiptsByMessageTopic, receiptsByUidTopic } from '../apps/receipts.ts';
@@ -40,28 +41,11 @@ export const TABLE_TOPICS: readonly TopicKey[] = (Object.keys(TOPICS) as TopicKe
   (k) => (TOPICS[k] as { configs?: Record<string, string> }).configs?.['cleanup.policy'] === 'compact',
 );
 
-const metadataByCount = new Map<number, PartitionMetadata[]>();
-const pick = Partitioners.DefaultPartitioner();
-
 /**
  * The partition a record with this key goes to among `partitions`, as every producer of the
- * pipeline picks it (kafkajs' default partitioner: murmur2 of the key's UTF-8 bytes, as Java's).
+ * pipeline picks it (Kafka's default partitioner: murmur2 of the key's UTF-8 bytes, as Java's).
  */
-export function partitionOf(key: string, partitions: number): number {
-  let metadata = metadataByCount.get(partitions);
-  if (!metadata) {
-    metadata = Array.from({ length: partitions }, (_, partitionId) => ({
-      partitionId,
-      leader: 0,
-      replicas: [0],
-      isr: [0],
-      offlineReplicas: [],
-      partitionErrorCode: 0,
-    }));
-    metadataByCount.set(partitions, metadata);
-  }
-  return pick({ topic: 'repartition', partitionMetadata: metadata, message: { key, value: null } });
-}
+export const partitionOf: (key: string, partitions: number) => number = keyPartition;
 
 export function repartitionAdmin(endpoints: Endpoints = readEndpoints()): Admin {
   return new Kafka({ clientId: 'pushctl-repartition', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
