@@ -5,9 +5,31 @@
  */
 type Labels = Readonly<Record<string, string>>;
 
+const NEEDS_ESCAPE = /[\\"\n]/;
+
+function labelValue(value: unknown): string {
+  const text = String(value);
+  return NEEDS_ESCAPE.test(text) ? text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : text;
+}
+
+/** Label names of the key being built (labelKey is synchronous: one array serves every call). */
+const names: string[] = [];
+
+/**
+ * `name="value",...` in name order: the series' identity. Called for every update, so it sorts the
+ * few names in place in a reused array instead of allocating arrays per call.
+ */
 function labelKey(labels: Labels): string {
-  const keys = Object.keys(labels).sort();
-  return keys.map((k) => `${k}="${String(labels[k]).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`).join(',');
+  names.length = 0;
+  for (const name in labels) {
+    let i = names.length;
+    names.push(name);
+    for (; i > 0 && names[i - 1]! > name; i--) names[i] = names[i - 1]!;
+    names[i] = name;
+  }
+  let key = '';
+  for (const name of names) key += `${key === '' ? '' : ','}${name}="${labelValue(labels[name])}"`;
+  return key;
 }
 
 function series(name: string, key: string, extra = ''): string {
