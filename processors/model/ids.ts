@@ -3,20 +3,19 @@
  * or a restarted task derives the same ids: the fan-out's idempotency (invariant 5), the device's
  * collapse (replace, not stack) and ClickHouse's dedupe all rest on that.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 const SEP = '\u001f'; // unit separator: cannot occur in ids, so ('a|b','c') and ('a','b|c') differ
 
 function digest(parts: readonly (string | number)[]): Buffer {
-  return createHash('sha256').update(parts.map(String).join(SEP)).digest();
+  return hash('sha256', parts.join(SEP), 'buffer');
 }
 
 /** Formats 16 bytes of a digest as a name-based (version 5 layout) UUID. */
-function uuidFrom(bytes: Buffer): string {
-  const b = Buffer.from(bytes.subarray(0, 16));
+function uuidFrom(b: Buffer): string {
   b[6] = (b[6]! & 0x0f) | 0x50;
   b[8] = (b[8]! & 0x3f) | 0x80;
-  const h = b.toString('hex');
+  const h = b.toString('hex', 0, 16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
@@ -33,7 +32,7 @@ export function taskId(uid: string, convId: string, seq: number, deviceId: strin
  * replaces the earlier notification. 32 hex characters (APNs allows 64 bytes).
  */
 export function collapseId(uid: string, convId: string): string {
-  return digest(['collapse', uid, convId]).subarray(0, 16).toString('hex');
+  return digest(['collapse', uid, convId]).toString('hex', 0, 16);
 }
 
 /**
@@ -45,7 +44,7 @@ export function collapseId(uid: string, convId: string): string {
  * multi-token request (sinks/vendors/batching.ts). 32 hex characters, like `collapseId`.
  */
 export function senderCollapseId(sender: string, key: string): string {
-  return digest(['sender-collapse', sender, key]).subarray(0, 16).toString('hex');
+  return digest(['sender-collapse', sender, key]).toString('hex', 0, 16);
 }
 
 /**
@@ -69,12 +68,12 @@ export function notifyId(collapseId: string, max = 2_147_483_647): number {
  * the first 32 hex characters of its SHA-256.
  */
 export function tokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 32);
+  return hash('sha256', token, 'hex').slice(0, 32);
 }
 
 /** Deterministic id of one receipt status of one submission: duplicates and replays share it. */
 export function receiptEventId(vendor: string, vendorMessageId: string, taskId: string, deviceId: string, status: string): string {
-  return digest(['receipt', vendor, vendorMessageId, taskId, deviceId, status]).toString('hex').slice(0, 32);
+  return digest(['receipt', vendor, vendorMessageId, taskId, deviceId, status]).toString('hex', 0, 16);
 }
 
 /**
