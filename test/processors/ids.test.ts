@@ -1,7 +1,7 @@
 /** Deterministic ids: the same inputs always give the same id; different inputs never collide in practice. */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { collapseId, notifyId, outcomeEventId, taskId } from '../../processors/model/ids.ts';
+import { collapseId, notifyId, outcomeEventId, receiptEventId, senderCollapseId, taskId, tokenHash } from '../../processors/model/ids.ts';
 import { decisionOutcome } from '../../processors/model/outcomes.ts';
 import { onlineFilterOptionsFromEnv, compileOnlineFilterOptions } from '../../processors/online-filter/options.ts';
 
@@ -31,6 +31,15 @@ describe('ids', () => {
     assert.equal(ids.size, 1_000);
     // The number every push sent so far carries for this collapse id (FNV-1a): a change would stack notifications.
     assert.equal(notifyId('0123456789abcdef0123456789abcdef'), 1 + (fnv1a('0123456789abcdef0123456789abcdef') % (2 ** 31 - 1)));
+  });
+
+  test('every id kind gives the value releases so far have given: records, MySQL rows, ClickHouse dedupe and devices hold them', () => {
+    assert.equal(taskId('u1', 'c1', 7, 'd1'), 'eb0614e2-bc0d-5aba-8a17-92403c59e58d');
+    assert.equal(collapseId('u1', 'c1'), 'e843a9cdb54a23a05b9dead6426cb727');
+    assert.equal(senderCollapseId('notices', 'k1'), '4eba7f3bb97ffa63a35f484dbb69da04');
+    assert.equal(tokenHash('tok-1'), '65dcf16ea3dfa49069628089eb4a7548');
+    assert.equal(receiptEventId('hms', 'm1', 't1', 'd1', 'DELIVERED'), 'd3f5f2e80d3914f827f42b1394bd2a4e');
+    assert.equal(outcomeEventId('merge', 'MERGED', 't1', 17), 'ddd6d77f-ec60-5e98-a952-713ffb5e5104');
   });
 
   test('outcome event ids are stable across replays and differ by status and reason', () => {
