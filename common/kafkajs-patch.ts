@@ -11,6 +11,11 @@ import { createRequire } from 'node:module';
 const FIX_MARK = 'offline-push sendMessages v1';
 /** The mark stack/kafkajs-patch/apply.mjs writes into kafkajs' request queue (REQUEST_QUEUE_MARK). */
 const REQUEST_QUEUE_MARK = 'offline-push requestQueue v1';
+/**
+ * The mark of the varint encoder fix (apply.mjs's ENCODER_MARK): a CPU and garbage saving, not a
+ * correctness fix, so nothing refuses to run without it; test/stack/kafkajs-encoder.test.ts checks it is installed.
+ */
+export const ENCODER_MARK = 'offline-push encoder v1';
 
 export function assertKafkajsPatched(): void {
   const require = createRequire(import.meta.url);
