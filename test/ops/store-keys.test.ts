@@ -1,7 +1,8 @@
 /**
  * The repartition's knowledge of where each store entry belongs (pipeline/repartition/store-keys.ts):
  * it must name every changelogged store each application declares, and place entries by the
- * partition of their owner under the new count as Kafka's producers do (murmur2, Java's vectors).
+ * partition of their owner under the new count as Kafka's producers do (partitionOf, the producers'
+ * partitioner; test/topology/partitioner.test.ts checks it against Java's vectors and kafkajs).
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,18 +60,6 @@ describe('repartition store placements', () => {
       assert.deepEqual(Object.keys(STORE_PLACEMENTS[stage] ?? {}).sort(), changelogged(topologyOf(stage)));
     });
   }
-
-  test("partitions follow Kafka's murmur2 (the Java client's test vectors)", () => {
-    const vectors: Array<[string, number]> = [
-      ['21', -973932308],
-      ['foobar', -790332482],
-      ['a-little-bit-long-string', -985981536],
-      ['a-little-bit-longer-string', -1486304829],
-      ['lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8', -58897971],
-      ['abc', 479470107],
-    ];
-    for (const [k, hash] of vectors) for (const n of [4, 6, 12]) assert.equal(partitionOf(k, n), (hash & 0x7fffffff) % n, `${k} over ${n}`);
-  });
 
   test('owners found in values and composite keys: token health, kept business requests, campaign chunks', () => {
     const owner = (stage: keyof typeof STORE_PLACEMENTS, store: string, key: string, value: unknown) => {
