@@ -1,7 +1,8 @@
 import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { EmulatorCore, resetConnection, sleep, type ConnectionFault, type Fault } from './common.ts';
+import { EmulatorCore, sleep, type ConnectionFault, type Fault } from './common.ts';
+import { resetConnection } from './https-server.ts';
 import type { TestTls } from './tls.ts';
 
 /** Status of every APNs reason (docs/vendors.md, Sources), for scripted `code` faults. */

@@ -1,6 +1,7 @@
 import { createPublicKey, randomBytes, verify, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, randomId, type Route, sendJson, sleep } from './common.ts';
+import { type Fault, HttpsEmulator, randomId, sleep } from './common.ts';
+import { applyConnectionFault, type Route, sendJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
 /** FCM error codes → (HTTP status, google.rpc status) as FCM documents them (docs/vendors.md, Sources). */

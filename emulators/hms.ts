@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyConnectionFault, type Fault, HttpsEmulator, postCallback, randomId, type ReceiptBatch, type Route, sendJson, sleep, tryJson } from './common.ts';
+import { type Fault, HttpsEmulator, randomId, type ReceiptBatch, sleep } from './common.ts';
+import { applyConnectionFault, postCallback, type Route, sendJson, tryJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
 /** One entry of an HMS receipt callback's `statuses`. */

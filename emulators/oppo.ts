@@ -1,19 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  applyConnectionFault,
-  type Fault,
-  HttpsEmulator,
-  postCallback,
-  randomId,
-  type Receipt,
-  type ReceiptBatch,
-  type Route,
-  sendJson,
-  sleep,
-  tryJson,
-  vendorCharCount,
-} from './common.ts';
+import { type Fault, HttpsEmulator, randomId, type Receipt, type ReceiptBatch, sleep, vendorCharCount } from './common.ts';
+import { applyConnectionFault, postCallback, type Route, sendJson, tryJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
 /** Longest `content` per notification style (1 standard, 2 long text, 3 big picture). */

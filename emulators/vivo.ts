@@ -1,17 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  applyConnectionFault,
-  type Fault,
-  HttpsEmulator,
-  keyedReceiptBatch,
-  randomId,
-  type Receipt,
-  type Route,
-  sendJson,
-  sleep,
-  vendorCharCount,
-} from './common.ts';
+import { type Fault, HttpsEmulator, keyedReceiptBatch, randomId, type Receipt, sleep, vendorCharCount } from './common.ts';
+import { applyConnectionFault, type Route, sendJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
 export interface VivoAppRegistration {

@@ -1,17 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  applyConnectionFault,
-  type Fault,
-  HttpsEmulator,
-  keyedReceiptBatch,
-  randomId,
-  type Route,
-  sendJson,
-  sleep,
-  tryJson,
-  vendorCharCount,
-  type VendorJson,
-} from './common.ts';
+import { type Fault, HttpsEmulator, keyedReceiptBatch, randomId, sleep, vendorCharCount, type VendorJson } from './common.ts';
+import { applyConnectionFault, type Route, sendJson, tryJson } from './https-server.ts';
 
 export interface XiaomiAppRegistration {
   readonly appSecret: string;
