@@ -44,19 +44,13 @@ export const ENCODER_MARK = 'offline-push encoder v1';
  * value fits 32 bits as the varint it equals (zigzag and LEB128 give the same bytes for it).
  */
 const ENCODER_METHODS = {
-  '  static sizeOfVarLong(value) {\n': `  static sizeOfVarLong(value) {
-    // ${ENCODER_MARK} (stack/kafkajs-patch/apply.mjs): a 32-bit value is sized without Long.
+  '  static sizeOfVarLong(value) {\n': {
+    prepend: `    // ${ENCODER_MARK} (stack/kafkajs-patch/apply.mjs): a 32-bit value is sized without Long.
     if (typeof value === 'number' && (value | 0) === value) return Encoder.sizeOfVarInt(value)
-    let longValue = Encoder.encodeZigZag64(value)
-    let bytes = 1
-    while (longValue.and(UNSIGNED_INT64_MAX_NUMBER).notEquals(Long.fromInt(0))) {
-      bytes += 1
-      longValue = longValue.shiftRightUnsigned(7)
-    }
-    return bytes
-  }
 `,
-  '  writeUVarInt(value) {\n': `  writeUVarInt(value) {
+  },
+  '  writeUVarInt(value) {\n': {
+    replace: `  writeUVarInt(value) {
     // ${ENCODER_MARK} (stack/kafkajs-patch/apply.mjs): the bytes go straight into the buffer.
     this.ensureAvailable(5)
     while ((value & UNSIGNED_INT32_MAX_NUMBER) !== 0) {
@@ -67,28 +61,12 @@ const ENCODER_METHODS = {
     return this
   }
 `,
-  '  writeVarLong(value) {\n': `  writeVarLong(value) {
-    // ${ENCODER_MARK} (stack/kafkajs-patch/apply.mjs): a 32-bit value is its varint, written without Long.
+  },
+  '  writeVarLong(value) {\n': {
+    prepend: `    // ${ENCODER_MARK} (stack/kafkajs-patch/apply.mjs): a 32-bit value is its varint, written without Long.
     if (typeof value === 'number' && (value | 0) === value) return this.writeVarInt(value)
-    const byteArray = []
-    let longValue = Encoder.encodeZigZag64(value)
-
-    while (longValue.and(UNSIGNED_INT64_MAX_NUMBER).notEquals(Long.fromInt(0))) {
-      byteArray.push(
-        longValue
-          .and(OTHER_BITS)
-          .or(MOST_SIGNIFICANT_BIT)
-          .toInt()
-      )
-      longValue = longValue.shiftRightUnsigned(7)
-    }
-
-    byteArray.push(longValue.toInt())
-
-    this.writeBufferInternal(Buffer.from(byteArray))
-    return this
-  }
 `,
+  },
 };
 
 export function applyKafkajsPatch(log = (line) => console.log(line)) {
@@ -101,7 +79,7 @@ export function applyKafkajsPatch(log = (line) => console.log(line)) {
     );
   const producer = patchSendMessages(log);
   const requestQueue = patchMethods(['src', 'network', 'requestQueue', 'index.js'], REQUEST_QUEUE_SHA256, REQUEST_QUEUE_MARK, {
-    '  scheduleCheckPendingRequests() {\n': REQUEST_QUEUE_SCHEDULE,
+    '  scheduleCheckPendingRequests() {\n': { replace: REQUEST_QUEUE_SCHEDULE },
   });
   const encoder = patchMethods(['src', 'protocol', 'encoder.js'], ENCODER_SHA256, ENCODER_MARK, ENCODER_METHODS);
   if (requestQueue) log('[bootstrap] kafkajs: request queue timer fix installed (stack/kafkajs-patch)');
@@ -124,9 +102,10 @@ function patchSendMessages(log) {
 }
 
 /**
- * Replaces methods of a kafkajs file as published: each from its first line (a key of `methods`)
- * through the line that closes it (the first two-space indented `}` after it). False when `mark`
- * is there already.
+ * Patches methods of a kafkajs file as published, each named by its first line (a key of
+ * `methods`): `prepend` goes in right after that line, ahead of the published body; `replace`
+ * takes the place of the whole method, through the line that closes it (the first two-space
+ * indented `}` after it). False when `mark` is there already.
  */
 function patchMethods(path, publishedSha256, mark, methods) {
   const target = join(root, 'node_modules', 'kafkajs', ...path);
@@ -134,11 +113,12 @@ function patchMethods(path, publishedSha256, mark, methods) {
   if (text.includes(mark)) return false;
   const sha = sha256(text);
   if (sha !== publishedSha256) throw new Error(`${target} is not kafkajs ${KAFKAJS_VERSION}'s file (sha256 ${sha}); reinstall with npm ci`);
-  for (const [first, replacement] of Object.entries(methods)) {
+  for (const [first, { prepend, replace }] of Object.entries(methods)) {
     const start = text.indexOf(first);
+    if (start < 0) throw new Error(`${target}: method ${first.trim()} not found`);
+    const bodyStart = start + first.length;
     const end = text.indexOf('\n  }\n', start) + '\n  }\n'.length;
-    if (start < 0 || end < start) throw new Error(`${target}: method ${first.trim()} not found`);
-    text = text.slice(0, start) + replacement + text.slice(end);
+    text = replace === undefined ? text.slice(0, bodyStart) + prepend + text.slice(bodyStart) : text.slice(0, start) + replace + text.slice(end);
   }
   writeFileSync(target, text);
   return true;
