@@ -11,7 +11,7 @@ function digest(parts: readonly (string | number)[]): Buffer {
   return hash('sha256', parts.join(SEP), 'buffer');
 }
 
-/** Formats 16 bytes of a digest as a name-based (version 5 layout) UUID. */
+/** Formats the first 16 bytes of a fresh digest as a name-based (version 5 layout) UUID, setting its version and variant bits in place. */
 function uuidFrom(b: Buffer): string {
   b[6] = (b[6]! & 0x0f) | 0x50;
   b[8] = (b[8]! & 0x3f) | 0x80;
