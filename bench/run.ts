@@ -224,7 +224,9 @@ export async function main(args: string[]): Promise<number> {
   };
   process.once('SIGINT', stopWorkers);
   process.once('SIGTERM', stopWorkers);
-  const workerPids = () => env.workers.map((w) => w.process.pid).filter((p): p is number => p !== undefined);
+  const pidsOf = (workers: typeof env.workers) => workers.map((w) => w.process.pid).filter((p): p is number => p !== undefined);
+  const workerPids = () => pidsOf(env.workers);
+  const eventPathPids = backgroundWorker ? () => pidsOf(env.workers.filter((w) => w.index !== env.backgroundWorkerIndex)) : undefined;
   const peakRssMb = new Map<number, number>();
   const rssAtEnd = new Map<number, number | null>();
   let outcome: Awaited<ReturnType<typeof runPipelinePhases>>;
@@ -251,6 +253,7 @@ export async function main(args: string[]): Promise<number> {
           admin,
           traffic,
           workerPids,
+          ...(eventPathPids ? { eventPathPids } : {}),
           metricsPorts,
           peakRssMb,
           say,

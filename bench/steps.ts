@@ -34,6 +34,8 @@ export interface PipelineUnderTest {
   readonly traffic: TrafficProducer;
   /** Pids of the worker processes (read afresh: workers may be restarted). */
   readonly workerPids: () => number[];
+  /** Pids of the workers running the event path, when the stages off it run in a worker of their own. */
+  readonly eventPathPids?: () => number[];
   /** The workers' /metrics ports (read afresh); without them a step has no breakdown. */
   readonly metricsPorts?: () => number[];
   /** Peak RSS seen per worker pid, MB; steps update it. */
@@ -86,6 +88,12 @@ export interface StepResult {
   readonly workerCpuMsPer1k: number;
   /** The same CPU per persisted message, ms (gross: idle burn included). */
   readonly workerCpuMsPerMessage: number;
+  /**
+   * The part of it spent by the workers running the event path (decisions and fan-out), per
+   * persisted message, ms; null when every stage ran in the same workers. The rest is the stages
+   * off the event path: receipts, the ClickHouse sink, campaigns and the business lane.
+   */
+  readonly eventPathWorkerCpuMsPerMessage: number | null;
   /** The same CPU in ms, and the seconds it was measured over (for subtracting the idle burn). */
   readonly workerCpuMs: number;
   readonly cpuSeconds: number;
@@ -175,8 +183,10 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
 
   const before = await sample(put);
   const pids = put.workerPids();
+  const eventPathPids = put.eventPathPids?.() ?? null;
   const metrics0 = put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const cpu0 = workerCpu(pids);
+  const eventPathCpu0 = eventPathPids && workerCpu(eventPathPids);
   const cpuStarted = Date.now();
   const bench0 = process.cpuUsage();
   const box0 = boxCpu();
@@ -218,6 +228,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
 
   const drainSeconds = await waitDrained(put, criteria.drainTimeoutMs ?? 60_000, criteria.settleMs ?? 0);
   const cpu1 = workerCpu(pids);
+  const eventPathCpu1 = eventPathPids && workerCpu(eventPathPids);
   const cpuSeconds = (Date.now() - cpuStarted) / 1000;
   const metrics1 = metrics0 && put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const bench1 = process.cpuUsage(bench0);
@@ -267,6 +278,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
       reasons.length === 0 ? `kept up: input lag ${inputLagAtEnd} at end, path lag slope ${pathLagSlope}/s, drained in ${drainSeconds} s` : reasons.join('; '),
     workerCpuMsPer1k: per1k(cpu1 - cpu0),
     workerCpuMsPerMessage: perMessage(cpu1 - cpu0),
+    eventPathWorkerCpuMsPerMessage: eventPathCpu0 === null || eventPathCpu1 === null ? null : perMessage(eventPathCpu1 - eventPathCpu0),
     workerCpuMs: Math.round(cpu1 - cpu0),
     cpuSeconds: round1(cpuSeconds),
     benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),

@@ -64,6 +64,9 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       assert.equal(typeof step.sustained, 'boolean');
       assert.ok(step.workerCpuMsPer1k > 0, `step ${step.label} measured worker CPU`);
       assert.ok(isNumber(step.workerCpuMsPerMessage) && step.workerCpuMsPerMessage > 0);
+      // The stages off the event path run in a worker of their own (no --all-stages): both parts worked.
+      const eventPath = step.eventPathWorkerCpuMsPerMessage;
+      assert.ok(isNumber(eventPath) && eventPath > 0 && eventPath < step.workerCpuMsPerMessage, `step ${step.label}: event-path worker CPU ${eventPath}`);
       const box = step.boxCpuMsPerMessage;
       // Each co-located process that did work in the step is charged: the broker, MariaDB (claims,
       // results) and ClickHouse (outcomes) all serve every message.
@@ -72,6 +75,7 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       assert.equal(box.workers, step.workerCpuMsPerMessage, 'the workers are charged what the step measured for them');
       assert.ok(box.total >= box.workers + box.broker + box.mariadb - 0.01, `the machine total holds its parts ${JSON.stringify(box)}`);
       assert.ok(step.boxCeilingPerSecond > 0);
+      assert.match(run.stdout, /worker CPU [\d.]+ ms\/msg \(event path [\d.]+, off it [\d.]+\)/);
       assert.match(run.stdout, /machine CPU [\d.]+ ms\/msg \(workers [\d.]+, broker [\d.]+, MariaDB/);
       // Every push is claimed in MySQL: the step's statements and fsyncs are read from the server.
       const sql = step.sqlPerMessage;
