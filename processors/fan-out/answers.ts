@@ -5,6 +5,7 @@ import type { DispatchProgress } from './parked.ts';
 import { deadTokenReport, fanOutOutcome, replayedAnswer, type FanOutAnswer, type FanOutReason } from './records.ts';
 import type { Output } from './release-queue.ts';
 import type { GateClock } from './vendor-gate.ts';
+import { withFields } from '../../common/objects.ts';
 
 /** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
 const RECENT_LIMIT = 100_000;
@@ -82,7 +83,7 @@ export class TaskAnswers {
   /** An answer of the task other than ACCEPTED: kept in `trail`, which a replay re-emits, and queued. */
   channel(p: DispatchProgress, ready: Output[], trail: ChannelAnswer[], a: ChannelAnswer): void {
     trail.push(a);
-    this.emit(p, ready, { ...a, reason: a.reason as FanOutReason });
+    this.emit(p, ready, withFields(a, { reason: a.reason as FanOutReason }));
   }
 
   /**
@@ -94,7 +95,7 @@ export class TaskAnswers {
     const trail = p.trail ?? [];
     const final = trail.at(-1)!;
     this.failed(task, p.dispatch.task_id, final.vendor, final.code, p.attempts, trail);
-    this.emit(p, ready, { ...final, reason: final.reason as FanOutReason });
+    this.emit(p, ready, withFields(final, { reason: final.reason as FanOutReason }));
   }
 
   /** Queues the outcome of an answer with the dispatch's other outputs, and tells the listener. */
@@ -124,7 +125,7 @@ export class TaskAnswers {
     for (const a of known.trail) {
       ready.push({
         child: this.outputs.outcomes,
-        record: { key: p.key, value: fanOutOutcome(d, { ...a, reason: a.reason as FanOutReason }, now), timestamp: p.timestamp },
+        record: { key: p.key, value: fanOutOutcome(d, withFields(a, { reason: a.reason as FanOutReason }), now), timestamp: p.timestamp },
       });
       const token = d.channels[a.channel]?.token;
       if (a.status === 'DEAD_TOKEN' && token !== undefined) this.deadToken(p, ready, a.vendor, token, now);

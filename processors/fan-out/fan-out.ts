@@ -13,6 +13,7 @@ import { RetryingDispatches } from './retrying.ts';
 import { SubmitPaths } from './submit-paths.ts';
 import { FAILURE_REASON, readAnswer, TaskAnswers, UNREACHED_CODES } from './answers.ts';
 import { progressOf, type ChannelAt, type Next, type Walk } from './walk.ts';
+import { withFields } from '../../common/objects.ts';
 
 /** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
 export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
@@ -203,7 +204,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
         throw error;
       });
       // The user's shard is down: park unclaimed (the input offset commits with the parked entry) and claim again later.
-      if (known === undefined) return this.parked.park({ ...p, waitingOn: STORE_UNAVAILABLE }, this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
+      if (known === undefined) return this.parked.park(withFields(p, { waitingOn: STORE_UNAVAILABLE }), this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
       if (known.status !== TASK_STATUS.pending) return this.answers.replay(p, known, ready);
     }
     const walk: Walk = {
@@ -466,14 +467,14 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    * store's tombstone go out in the same commit.
    */
   private endParked(p: DispatchProgress, answer: ChannelAnswer): void {
-    const ended = { ...p, trail: [...(p.trail ?? []), answer] };
+    const ended = withFields(p, { trail: [...(p.trail ?? []), answer] });
     const outputs: Output[] = [];
     this.retrying.remove(p.dispatch.task_id);
     this.answers.end(ended, taskRowOf(p.dispatch), outputs);
     // Released in start order behind the dispatches in flight, like any other outcome; fused, once
     // the task's result is in MySQL (held ENDED meanwhile: a restart writes the row and emits it again).
     if (!this.config.fused) return this.running.addFinished(outputs);
-    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.hold({ ...ended, waitingOn: ENDED }));
+    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.hold(withFields(ended, { waitingOn: ENDED })));
   }
 
   /**

@@ -2,6 +2,7 @@ import type { KeyValueStore, StoreSerde, TimerStore } from '../../topology/store
 import { InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
 import type { PushDispatch } from '../model/records.ts';
 import type { ChannelAnswer } from './ledger.ts';
+import { withFields } from '../../common/objects.ts';
 
 /** How the last failed channel ended (decides the final outcome when every channel failed). */
 export interface LastFailure {
@@ -321,7 +322,7 @@ export class ParkedDispatches {
    */
   hold(p: DispatchProgress): () => void {
     const taskId = p.dispatch.task_id;
-    this.held.set(taskId, { ...p, waitingOn: p.waitingOn === ENDED ? ENDED : IN_FLIGHT });
+    this.held.set(taskId, withFields(p, { waitingOn: p.waitingOn === ENDED ? ENDED : IN_FLIGHT }));
     this.heldChanged = true;
     return () => {
       if (this.held.delete(taskId)) this.heldChanged = true;

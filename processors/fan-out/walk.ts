@@ -5,6 +5,7 @@ import type { Output } from './release-queue.ts';
 import type { SubmitPath } from './submit-paths.ts';
 import type { PushDispatch } from '../model/records.ts';
 import type { Vendor } from './vendor-port.ts';
+import { withFields } from '../../common/objects.ts';
 
 /** A dispatch's walk over its channels, after its claim: what the decisions along it read and update. */
 export interface Walk {
@@ -40,5 +41,5 @@ export type Next = 'call-again' | 'next-channel' | 'no-other-channel' | 'done';
 
 /** Where a walk is, to store: about to make call `call` on channel `ci`, waiting on `waitingOn`. */
 export function progressOf(walk: Walk, ci: number, call: number, waitingOn: string): DispatchProgress {
-  return { ...walk.progress, channel: ci, call, attempts: walk.attempts, last: walk.last, trail: [...walk.trail], waitingOn };
+  return withFields(walk.progress, { channel: ci, call, attempts: walk.attempts, last: walk.last, trail: [...walk.trail], waitingOn });
 }

@@ -226,9 +226,20 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   }
 
   private emit(c: PushCandidate, w: DeviceWindow, kind: 'LEADING' | 'TRAILING', mergedCount: number, mention: Mention, at: number, silent = false): void {
-    // The trigger's message and presence, as a window carries them, for the trigger's key.
+    // The trigger's message and presence, as a window carries them, for the trigger's key. Written
+    // out field by field: one object of one shape per push, not a spread copy grown by twelve fields.
     const value: PushMerged = {
-      ...carry(c),
+      seq: c.seq,
+      msg_id: c.msg_id,
+      conv_type: c.conv_type,
+      sender_uid: c.sender_uid,
+      unread_cnt: c.unread_cnt,
+      title: c.title,
+      summary: c.summary,
+      sensitive: c.sensitive,
+      persisted_at: c.persisted_at,
+      app_id: c.app_id,
+      presence: c.presence,
       uid: c.uid,
       device_id: c.device_id,
       conv_id: c.conv_id,
@@ -240,6 +251,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
       window_start: w.until - this.config.windowMs,
       decided_at: at,
     };
+    if (c.hb !== null && c.hb !== undefined) value.hb = c.hb;
     this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.merged);
   }
 
@@ -249,7 +261,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   }
 
   private outcome(status: 'MERGED' | 'SUPPRESSED', reason: DecisionReason, c: PushCandidate, at: number, detail: string | null = null): void {
-    const value = decisionOutcome('merge', status, reason, { ...c, collapse_id: collapseId(c.uid, c.conv_id) }, at, detail);
+    const value = decisionOutcome('merge', status, reason, c, at, detail, { collapse_id: collapseId(c.uid, c.conv_id) });
     this.ctx.forward({ key: c.uid, value, timestamp: at }, this.config.outputs.outcomes);
   }
 }

@@ -51,8 +51,9 @@ export function coveredSeq(w: DeviceWindow): number {
   return Math.max(w.pushed_seq, w.carried?.seq ?? -1);
 }
 
+/** What a window carries of a trigger. Literals field by field, here and below (common/objects.ts says why). */
 export function carry(c: PushCandidate): CarriedTrigger {
-  return {
+  const t: CarriedTrigger = {
     seq: c.seq,
     msg_id: c.msg_id,
     conv_type: c.conv_type,
@@ -65,11 +66,32 @@ export function carry(c: PushCandidate): CarriedTrigger {
     persisted_at: c.persisted_at,
     app_id: c.app_id,
     presence: c.presence,
-    ...(c.hb === null || c.hb === undefined ? {} : { hb: c.hb }),
   };
+  if (c.hb !== null && c.hb !== undefined) t.hb = c.hb;
+  return t;
 }
 
 /** The candidate again, from what was carried and the key's ids. */
 export function uncarry(t: CarriedTrigger, uid: string, deviceId: string, convId: string, at: number): PushCandidate {
-  return { ...t, kind: 'TRIGGER', uid, device_id: deviceId, conv_id: convId, decided_at: at };
+  const c: PushCandidate = {
+    kind: 'TRIGGER',
+    uid,
+    device_id: deviceId,
+    conv_id: convId,
+    seq: t.seq,
+    msg_id: t.msg_id,
+    conv_type: t.conv_type,
+    sender_uid: t.sender_uid,
+    unread_cnt: t.unread_cnt,
+    title: t.title,
+    summary: t.summary,
+    sensitive: t.sensitive,
+    mention: t.mention,
+    persisted_at: t.persisted_at,
+    app_id: t.app_id,
+    presence: t.presence,
+    decided_at: at,
+  };
+  if (t.hb !== null && t.hb !== undefined) c.hb = t.hb;
+  return c;
 }

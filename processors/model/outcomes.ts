@@ -21,8 +21,8 @@ export type DecisionReason =
   | 'quota'; // every channel of the device is over its daily quota
 
 /** What an outcome is about: one message (or merged notification) for one device, or for the user when device is null. */
-export type OutcomeSubject = Pick<PushOutcome, 'uid' | 'device_id' | 'conv_id' | 'seq' | 'msg_id' | 'app_id' | 'persisted_at'> &
-  Partial<Pick<PushOutcome, 'platform' | 'vendor' | 'collapse_id'>>;
+export type OutcomeSubject = Pick<PushOutcome, 'uid' | 'conv_id' | 'seq' | 'msg_id' | 'app_id' | 'persisted_at'> &
+  Partial<Pick<PushOutcome, 'device_id' | 'platform' | 'vendor' | 'collapse_id'>>;
 
 /**
  * The facts behind a decision, as the `detail` of an outcome or a dispatch: `k=v` pairs joined by
@@ -63,6 +63,16 @@ export function parseDetail(detail: string | null | undefined): Record<string, s
   return out;
 }
 
+/** Fields of an outcome's subject that a stage gives anew (see decisionOutcome). */
+export type SubjectFields = Partial<Pick<PushOutcome, 'device_id' | 'platform' | 'vendor' | 'collapse_id'>>;
+
+const NO_FIELDS: SubjectFields = {};
+
+/**
+ * The outcome of a decision about `subject`. `over` gives some of the subject's fields anew (the
+ * device, the channel chosen, the collapse id); they are read ahead of the subject's own rather
+ * than copied into a spread of it (common/objects.ts says why).
+ */
 export function decisionOutcome(
   stage: DecisionStage,
   status: OutcomeStatus,
@@ -70,25 +80,27 @@ export function decisionOutcome(
   subject: OutcomeSubject,
   at: number,
   detail: string | null = null,
+  over: SubjectFields = NO_FIELDS,
 ): PushOutcome {
-  const task = taskId(subject.uid, subject.conv_id, subject.seq, subject.device_id ?? '');
+  const deviceId = over.device_id !== undefined ? over.device_id : (subject.device_id ?? null);
+  const task = taskId(subject.uid, subject.conv_id, subject.seq, deviceId ?? '');
   return {
     event_id: outcomeEventId(stage, status, task, reason),
     task_id: task,
     uid: subject.uid,
-    device_id: subject.device_id,
+    device_id: deviceId,
     conv_id: subject.conv_id,
     seq: subject.seq,
     msg_id: subject.msg_id,
     app_id: subject.app_id,
-    platform: subject.platform ?? null,
-    vendor: subject.vendor ?? null,
+    platform: over.platform ?? subject.platform ?? null,
+    vendor: over.vendor ?? subject.vendor ?? null,
     stage,
     status,
     reason,
     code: null,
     vendor_message_id: null,
-    collapse_id: subject.collapse_id ?? null,
+    collapse_id: over.collapse_id ?? subject.collapse_id ?? null,
     attempts: 0,
     persisted_at: subject.persisted_at,
     at,

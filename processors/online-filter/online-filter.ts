@@ -32,6 +32,7 @@ import { applyTokenReport, pushableDevices, type UserDevices } from './devices.t
 import { Holds, type HoldEntry } from './holds.ts';
 import { compileOnlineFilterOptions, type OnlineFilterConfig, type OnlineFilterOptions } from './options.ts';
 import { ackedSeq, applyPresence, decide, emptyPresence, inBackground, NEVER_SEEN, presenceStoreSerde, type DevicePresence } from './presence.ts';
+import { withFields } from '../../common/objects.ts';
 
 export type { HoldEntry } from './holds.ts';
 
@@ -192,7 +193,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       this.presenceChanged = false;
       if (deviceId !== event.device_id) this.releaseDeviceHolds(event.uid, deviceId, key, p, event.at);
       this.cancelHolds(event.uid, deviceId, convId, seq, 'read', event.at);
-      if (deviceId !== event.device_id && applyPresence(p, { ...event, device_id: deviceId }) !== 'none') this.presenceChanged = true;
+      if (deviceId !== event.device_id && applyPresence(p, withFields(event, { device_id: deviceId })) !== 'none') this.presenceChanged = true;
       this.savePresence(key, p);
     }
     const read: PushCandidate = {
@@ -311,7 +312,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
 
   private storeHold(key: string, entry: HoldEntry, keep: HoldEntry['messages']): void {
     if (keep.length === 0) this.holds.delete(key, entry);
-    else this.holds.put(key, { ...entry, messages: keep });
+    else this.holds.put(key, withFields(entry, { messages: keep }));
   }
 
   private push(message: MessagePersisted, deviceId: string, presence: PresenceDecision, p: DevicePresence, at: number): void {
@@ -350,7 +351,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     at: number,
     detail: string | null = null,
   ): void {
-    const value = decisionOutcome('online-filter', status, reason, { ...message, device_id: deviceId }, at, detail);
+    const value = decisionOutcome('online-filter', status, reason, message, at, detail, { device_id: deviceId });
     this.ctx.forward({ key: message.uid, value, timestamp: at }, this.config.outputs.outcomes);
   }
 }

@@ -8,6 +8,7 @@
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';
 import type { PushMerged } from '../model/records.ts';
+import { withFields } from '../../common/objects.ts';
 
 export interface DeferredPush {
   merged: PushMerged;
@@ -29,7 +30,7 @@ export class DeferredReleases {
     const key = compositeKey(m.uid, m.device_id, m.conv_id);
     const kept = this.store.get(key);
     if (kept && kept.merged.seq >= m.seq) {
-      this.store.put(key, { ...kept, count: kept.count + m.merged_count });
+      this.store.put(key, withFields(kept, { count: kept.count + m.merged_count }));
       return m;
     }
     this.store.put(key, { merged: { ...m }, count: (kept?.count ?? 0) + m.merged_count });

@@ -20,6 +20,7 @@ import { compilePolicyOptions, type PolicyConfig, type PolicyOptions } from './o
 import { inQuietHours, quietDetail, quietHoursEnd } from './quiet-hours.ts';
 import { QuotaLedger } from './quota.ts';
 import { applyTokenReport, validTokens, type UserTokens } from './tokens.ts';
+import { withFields } from '../../common/objects.ts';
 
 type Out = PushDispatch | PushOutcome;
 
@@ -129,7 +130,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
   /** Quiet hours are over for these: decide them again, as DEFERRED pushes. */
   private release(now: number): void {
     for (const kept of this.deferred.due(now)) {
-      this.decide({ ...kept.merged, decided_at: now, merged_count: kept.count, silent: false }, 'DEFERRED');
+      this.decide(withFields(kept.merged, { decided_at: now, merged_count: kept.count, silent: false }), 'DEFERRED');
     }
   }
 
@@ -213,7 +214,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
     at: number,
     detail: string | null = null,
   ): void {
-    const value = decisionOutcome('policy', status, reason, { ...m, platform, vendor }, at, detail);
+    const value = decisionOutcome('policy', status, reason, m, at, detail, { platform, vendor });
     this.ctx.forward({ key: m.uid, value, timestamp: at }, this.config.outputs.outcomes);
   }
 }

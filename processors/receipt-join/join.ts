@@ -6,6 +6,7 @@ import { receiptEventId } from '../model/ids.ts';
 import { compositeKey } from '../model/keys.ts';
 import { TASK_STATUS } from '../model/task-status.ts';
 import { type ByMessageRecord, type MessageReceipt, type PushReceipt, type ReceiptJoinListener, type SubmissionRef, type TaskStatusWriter } from './records.ts';
+import { withFields } from '../../common/objects.ts';
 
 /** Header carrying the task's persisted_at (epoch ms) on matched receipts, for latency figures. */
 export const PERSISTED_AT_HEADER = 'push-persisted-at';
@@ -118,7 +119,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     const value = record.value;
     const key = this.stores.byUid ? compositeKey(record.key, ...messageOf(value)) : record.key;
     // A new entry holds receipts for `pendingMs`; a submission extends it to the retention.
-    const entry = this.messages.get(key) ?? { ...emptyEntry(), due: this.ctx.wallClockTimeMs() + this.pendingMs };
+    const entry = this.messages.get(key) ?? withFields(emptyEntry(), { due: this.ctx.wallClockTimeMs() + this.pendingMs });
     entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
     const changed =
       value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
@@ -193,8 +194,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     const sub = entry.subs[index]!;
     this.ctx.forward({
       key: sub.uid,
-      value: {
-        ...receiptFields(r),
+      value: withFields(receiptFields(r), {
         event_id: receiptEventId(r.vendor, r.vendor_message_id, sub.task_id, sub.device_id, r.status),
         matched: true,
         task_id: sub.task_id,
@@ -204,7 +204,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
         platform: sub.platform,
         conv_id: sub.conv_id,
         seq: sub.seq,
-      },
+      }),
       timestamp,
       headers: { [PERSISTED_AT_HEADER]: String(sub.persisted_at) },
     });
@@ -218,8 +218,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
       this.listener.unmatched?.(r.vendor, 1);
       this.ctx.forward({
         key: r.vendor_message_id,
-        value: {
-          ...receiptFields(r),
+        value: withFields(receiptFields(r), {
           event_id: receiptEventId(r.vendor, r.vendor_message_id, '', r.token_hash ?? '', r.status),
           matched: false,
           task_id: null,
@@ -229,7 +228,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
           platform: null,
           conv_id: null,
           seq: null,
-        },
+        }),
         timestamp,
       });
     }

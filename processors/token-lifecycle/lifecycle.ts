@@ -3,6 +3,7 @@ import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '
 import { compositeKey } from '../model/keys.ts';
 import type { PushOutcome, TokenReport, TokenSource } from '../model/records.ts';
 import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
+import { withFields } from '../../common/objects.ts';
 
 /**
  * Token health per (device_id, vendor) (docs/design.md §2.5), keyed by uid like every input it reads:
@@ -199,13 +200,13 @@ class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput |
     if (!health || health.state === 'INVALID' || at < health.reported_at) return;
     if (signal === 'dead') return this.invalidate(key, health, 'dead_token', source, at);
     const failures = signal === 'success' ? 0 : health.failures + 1;
-    if (failures >= this.maxFailures) return this.invalidate(key, { ...health, failures }, 'consecutive_failures', source, at);
-    this.store(key, health, { ...health, failures }, false);
+    if (failures >= this.maxFailures) return this.invalidate(key, withFields(health, { failures }), 'consecutive_failures', source, at);
+    this.store(key, health, withFields(health, { failures }), false);
   }
 
   private invalidate(key: string, health: TokenHealth, reason: string, source: TokenSource, at: number): void {
     if (health.state === 'INVALID') return;
-    this.store(key, health, { ...health, state: 'INVALID', reason, changed_at: at }, true);
+    this.store(key, health, withFields(health, { state: 'INVALID' as const, reason, changed_at: at }), true);
     this.stale.cancel(key);
     this.listener.invalidated?.(health.vendor, reason);
     this.ctx.forward({

@@ -6,6 +6,7 @@ import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
 import { apnsMaxPayloadBytes, apnsPayload } from './payload.ts';
 import type { ProviderToken } from './provider-token.ts';
+import { withFields } from '../../../common/objects.ts';
 
 export const APNS_HOSTS = {
   production: 'https://api.push.apple.com',
@@ -88,7 +89,7 @@ export class ApnsAdapter implements VendorAdapter {
       const jwt = this.deps.providerToken.current();
       let answer;
       try {
-        answer = await this.pool.request({ ...headers, authorization: `bearer ${jwt}` }, body, deadline);
+        answer = await this.pool.request(withFields(headers, { authorization: `bearer ${jwt}` }), body, deadline);
       } catch (error) {
         if (!(error instanceof LostStreamError)) throw error;
         written ||= error.written;

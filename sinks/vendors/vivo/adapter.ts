@@ -9,6 +9,7 @@ import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutc
 import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
+import { withFields } from '../../../common/objects.ts';
 
 export const VIVO_BASE_URL = 'https://api-push.vivo.com.cn';
 
@@ -119,10 +120,10 @@ export class VivoAdapter extends CredentialedHttpAdapter implements VendorAdapte
     const content = this.content(group[0]!);
     let answer: VivoBody | SubmitOutcome;
     if (group.length === 1) {
-      answer = await this.call('/message/send', { ...content, regId: group[0]!.token, requestId: requestIdOf(group[0]!.taskId) }, deadline);
+      answer = await this.call('/message/send', withFields(content, { regId: group[0]!.token, requestId: requestIdOf(group[0]!.taskId) }), deadline);
     } else {
       const requestId = requestIdOf(group.map((m) => m.taskId).join('|'));
-      const saved = await this.call('/message/saveListPayload', { ...content, requestId }, deadline);
+      const saved = await this.call('/message/saveListPayload', withFields(content, { requestId }), deadline);
       // A lost answer to saveListPayload sent nothing to the devices: the push was not submitted.
       if ('kind' in saved) return all(isUnknownOutcome(saved) ? noAnswer(false) : saved);
       answer = await this.call('/message/pushToList', { regIds: group.map((m) => m.token), taskId: saved.taskId, requestId, pushMode: 0 }, deadline);

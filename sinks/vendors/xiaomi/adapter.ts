@@ -8,6 +8,7 @@ import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '.
 import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
+import { withFields } from '../../../common/objects.ts';
 
 export const XIAOMI_BASE_URL = 'https://api.xmpush.xiaomi.com';
 
@@ -71,7 +72,7 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
   /** One request; MiPush answers for the request as a whole. */
   private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: '65009' };
-    const form = { ...this.form(group[0]!), registration_id: group.map((m) => m.token).join(',') };
+    const form = withFields(this.form(group[0]!), { registration_id: group.map((m) => m.token).join(',') });
     const answer = await answerOf(
       this.http.postForm(
         joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'),
@@ -86,7 +87,7 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
     if (answer.status !== 200 || typeof body?.code !== 'number') return outcomeOf(httpStatusRule(answer.status), `HTTP_${answer.status}`, extra);
     const code = String(body.code);
     const rule = ruleFor(XIAOMI_CODES, code);
-    return outcomeOf(rule, code, { ...extra, vendorMessageId: body.data?.id ?? '' });
+    return outcomeOf(rule, code, withFields(extra, { vendorMessageId: body.data?.id ?? '' }));
   }
 
   /**
