@@ -71,6 +71,13 @@ export interface MemoryBenchResult {
 }
 
 const IN_TOPIC = 'bench.merge.candidates';
+/**
+ * The input topic of a fill and restore run: its own, so the restoring app gets one task per
+ * changelog partition (a topic shared between runs keeps the partition count of the first one, and
+ * a run with more partitions would restore only some of its changelogs). Deleted with the run's
+ * changelogs (deleteBenchTopics).
+ */
+const runInputTopic = (appId: string) => `${appId}-candidates`;
 const MB = 1024 * 1024;
 /** Windows stay open through the run: the task clock is an hour ahead of real time. */
 const CLOCK_AHEAD_MS = 3_600_000;
@@ -139,6 +146,7 @@ async function openWindows(
   partitions: number,
   appId: string,
   onChangelog?: (records: Array<{ topic: string; partition: number; key: Buffer; value: Buffer | null }>) => Promise<void>,
+  inTopic = IN_TOPIC,
 ): Promise<StreamTask[]> {
   const now = Date.now() + CLOCK_AHEAD_MS;
   const tasks = Array.from(
@@ -162,11 +170,11 @@ async function openWindows(
     const c = benchCandidate(i, now);
     const p = i % partitions;
     await tasks[p]!.process({
-      topic: IN_TOPIC,
+      topic: inTopic,
       partition: p,
       offset: String(i),
       key: Buffer.from(c.uid),
-      value: serde.serialize(IN_TOPIC, c) as Buffer,
+      value: serde.serialize(inTopic, c) as Buffer,
       timestamp: now,
       headers: {},
     });
@@ -210,9 +218,9 @@ async function phaseFill(o: Required<MemoryBenchOptions>, appId: string): Promis
   const kafka = new Kafka({ clientId: `${appId}-fill`, brokers: o.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  const topology = mergeBenchTopology(o.mode);
+  const topology = mergeBenchTopology(o.mode, runInputTopic(appId));
   await ensureTopics(admin, [
-    { topic: IN_TOPIC, numPartitions: o.partitions },
+    { topic: runInputTopic(appId), numPartitions: o.partitions },
     ...mergeStores()
       .filter((s) => s.changelog !== false)
       .map((s) => ({ topic: changelogTopicName(appId, s.name), numPartitions: o.partitions, configs: { 'cleanup.policy': 'compact' } })),
@@ -221,15 +229,22 @@ async function phaseFill(o: Required<MemoryBenchOptions>, appId: string): Promis
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   let records = 0;
-  await openWindows(topology, o.windows, o.partitions, appId, async (changelog) => {
-    const byTopic = new Map<string, Array<{ partition: number; key: Buffer; value: Buffer | null }>>();
-    for (const r of changelog) {
-      if (!byTopic.has(r.topic)) byTopic.set(r.topic, []);
-      byTopic.get(r.topic)!.push({ partition: r.partition, key: r.key, value: r.value });
-    }
-    await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
-    records += changelog.length;
-  });
+  await openWindows(
+    topology,
+    o.windows,
+    o.partitions,
+    appId,
+    async (changelog) => {
+      const byTopic = new Map<string, Array<{ partition: number; key: Buffer; value: Buffer | null }>>();
+      for (const r of changelog) {
+        if (!byTopic.has(r.topic)) byTopic.set(r.topic, []);
+        byTopic.get(r.topic)!.push({ partition: r.partition, key: r.key, value: r.value });
+      }
+      await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      records += changelog.length;
+    },
+    runInputTopic(appId),
+  );
   await producer.disconnect();
   return { changelogRecords: records };
 }
@@ -257,7 +272,7 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   });
   const app = new StreamsApp({
     applicationId: appId,
-    topology: mergeBenchTopology(o.mode),
+    topology: mergeBenchTopology(o.mode, runInputTopic(appId)),
     brokers: o.brokers,
     dlqTopic: TOPICS.dlq.name,
     logger: watch(base),
@@ -278,7 +293,7 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
   return { restoreMs: readyAt - assignedAt, restoredRecords, restoredRssMb: m.rssMb, restoredHeapMb: m.heapMb };
 }
 
-/** Removes the changelog topics of a restore run (the shared input topic stays, it is empty). */
+/** Removes the topics of a restore run: its input topic and its changelogs. */
 async function deleteBenchTopics(brokers: string[], appId: string): Promise<void> {
   const admin = new Kafka({ clientId: `${appId}-cleanup`, brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
