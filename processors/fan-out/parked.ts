@@ -2,7 +2,6 @@ import type { KeyValueStore, StoreSerde, TimerStore } from '../../topology/store
 import { InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
 import type { PushDispatch } from '../model/records.ts';
 import type { ChannelAnswer } from './ledger.ts';
-import { withFields } from '../../common/objects.ts';
 
 /** How the last failed channel ended (decides the final outcome when every channel failed). */
 export interface LastFailure {
@@ -104,6 +103,14 @@ function parkedFields(p: DispatchProgress): unknown[] {
     d.decided_at,
     ...optionalTail(d),
   ];
+}
+
+/** `p` waiting on `waitingOn`: a literal of its fields, as held for every push (common/objects.ts says why). */
+function withWaitingOn(p: DispatchProgress, waitingOn: string): DispatchProgress {
+  const { dispatch, key, timestamp, channel, call, attempts, last, trail } = p;
+  return trail === undefined
+    ? { dispatch, key, timestamp, channel, call, attempts, last, waitingOn }
+    : { dispatch, key, timestamp, channel, call, attempts, last, trail, waitingOn };
 }
 
 /** The trailing optional elements of the compact form: none for an IM push without detail. */
@@ -322,7 +329,7 @@ export class ParkedDispatches {
    */
   hold(p: DispatchProgress): () => void {
     const taskId = p.dispatch.task_id;
-    this.held.set(taskId, withFields(p, { waitingOn: p.waitingOn === ENDED ? ENDED : IN_FLIGHT }));
+    this.held.set(taskId, withWaitingOn(p, p.waitingOn === ENDED ? ENDED : IN_FLIGHT));
     this.heldChanged = true;
     return () => {
       if (this.held.delete(taskId)) this.heldChanged = true;

@@ -5,7 +5,6 @@ import type { Output } from './release-queue.ts';
 import type { SubmitPath } from './submit-paths.ts';
 import type { PushDispatch } from '../model/records.ts';
 import type { Vendor } from './vendor-port.ts';
-import { withFields } from '../../common/objects.ts';
 
 /** A dispatch's walk over its channels, after its claim: what the decisions along it read and update. */
 export interface Walk {
@@ -41,5 +40,7 @@ export type Next = 'call-again' | 'next-channel' | 'no-other-channel' | 'done';
 
 /** Where a walk is, to store: about to make call `call` on channel `ci`, waiting on `waitingOn`. */
 export function progressOf(walk: Walk, ci: number, call: number, waitingOn: string): DispatchProgress {
-  return withFields(walk.progress, { channel: ci, call, attempts: walk.attempts, last: walk.last, trail: [...walk.trail], waitingOn });
+  // Every field written out (one per push, so a literal; common/objects.ts says why).
+  const { dispatch, key, timestamp } = walk.progress;
+  return { dispatch, key, timestamp, channel: ci, call, attempts: walk.attempts, last: walk.last, trail: [...walk.trail], waitingOn };
 }

@@ -6,7 +6,6 @@ import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
 import { apnsMaxPayloadBytes, apnsPayload } from './payload.ts';
 import type { ProviderToken } from './provider-token.ts';
-import { withFields } from '../../../common/objects.ts';
 
 export const APNS_HOSTS = {
   production: 'https://api.push.apple.com',
@@ -71,16 +70,22 @@ export class ApnsAdapter implements VendorAdapter {
   private async submitOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
     const body = apnsPayload(m, this.maxPayloadBytes);
     if (Buffer.byteLength(body) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'PayloadTooLarge' };
-    const headers = {
+    const topic = this.config.pushType === 'voip' ? `${this.config.topic}.voip` : this.config.topic;
+    const expiration = m.ttlSeconds <= 0 ? '0' : String(Math.floor(this.now() / 1000) + m.ttlSeconds);
+    const apnsId = apnsIdOf(m.taskId);
+    // The request's headers with the provider token current at each attempt: a literal, not a
+    // spread of the fixed ones plus the token (common/objects.ts says why).
+    const headers = (jwt: string) => ({
       ':path': `/3/device/${m.token}`,
-      'apns-topic': this.config.pushType === 'voip' ? `${this.config.topic}.voip` : this.config.topic,
+      'apns-topic': topic,
       'apns-push-type': this.config.pushType,
       'apns-priority': this.config.pushType === 'background' ? '5' : '10',
-      'apns-expiration': m.ttlSeconds <= 0 ? '0' : String(Math.floor(this.now() / 1000) + m.ttlSeconds),
+      'apns-expiration': expiration,
       'apns-collapse-id': m.collapseId,
-      'apns-id': apnsIdOf(m.taskId),
+      'apns-id': apnsId,
       'content-type': 'application/json',
-    };
+      authorization: `bearer ${jwt}`,
+    });
     let authRetried = false;
     let lost = 0;
     /** Some attempt reached APNs without an answer: if none is answered, the outcome is unknown. */
@@ -89,14 +94,14 @@ export class ApnsAdapter implements VendorAdapter {
       const jwt = this.deps.providerToken.current();
       let answer;
       try {
-        answer = await this.pool.request(withFields(headers, { authorization: `bearer ${jwt}` }), body, deadline);
+        answer = await this.pool.request(headers(jwt), body, deadline);
       } catch (error) {
         if (!(error instanceof LostStreamError)) throw error;
         written ||= error.written;
         if (error.retryAfterMs !== undefined || ++lost >= MAX_STREAM_ATTEMPTS || performance.now() >= deadline) return noAnswer(written, error.retryAfterMs);
         continue;
       }
-      if (answer.status === 200) return { kind: 'accepted', vendorMessageId: String(answer.headers['apns-id'] ?? headers['apns-id']) };
+      if (answer.status === 200) return { kind: 'accepted', vendorMessageId: String(answer.headers['apns-id'] ?? apnsId) };
       const reason = reasonOf(answer.body);
       const rule =
         reason !== undefined && Object.hasOwn(APNS_REASONS, reason) ? ruleFor(APNS_REASONS, reason) : ruleFor(APNS_STATUS_FALLBACK, String(answer.status));
