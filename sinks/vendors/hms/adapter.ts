@@ -7,7 +7,6 @@ import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '.
 import { recipientField } from '../../../processors/model/receipt-route.ts';
 import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
 import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
-import { withFields } from '../../../common/objects.ts';
 
 export const HMS_BASE_URL = 'https://push-api.cloud.huawei.com';
 export const HMS_AUTH_URL = 'https://oauth-login.cloud.huawei.com/oauth2/v3/token';
@@ -68,7 +67,10 @@ export class HmsAdapter extends CredentialedHttpAdapter implements VendorAdapter
     const all = (o: SubmitOutcome) => group.map(() => o);
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return all({ kind: 'payload-too-large', code: '80300008' });
     const url = joinUrl(this.config.baseUrl ?? HMS_BASE_URL, `/v1/${encodeURIComponent(this.config.clientId)}/messages:send`);
-    const body = { validate_only: false, message: withFields(this.message(group[0]!), { token: group.map((m) => m.token) }) };
+    // A fresh message object per request: the tokens go straight into it.
+    const message = this.message(group[0]!);
+    message.token = group.map((m) => m.token);
+    const body = { validate_only: false, message };
     const sent = await this.callWithCredential<SubmitOutcome[]>(
       deadline,
       (bearer) => this.http.postJson(url, { authorization: `Bearer ${bearer}` }, body, deadline),

@@ -72,7 +72,9 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
   /** One request; MiPush answers for the request as a whole. */
   private async send(group: readonly PushMessage[], deadline: number): Promise<SubmitOutcome> {
     if (this.payloadBytes(group[0]!) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: '65009' };
-    const form = withFields(this.form(group[0]!), { registration_id: group.map((m) => m.token).join(',') });
+    // A fresh form per request: the tokens go straight into it.
+    const form = this.form(group[0]!);
+    form.registration_id = group.map((m) => m.token).join(',');
     const answer = await answerOf(
       this.http.postForm(
         joinUrl(this.config.baseUrl ?? XIAOMI_BASE_URL, '/v3/message/regid'),
