@@ -207,6 +207,7 @@ function mergeStateRows(m: MemoryBenchResult | null): Row[] {
   const restoreS = m.restoreMs === undefined ? undefined : Math.round(m.restoreMs / 100) / 10;
   // A restore that replayed fewer records than the fill wrote restored only part of the windows.
   const partial = m.restoredRecords !== undefined && m.changelogRecords !== undefined && m.restoredRecords < m.changelogRecords;
+  const replayed = `${m.restoredRecords ?? '?'} of ${m.changelogRecords ?? '?'} changelog records${partial ? ': a partial restore' : ''}`;
   return [
     {
       what: 'worker RSS at 1M open merge windows',
@@ -219,10 +220,7 @@ function mergeStateRows(m: MemoryBenchResult | null): Row[] {
       what: 'restore after restart, 1M windows',
       target: '≤ 10 s',
       milestone: 'same',
-      measured:
-        restoreS === undefined
-          ? 'not measured'
-          : `${restoreS} s at ${at} (${m.restoredRecords ?? '?'} of ${m.changelogRecords ?? '?'} changelog records${partial ? ': a partial restore' : ''}; RSS after ${m.restoredRssMb ?? '?'} MB)`,
+      measured: restoreS === undefined ? 'not measured' : `${restoreS} s at ${at} (${replayed}; RSS after ${m.restoredRssMb ?? '?'} MB)`,
       verdict: partial ? 'not measured' : judge(restoreS, 10),
     },
   ];
