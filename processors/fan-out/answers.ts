@@ -5,7 +5,9 @@ import type { DispatchProgress } from './parked.ts';
 import { deadTokenReport, fanOutOutcome, replayedAnswer, type FanOutAnswer, type FanOutReason } from './records.ts';
 import type { Output } from './release-queue.ts';
 import type { GateClock } from './vendor-gate.ts';
-import { withFields } from '../../common/objects.ts';
+
+/** A channel's answer as its outcome reads it: its reason is one of FanOutReason (a type, no copy). */
+const asFanOutAnswer = (a: ChannelAnswer): FanOutAnswer => a as FanOutAnswer;
 
 /** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
 const RECENT_LIMIT = 100_000;
@@ -83,7 +85,7 @@ export class TaskAnswers {
   /** An answer of the task other than ACCEPTED: kept in `trail`, which a replay re-emits, and queued. */
   channel(p: DispatchProgress, ready: Output[], trail: ChannelAnswer[], a: ChannelAnswer): void {
     trail.push(a);
-    this.emit(p, ready, withFields(a, { reason: a.reason as FanOutReason }));
+    this.emit(p, ready, asFanOutAnswer(a));
   }
 
   /**
@@ -95,7 +97,7 @@ export class TaskAnswers {
     const trail = p.trail ?? [];
     const final = trail.at(-1)!;
     this.failed(task, p.dispatch.task_id, final.vendor, final.code, p.attempts, trail);
-    this.emit(p, ready, withFields(final, { reason: final.reason as FanOutReason }));
+    this.emit(p, ready, asFanOutAnswer(final));
   }
 
   /** Queues the outcome of an answer with the dispatch's other outputs, and tells the listener. */
@@ -125,7 +127,7 @@ export class TaskAnswers {
     for (const a of known.trail) {
       ready.push({
         child: this.outputs.outcomes,
-        record: { key: p.key, value: fanOutOutcome(d, withFields(a, { reason: a.reason as FanOutReason }), now), timestamp: p.timestamp },
+        record: { key: p.key, value: fanOutOutcome(d, asFanOutAnswer(a), now), timestamp: p.timestamp },
       });
       const token = d.channels[a.channel]?.token;
       if (a.status === 'DEAD_TOKEN' && token !== undefined) this.deadToken(p, ready, a.vendor, token, now);

@@ -474,7 +474,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     // Released in start order behind the dispatches in flight, like any other outcome; fused, once
     // the task's result is in MySQL (held ENDED meanwhile: a restart writes the row and emits it again).
     if (!this.config.fused) return this.running.addFinished(outputs);
-    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.hold(withFields(ended, { waitingOn: ENDED })));
+    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.hold(ended, ENDED));
   }
 
   /**

@@ -325,11 +325,11 @@ export class ParkedDispatches {
   /**
    * Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT, or ENDED for one that has ended and
    * waits for its row), written by `writeHeld`, until it parks or the returned function is called
-   * (it has finished and its outputs go out).
+   * (it has finished and its outputs go out). Progress already waiting on that is kept as it is.
    */
-  hold(p: DispatchProgress): () => void {
+  hold(p: DispatchProgress, waitingOn: typeof ENDED | typeof IN_FLIGHT = p.waitingOn === ENDED ? ENDED : IN_FLIGHT): () => void {
     const taskId = p.dispatch.task_id;
-    this.held.set(taskId, withWaitingOn(p, p.waitingOn === ENDED ? ENDED : IN_FLIGHT));
+    this.held.set(taskId, p.waitingOn === waitingOn ? p : withWaitingOn(p, waitingOn));
     this.heldChanged = true;
     return () => {
       if (this.held.delete(taskId)) this.heldChanged = true;
