@@ -76,8 +76,8 @@ export const CONFIG_KEYS = {
   PUSH_COMMIT_INTERVAL_MS: int({
     key: 'PUSH_COMMIT_INTERVAL_MS',
     section: 'workers',
-    default: 250,
-    defaultDoc: '250 (exactly_once), 100 (exactly_once with `PUSH_FAN_OUT_FUSED=false`), 1000 (at_least_once)',
+    default: 500,
+    defaultDoc: '500 (exactly_once), 100 (exactly_once with `PUSH_FAN_OUT_FUSED=false`), 1000 (at_least_once)',
     min: 10,
     max: MINUTE,
     doc: 'commit interval of the event path (decisions, and the fan-out when it runs apart), ms. Fused, no vendor call waits for it: it only makes outcomes visible, and fewer transactions leave the box more CPU (docs/design.md §7)',
@@ -94,10 +94,10 @@ export const CONFIG_KEYS = {
   PUSH_BACKGROUND_COMMIT_INTERVAL_MS: int({
     key: 'PUSH_BACKGROUND_COMMIT_INTERVAL_MS',
     section: 'workers',
-    default: 1000,
+    default: 3000,
     min: 10,
     max: MINUTE,
-    doc: 'commit interval of the stages off the push path (receipts, ClickHouse, campaigns), ms',
+    doc: 'commit interval of the stages off the push path (receipts, ClickHouse, campaigns), ms: how soon receipts, task statuses and arrival counts become visible; each commit is a transaction per task the broker pays for in CPU (docs/design.md §7)',
   }),
   PUSH_BUSINESS_COMMIT_INTERVAL_MS: int({
     key: 'PUSH_BUSINESS_COMMIT_INTERVAL_MS',

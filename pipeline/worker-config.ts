@@ -21,13 +21,13 @@ export interface WorkerConfig {
   readonly guarantee: ProcessingGuarantee;
   /**
    * PUSH_COMMIT_INTERVAL_MS: commit interval of the event path (decisions, and the fan-out when it
-   * runs apart); default 250 under exactly_once (100 with the fan-out apart, which waits for the
+   * runs apart); default 500 under exactly_once (100 with the fan-out apart, which waits for the
    * decisions' commit), 1000 otherwise; 10–60 000.
    */
   readonly commitIntervalMs: number;
   /** PUSH_CAUGHT_UP_COMMIT_MS: a caught-up decisions task commits this long after its previous commit (topology/runtime-options.ts caughtUpCommitMs); default the interval (fused) or 10; 1–commitIntervalMs. */
   readonly caughtUpCommitMs: number;
-  /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts and the ClickHouse sink; default 1000; 10–60 000. */
+  /** PUSH_BACKGROUND_COMMIT_INTERVAL_MS: commit interval of receipts, the ClickHouse sink and campaign expansion; default 3000; 10–60 000. */
   readonly backgroundCommitIntervalMs: number;
   /** PUSH_BUSINESS_COMMIT_INTERVAL_MS: commit interval of the business lane (business, fan-out-business); default 1000; 10–60 000. */
   readonly businessCommitIntervalMs: number;

@@ -29,14 +29,14 @@ describe('worker stages', () => {
     assert.throws(() => readWorkerConfig({ ...APPS, PUSH_FAN_OUT_FUSED: 'sometimes' }), refusedFor('PUSH_FAN_OUT_FUSED'));
   });
 
-  test("commit intervals: fused, no push waits for the decisions' commit (250 ms, no caught-up shortcut); apart, the fan-out does (100 ms, 10 ms when caught up)", () => {
+  test("commit intervals: fused, no push waits for the decisions' commit (500 ms, no caught-up shortcut); apart, the fan-out does (100 ms, 10 ms when caught up)", () => {
     const fused = readWorkerConfig(APPS);
-    assert.deepEqual([fused.commitIntervalMs, fused.caughtUpCommitMs], [250, 250]);
+    assert.deepEqual([fused.commitIntervalMs, fused.caughtUpCommitMs], [500, 500]);
     const separate = readWorkerConfig({ ...APPS, PUSH_FAN_OUT_FUSED: 'false' });
     assert.deepEqual([separate.commitIntervalMs, separate.caughtUpCommitMs], [100, 10]);
-    const set = readWorkerConfig({ ...APPS, PUSH_COMMIT_INTERVAL_MS: '500', PUSH_CAUGHT_UP_COMMIT_MS: '20' });
-    assert.deepEqual([set.commitIntervalMs, set.caughtUpCommitMs], [500, 20]);
+    const set = readWorkerConfig({ ...APPS, PUSH_COMMIT_INTERVAL_MS: '800', PUSH_CAUGHT_UP_COMMIT_MS: '20' });
+    assert.deepEqual([set.commitIntervalMs, set.caughtUpCommitMs], [800, 20]);
     assert.equal(readWorkerConfig({ ...APPS, PUSH_PROCESSING_GUARANTEE: 'at_least_once' }).commitIntervalMs, 1000);
-    assert.throws(() => readWorkerConfig({ ...APPS, PUSH_CAUGHT_UP_COMMIT_MS: '300' }), refusedFor('PUSH_CAUGHT_UP_COMMIT_MS'));
+    assert.throws(() => readWorkerConfig({ ...APPS, PUSH_CAUGHT_UP_COMMIT_MS: '600' }), refusedFor('PUSH_CAUGHT_UP_COMMIT_MS'));
   });
 });
