@@ -49,8 +49,8 @@ export interface ReceiptTopologyOptions extends WiringOptions {
  * Kafka records per acceptance by a receipt vendor: one join changelog record and, when it
  * expires, one tombstone, plus one by-message record when its receipts do not name the recipient;
  * an acceptance by APNs or FCM costs none. A receipt costs one push.receipts record, one join
- * changelog record (writes to one entry between two commits coalesce: a receipt that comes within
- * a commit interval of its acceptance shares its record), one by-uid or by-message record when its
+ * changelog record (none for a delivery to a lone submission, which marks the entry in memory
+ * only; writes to one entry between two commits coalesce), one by-uid or by-message record when its
  * callback was not keyed by its recipient, and a token-lifecycle changelog record only when it
  * changes the token's failure count or state; a duplicate costs only its re-key record, if any.
  * The stores are declared by the processors' suppliers (token-lifecycle's and both joins'), not here.

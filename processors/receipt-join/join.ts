@@ -68,7 +68,8 @@ export interface ReceiptJoinOptions {
  * injected writer, whose flush the runtime awaits before committing.
  *
  * An entry is written only when it changes (a duplicate receipt or a replayed submission writes
- * nothing), and it carries its own expiry, so a key costs one changelog record per commit at most.
+ * nothing; a delivery to a lone submission changes it in memory only, see `onReceipt`), and it
+ * carries its own expiry, so a key costs one changelog record per commit at most.
  * Retention is bounded: an entry is deleted at its due time. The supplier declares both stores
  * (`stores`, default RECEIPT_JOIN_STORES). The same join runs on push.receipts.by-message and
  * beside push.outcomes on records keyed by uid (`RECEIPT_JOIN_BY_UID_STORES`).
@@ -121,9 +122,10 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     // A new entry holds receipts for `pendingMs`; a submission extends it to the retention.
     const entry = this.messages.get(key) ?? withFields(emptyEntry(), { due: this.ctx.wallClockTimeMs() + this.pendingMs });
     entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
-    const changed =
+    const change =
       value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
-    if (!changed) return;
+    if (change === 'none') return;
+    if (change === 'memory') return this.messages.replaceEquivalent(key, entry);
     this.messages.put(key, entry);
     this.due.set(key, dueOf(entry, this.retentionMs, this.pendingMs));
     const over = this.messages.size - this.maxEntries;
@@ -153,30 +155,39 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
   }
 
   /** A new submission: the receipts waiting for it are matched, and the entry waits the full retention. */
-  private onSubmission(entry: MessageEntry, sub: SubmissionRef, timestamp: number): boolean {
-    if (!addSubmission(entry, sub)) return false;
+  private onSubmission(entry: MessageEntry, sub: SubmissionRef, timestamp: number): Change {
+    if (!addSubmission(entry, sub)) return 'none';
     const waiting = entry.pending;
     entry.pending = [];
     for (const r of waiting) this.onReceipt(entry, r, timestamp);
     entry.due = this.ctx.wallClockTimeMs() + this.retentionMs;
-    return true;
+    return 'logged';
   }
 
-  /** Returns whether the entry changed. */
-  private onReceipt(entry: MessageEntry, r: MessageReceipt, timestamp: number): boolean {
-    if (entry.subs.length === 0) return this.keepPending(entry, r);
+  /**
+   * How the receipt changed the entry. A DELIVERED receipt of an entry with one submission changes
+   * it in `memory` only: its emitted mark serves just to drop a later copy of the receipt, and a
+   * restore without it (after a restart or a move) would emit such a copy once more with the same
+   * event id, which every reader takes once (ClickHouse folds rows by event id, a success leaves
+   * token health as it is, a task's status never moves backwards). Its assignment to the lone
+   * submission is made the same way again. Every other change is `logged`: a failure must reach
+   * token health once, and a batch's assignments are made in arrival order.
+   */
+  private onReceipt(entry: MessageEntry, r: MessageReceipt, timestamp: number): Change {
+    if (entry.subs.length === 0) return this.keepPending(entry, r) ? 'logged' : 'none';
     const target = assignReceipt(entry, r);
     if (target.kind === 'other-app') {
       this.listener.crossApp?.(r.vendor, r.app_id);
-      return false;
+      return 'none';
     }
-    if (target.kind === 'pending') return this.keepPending(entry, r);
+    if (target.kind === 'pending') return this.keepPending(entry, r) ? 'logged' : 'none';
     if (target.kind === 'unmatched') {
       this.emitUnmatched([r], timestamp);
-      return false;
+      return 'none';
     }
     const emitted = this.emitMatched(entry, target.index, r, timestamp);
-    return emitted || target.assigned;
+    if (emitted && r.status === 'DELIVERED' && entry.subs.length === 1) return 'memory';
+    return emitted || target.assigned ? 'logged' : 'none';
   }
 
   private keepPending(entry: MessageEntry, r: MessageReceipt): boolean {
@@ -249,6 +260,9 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     }
   }
 }
+
+/** What a record changed in its entry: nothing, only what a restore may lose (`onReceipt`), or state a restart needs. */
+type Change = 'none' | 'memory' | 'logged';
 
 /** The (vendor, vendor message id) a record is about. */
 function messageOf(value: ByMessageRecord): [string, string] {
