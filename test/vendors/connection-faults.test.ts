@@ -146,8 +146,11 @@ describe('connection faults: every vendor call settles within its deadline (issu
     test(`${vendor}: a server restart under ${PUSHES} pushes in flight; reconnects stay within the pool size per backoff step`, async () => {
       const adapter = adapterOf(vendor);
       const messages = pushes(vendor, 'restart');
-      // Warm the connections, so the outage starts with a full pool.
-      assert.equal((await adapter.submit([message(em, vendor, 'warm')]))[0]!.kind, 'accepted');
+      // Warm the connections, so the outage starts with a full pool. The first call also fetches
+      // the vendor's auth within the test's short timeout: on a loaded box it may take a second try.
+      let warm = await adapter.submit([message(em, vendor, 'warm')]);
+      for (let i = 1; i < 3 && warm[0]!.kind !== 'accepted'; i++) warm = await adapter.submit([message(em, vendor, `warm${i}`)]);
+      assert.equal(warm[0]!.kind, 'accepted');
       let openedAtDown = 0;
       let openedAtUp = 0;
       const delivering = deliver(adapter, messages);
