@@ -146,9 +146,9 @@ async function openWindows(
   partitions: number,
   appId: string,
   onChangelog?: (records: Array<{ topic: string; partition: number; key: Buffer; value: Buffer | null }>) => Promise<void>,
-  inTopic = IN_TOPIC,
 ): Promise<StreamTask[]> {
   const now = Date.now() + CLOCK_AHEAD_MS;
+  const inTopic = topology.sourceTopics[0]!;
   const tasks = Array.from(
     { length: partitions },
     (_, p) =>
@@ -229,22 +229,15 @@ async function phaseFill(o: Required<MemoryBenchOptions>, appId: string): Promis
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   let records = 0;
-  await openWindows(
-    topology,
-    o.windows,
-    o.partitions,
-    appId,
-    async (changelog) => {
-      const byTopic = new Map<string, Array<{ partition: number; key: Buffer; value: Buffer | null }>>();
-      for (const r of changelog) {
-        if (!byTopic.has(r.topic)) byTopic.set(r.topic, []);
-        byTopic.get(r.topic)!.push({ partition: r.partition, key: r.key, value: r.value });
-      }
-      await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
-      records += changelog.length;
-    },
-    runInputTopic(appId),
-  );
+  await openWindows(topology, o.windows, o.partitions, appId, async (changelog) => {
+    const byTopic = new Map<string, Array<{ partition: number; key: Buffer; value: Buffer | null }>>();
+    for (const r of changelog) {
+      if (!byTopic.has(r.topic)) byTopic.set(r.topic, []);
+      byTopic.get(r.topic)!.push({ partition: r.partition, key: r.key, value: r.value });
+    }
+    await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    records += changelog.length;
+  });
   await producer.disconnect();
   return { changelogRecords: records };
 }

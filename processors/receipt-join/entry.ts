@@ -24,7 +24,8 @@ export interface MessageEntry {
   due?: number;
 }
 
-export const emptyEntry = (): MessageEntry => ({ subs: [], assigned: {}, emitted: [], pending: [] });
+/** A new entry, forgotten at `due` unless a submission extends it. */
+export const emptyEntry = (due: number): MessageEntry => ({ subs: [], assigned: {}, emitted: [], pending: [], due });
 
 /**
  * The entry's expiry. Values written before `due` existed had it in a separate timer store; for

@@ -120,7 +120,7 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     const value = record.value;
     const key = this.stores.byUid ? compositeKey(record.key, ...messageOf(value)) : record.key;
     // A new entry holds receipts for `pendingMs`; a submission extends it to the retention.
-    const entry = this.messages.get(key) ?? withFields(emptyEntry(), { due: this.ctx.wallClockTimeMs() + this.pendingMs });
+    const entry = this.messages.get(key) ?? emptyEntry(this.ctx.wallClockTimeMs() + this.pendingMs);
     entry.due = dueOf(entry, this.retentionMs, this.pendingMs);
     const change =
       value.type === 'submission' ? this.onSubmission(entry, value.submission, record.timestamp) : this.onReceipt(entry, value.receipt, record.timestamp);
@@ -174,13 +174,13 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
    * token health once, and a batch's assignments are made in arrival order.
    */
   private onReceipt(entry: MessageEntry, r: MessageReceipt, timestamp: number): Change {
-    if (entry.subs.length === 0) return this.keepPending(entry, r) ? 'logged' : 'none';
+    if (entry.subs.length === 0) return this.keepPending(entry, r);
     const target = assignReceipt(entry, r);
     if (target.kind === 'other-app') {
       this.listener.crossApp?.(r.vendor, r.app_id);
       return 'none';
     }
-    if (target.kind === 'pending') return this.keepPending(entry, r) ? 'logged' : 'none';
+    if (target.kind === 'pending') return this.keepPending(entry, r);
     if (target.kind === 'unmatched') {
       this.emitUnmatched([r], timestamp);
       return 'none';
@@ -190,10 +190,10 @@ class ReceiptJoinProcessor implements Processor<string, ByMessageRecord, string,
     return emitted || target.assigned ? 'logged' : 'none';
   }
 
-  private keepPending(entry: MessageEntry, r: MessageReceipt): boolean {
-    if (addPending(entry, r)) return true;
+  private keepPending(entry: MessageEntry, r: MessageReceipt): Change {
+    if (addPending(entry, r)) return 'logged';
     this.listener.duplicate?.(r.vendor);
-    return false;
+    return 'none';
   }
 
   /** Emits the receipt for submission `index` unless that (submission, status) was emitted before. */
