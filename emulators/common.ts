@@ -139,6 +139,8 @@ export class EmulatorCore {
   /** Replaceable so that startEmulators can give all six one shared clock. */
   clock = new EmulatorClock();
   readonly received: ReceivedPush[] = [];
+  /** Pushes accepted since the last reset, whatever `received` has kept of them (a vendor's day count). */
+  acceptedCount = 0;
   /** Tokens the vendor considers unregistered / invalid. */
   readonly deadTokens = new Set<string>();
   /** Latency added to every send answer, ms. */
@@ -202,6 +204,7 @@ export class EmulatorCore {
     this.connectionFaults = 0;
     this.deadTokens.clear();
     this.received.length = 0;
+    this.acceptedCount = 0;
     this.latencyMs = 0;
     this.receiptsPosted = 0;
     this.sendRequests = 0;
@@ -229,6 +232,7 @@ export class EmulatorCore {
   }
 
   record(push: Omit<ReceivedPush, 'vendor' | 'at'>): void {
+    if (push.answer === 'accepted') this.acceptedCount++;
     this.received.push({ vendor: this.vendor, at: this.clock.now(), ...push });
   }
 

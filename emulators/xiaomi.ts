@@ -90,7 +90,7 @@ export class XiaomiEmulator extends HttpsEmulator {
       trace_id: randomId('Xm'),
       description: '成功',
       info: `Received push messages for ${regIds.length} REGID`,
-      data: { id, day_quota: '0', day_acked: String(this.accepted().length), channel_exceed_quota: '' },
+      data: { id, day_quota: '0', day_acked: String(this.acceptedCount), channel_exceed_quota: '' },
     });
     this.receiptFor(id, regIds, form);
   }
