@@ -178,6 +178,28 @@ export function aboveIdle(step: StepResult, idleMsPerSecond: number): number | '
 }
 
 /**
+ * Worker CPU per further message between consecutive steps that kept up, in rate order: what one
+ * more message costs once the cycles the workers run whatever the load are paid (docs/design.md §7).
+ * Steps charge their CPU up to the end of their drain, so the figure is good only between steps of
+ * the same length. The run's first step is left out: it also carries the population's setup
+ * records and the workers' warm-up.
+ */
+export function marginalWorkerCpu(steps: readonly StepResult[]): Array<{ from: number; to: number; msPerMessage: number }> {
+  const kept = steps
+    .slice(1)
+    .filter((s) => s.sustained && s.persistedMessages > 0)
+    .sort((a, b) => a.offeredRate - b.offeredRate);
+  const out: Array<{ from: number; to: number; msPerMessage: number }> = [];
+  for (let i = 1; i < kept.length; i++) {
+    const [a, b] = [kept[i - 1]!, kept[i]!];
+    if (b.persistedMessages <= a.persistedMessages) continue;
+    const msPerMessage = Math.round(((b.workerCpuMs - a.workerCpuMs) / (b.persistedMessages - a.persistedMessages)) * 100) / 100;
+    out.push({ from: a.offeredRate, to: b.offeredRate, msPerMessage });
+  }
+  return out;
+}
+
+/**
  * The 1M-window targets. Below 1M windows a figure already over the target is a miss (memory and
  * restore time only grow with windows); one under it says nothing about 1M: `not measured`.
  */
@@ -232,6 +254,8 @@ export function tableRows(r: BenchResult): Row[] {
   const at = r.atSustainedRate;
   const b = sustainedStep?.breakdown ?? null;
   const atStep = sustainedStep ? ` (step ${sustainedStep.label})` : '';
+  const further = marginalWorkerCpu(r.steps);
+  const marginal = further.length > 0 ? `; each further message ${further.map((m) => `${m.msPerMessage} ms (${m.from}→${m.to}/s)`).join(', ')}` : '';
   const latencyRow = (what: string, l: BenchResult['latency'], target: string, milestone: string, limit: number): Row => ({
     what,
     target,
@@ -318,7 +342,7 @@ export function tableRows(r: BenchResult): Row[] {
       target: '(none)',
       milestone: '≤ 0.3 ms',
       measured: at
-        ? `${at.workerCpuMsPerMessage} ms gross${at.eventPathWorkerCpuMsPerMessage === null ? '' : ` (event path ${at.eventPathWorkerCpuMsPerMessage})`}, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)`
+        ? `${at.workerCpuMsPerMessage} ms gross${at.eventPathWorkerCpuMsPerMessage === null ? '' : ` (event path ${at.eventPathWorkerCpuMsPerMessage})`}, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)${marginal}`
         : 'n/a',
       verdict: verdict(at ? at.workerCpuMsPerMessage <= 0.3 : null),
     },
