@@ -27,7 +27,8 @@ import { readCaughtUpCommitMs, readCommitIntervalMs } from '../pipeline/worker-c
 import { trafficProducer } from '../demo/traffic.ts';
 import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
-import { atRate, formatTable, type BenchResult } from './report.ts';
+import { formatTable, type BenchResult } from './report.ts';
+import { atRate } from './worker-cpu.ts';
 import { processMemory } from './probes.ts';
 import { runMemoryBench, type MemoryBenchResult } from './memory-bench.ts';
 import { measureShardedFanOut, type ShardBenchResult } from './shards-bench.ts';

@@ -1,10 +1,10 @@
 /**
- * bench/report.ts marginalWorkerCpu: what one more persisted message costs the workers between the
+ * bench/worker-cpu.ts marginalWorkerCpu: what one more persisted message costs the workers between the
  * steps that kept up, as docs/design.md §7 reads it off a full bench.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { marginalWorkerCpu } from '../../bench/report.ts';
+import { marginalWorkerCpu } from '../../bench/worker-cpu.ts';
 import type { StepResult } from '../../bench/steps.ts';
 
 const step = (offeredRate: number, persistedMessages: number, workerCpuMs: number, sustained = true) =>
