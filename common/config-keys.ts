@@ -141,6 +141,14 @@ export const CONFIG_KEYS = {
     max: 256,
     doc: "input partitions each stage of a worker processes at once (each task commits its own transactions, so working on several hides one partition's latency); lower it to bound a worker's concurrent vendor calls and MySQL connections",
   }),
+  PUSH_MAX_TASK_IDLE_MS: int({
+    key: 'PUSH_MAX_TASK_IDLE_MS',
+    section: 'workers',
+    default: 100,
+    min: 0,
+    max: MINUTE,
+    doc: 'how long a task waits for one of its input partitions (a mute, a token, a presence change) to catch up before it decides a message stamped later, ms; records are taken in timestamp order across a task\'s inputs either way, and each decision taken without waiting out a partition counts in push_task_enforced_processing_total (docs/design.md, "Time order"); 0 never waits',
+  }),
   PUSH_DECISION_TAPS: bool({
     key: 'PUSH_DECISION_TAPS',
     section: 'workers',

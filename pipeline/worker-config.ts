@@ -37,6 +37,8 @@ export interface WorkerConfig {
   readonly replication: TopicReplication;
   /** PUSH_CONCURRENT_PARTITIONS: input partitions each stage processes at once. Default PUSH_PARTITIONS; 1–256. */
   readonly concurrentPartitions: number;
+  /** PUSH_MAX_TASK_IDLE_MS: how long a task waits for an input partition to catch up (topology/task-input.ts). */
+  readonly maxTaskIdleMs: number;
   /** PUSH_TOPIC_PREFIX: prefix of every topic name. Default none. */
   readonly topicPrefix: string;
   /** PUSH_METRICS_PORT: /metrics, /healthz, /readyz; 0 picks a free port. Default 9464. */
@@ -108,6 +110,7 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     partitions,
     replication: readReplication(env),
     concurrentPartitions: readKey(env, CONFIG_KEYS.PUSH_CONCURRENT_PARTITIONS, partitions),
+    maxTaskIdleMs: readKey(env, CONFIG_KEYS.PUSH_MAX_TASK_IDLE_MS),
     topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
     metricsPort: readKey(env, CONFIG_KEYS.PUSH_METRICS_PORT),
     appsConfigPath,

@@ -110,6 +110,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         // Tasks commit transactions with several broker round trips each: working on every assigned
         // partition at once keeps the pipeline from being bound by one partition's latency.
         partitionsConsumedConcurrently: config.concurrentPartitions,
+        maxTaskIdleMs: config.maxTaskIdleMs,
         dlqTopic: topicName('dlq', config.topicPrefix),
         maxRecordBytes: config.maxRecordBytes,
         restartBackoffInitialMs: config.restartBackoff.initialMs,

@@ -1,4 +1,4 @@
-import type { Consumer, EachBatchPayload, Kafka, RequestEvent } from 'kafkajs';
+import type { Batch, Consumer, EachBatchPayload, Kafka, RequestEvent } from 'kafkajs';
 import { PushError, errorCode, errorMessage } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import { sleep } from '../common/retry.ts';
@@ -26,6 +26,7 @@ export interface ConsumerSupervisorContext {
     onAssignment(memberId: string, assignment: Record<string, number[]>): void;
     onBatch(payload: EachBatchPayload): Promise<void>;
     onFilteredBatch(payload: { topic: string; partition: number; batchSize: number; lastOffset: string }): void;
+    onFetched(batches: readonly Batch[]): void;
     closeAll(): Promise<void>;
     forgetMember(): void;
   };
@@ -135,6 +136,11 @@ export class ConsumerSupervisor {
       }
       if (this.ctx.closing()) return;
       tasks.onAssignment(payload.memberId, payload.memberAssignment);
+    });
+    consumer.on(consumer.events.FETCH, ({ payload }) => {
+      // Every batch of the fetch, empty ones included (stack/kafkajs-patch/apply.mjs, FETCH_ORDER_METHODS).
+      const { batches } = payload as { batches?: Batch[] };
+      if (batches && !retired()) tasks.onFetched(batches);
     });
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
       if (!retired()) tasks.onFilteredBatch(payload);

@@ -25,6 +25,12 @@ export interface MetricsListener {
   onLag?(event: { applicationId: string; topic: string; partition: number; lag: number }): void;
   /** Records of one fetched batch handed to a task (transaction markers and aborted records are not in it). */
   onFetch?(event: { applicationId: string; topic: string; partition: number; records: number }): void;
+  /**
+   * Records a task took before one of its other input partitions had caught up with them, because
+   * the wait for it (maxTaskIdleMs) ran out (topology/task-input.ts): their order against that
+   * partition's records is not guaranteed.
+   */
+  onEnforcedProcessing?(event: { applicationId: string; taskId: string; records: number }): void;
   /** One Kafka request sent by the application's consumer or a task's producer, by API (Fetch, Produce, EndTxn, …). */
   onKafkaRequest?(event: { applicationId: string; api: string }): void;
   /**
@@ -63,6 +69,7 @@ export function safeMetrics(listener: MetricsListener | undefined, logger?: Logg
     onRestoreProgress: wrap('onRestoreProgress'),
     onLag: wrap('onLag'),
     onFetch: wrap('onFetch'),
+    onEnforcedProcessing: wrap('onEnforcedProcessing'),
     onKafkaRequest: wrap('onKafkaRequest'),
     onDeadLetter: wrap('onDeadLetter'),
     onAssignment: wrap('onAssignment'),

@@ -61,6 +61,13 @@ export interface StreamsAppOptions {
    */
   maxBufferedRecords?: number;
   /**
+   * How long a task with several input partitions waits, in ms, for one of them to catch up before
+   * it processes a buffered record stamped later than what that partition may still hold (Kafka
+   * Streams' max.task.idle.ms; topology/task-input.ts). Records are taken in timestamp order across
+   * the task's partitions either way; 0 never waits. Default 100. Range 0–60 000.
+   */
+  maxTaskIdleMs?: number;
+  /**
    * Largest output record, in bytes: key + value + headers (topology/record-size.ts). A larger
    * output is a production error: its input record goes to the DLQ with `RECORD_TOO_LARGE` and the
    * task goes on, instead of the broker refusing the whole transaction. Lowered per topic to the
@@ -117,6 +124,7 @@ export function resolveStreamsAppOptions(options: StreamsAppOptions): ResolvedSt
       ? {}
       : { maxBufferedRecords: checkRange('maxBufferedRecords', options.maxBufferedRecords, { min: 1, max: 1_000_000 }) }),
     fetchMinBytes: checkRange('fetchMinBytes', options.fetchMinBytes ?? 1, { min: 1, max: 10 * 1024 * 1024 }),
+    maxTaskIdleMs: checkRange('maxTaskIdleMs', options.maxTaskIdleMs ?? 100, { min: 0, max: 60_000 }),
     fetchMaxWaitMs: checkRange('fetchMaxWaitMs', options.fetchMaxWaitMs ?? 500, { min: 10, max: 30_000 }),
     maxRecordBytes: checkRange('maxRecordBytes', options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, { min: 1024, max: 100 * 1024 * 1024 }),
     restartBackoffInitialMs: initialMs,

@@ -35,6 +35,8 @@ export interface TaskHandle {
   readonly input: TaskInputQueue;
   /** A turn of input processing is queued in `exec`. */
   processingQueued: boolean;
+  /** Ends the task's wait for an input partition to catch up (TaskManager.wakeAt). */
+  idleTimer?: NodeJS.Timeout | undefined;
 }
 
 /** A fetched Kafka message as a task input; header values decoded to UTF-8 (first value of a repeated header). */

@@ -1,4 +1,4 @@
-import type { Admin, Consumer, EachBatchPayload, Kafka, Producer, RequestEvent } from 'kafkajs';
+import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, Producer, RequestEvent } from 'kafkajs';
 import { PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import { sleep, withTimeout } from '../common/retry.ts';
@@ -10,7 +10,7 @@ import { taskId, type TaskId } from './assignor.ts';
 import type { MetricsListener } from './metrics.ts';
 import { SerialExecutor } from './serial-executor.ts';
 import { toInput, type TaskHandle } from './task-handle.ts';
-import { TaskInputQueue } from './task-input.ts';
+import { fetchMarkOf, TaskInputQueue, type FetchMark } from './task-input.ts';
 import { TaskLifecycle } from './task-state.ts';
 import { isRebalancing, refusedForGood } from './kafka-errors.ts';
 import type { TopicRules } from './topic-rules.ts';
@@ -18,6 +18,9 @@ import type { ResolvedStreamsAppOptions } from './runtime-options.ts';
 
 /** Records a task processes in one turn of its executor before punctuators and commits get a turn. */
 const RECORDS_PER_TURN = 500;
+
+/** The mark of a consumed-through report that comes without its fetch (onFilteredBatch): changes no partition's fetch. */
+const NO_FETCH: FetchMark = Object.freeze({ sent: 0, answered: 0, readable: 0 });
 
 /** What the task manager needs from the application around it (StreamsApp and its ConsumerSupervisor). */
 export interface TaskManagerContext {
@@ -170,7 +173,7 @@ export class TaskManager {
       lastCommitMs: Date.now(),
       tickQueued: false,
       commitFailed: false,
-      input: new TaskInputQueue(options.maxBufferedRecords),
+      input: new TaskInputQueue(options.maxBufferedRecords, subtopology.sourceTopics, options.maxTaskIdleMs),
       processingQueued: false,
     };
     this.handles.set(id, handle);
@@ -239,6 +242,7 @@ export class TaskManager {
     this.suspend(handle);
     handle.lifecycle.to('closed');
     handle.input.clear();
+    clearTimeout(handle.idleTimer);
     // Never rejects: a failed commit is reported through TaskCommits' onFailed (this.onTaskError).
     await handle.commitInFlight?.catch(() => undefined);
     await handle.task.close();
@@ -267,11 +271,12 @@ export class TaskManager {
         if (handle.lifecycle.is('created', 'restoring')) await heartbeat();
       }
       if (handle.lifecycle.state === 'closed' || batch.messages.length === 0) return;
-      for (const message of batch.messages) handle.input.push(toInput(batch.topic, batch.partition, message));
+      const mark = fetchMarkOf(batch);
+      for (const message of batch.messages) handle.input.append(batch.topic, toInput(batch.topic, batch.partition, message), mark);
       // Handed over: kafkajs fetches on from here. Nothing is committed until the task processed it.
       const last = batch.messages[batch.messages.length - 1]!.offset;
       const tail = batch.lastOffset();
-      if (BigInt(tail) > BigInt(last)) this.enqueueConsumedThrough(handle, batch.topic, batch.partition, tail);
+      if (BigInt(tail) > BigInt(last)) this.enqueueConsumedThrough(handle, batch.topic, batch.partition, tail, mark);
       resolveOffset(tail);
       this.schedule(handle);
       while (handle.input.full && !handle.lifecycle.is('closed') && isRunning() && !this.ctx.closing() && !this.ctx.restarting()) {
@@ -287,6 +292,21 @@ export class TaskManager {
   }
 
   /**
+   * A fetch was answered, before its batches are handed over: each partition it found nothing new
+   * in is caught up to that fetch (TaskInputQueue's time order), and a task waiting for it looks
+   * again. Partitions with records catch up when onBatch hands them over.
+   */
+  onFetched(batches: readonly Batch[]): void {
+    if (this.halted()) return;
+    for (const batch of batches) {
+      if (!batch.isEmpty()) continue;
+      const sub = this.ctx.options.topology.subtopologyOfTopic(batch.topic);
+      const handle = sub && this.handles.get(taskId(sub.id, batch.partition));
+      if (handle && handle.input.caughtUp(batch.topic, fetchMarkOf(batch)) && handle.lifecycle.state === 'running') this.schedule(handle);
+    }
+  }
+
+  /**
    * A fetch whose records were all transaction markers or aborted records (kafkajs resolves those
    * without calling eachBatch, then reports them as a batch of size 0): the task may commit past them.
    */
@@ -294,11 +314,11 @@ export class TaskManager {
     if (payload.batchSize > 0 || this.halted()) return;
     const sub = this.ctx.options.topology.subtopologyOfTopic(payload.topic);
     const handle = sub && this.handles.get(taskId(sub.id, payload.partition));
-    if (handle && handle.lifecycle.state === 'running') this.enqueueConsumedThrough(handle, payload.topic, payload.partition, payload.lastOffset);
+    if (handle && handle.lifecycle.state === 'running') this.enqueueConsumedThrough(handle, payload.topic, payload.partition, payload.lastOffset, NO_FETCH);
   }
 
-  private enqueueConsumedThrough(handle: TaskHandle, topic: string, partition: number, offset: string): void {
-    handle.input.push({ consumedThrough: true, topic, partition, offset });
+  private enqueueConsumedThrough(handle: TaskHandle, topic: string, partition: number, offset: string, mark: FetchMark): void {
+    handle.input.append(topic, { consumedThrough: true, topic, partition, offset }, mark);
     this.schedule(handle);
   }
 
@@ -313,22 +333,38 @@ export class TaskManager {
       })
       .then(
         () => {
-          if (handle.input.size > 0 && this.owns(handle)) this.schedule(handle);
+          if (!this.owns(handle)) return;
+          if (handle.input.waitUntil !== undefined) this.wakeAt(handle, handle.input.waitUntil);
+          else if (handle.input.size > 0) this.schedule(handle);
         },
         (error: unknown) => this.onTaskError(handle, error),
       );
   }
 
+  /** The task waits for an input partition to catch up (TaskInputQueue.next): looks again at `atMs` at the latest. */
+  private wakeAt(handle: TaskHandle, atMs: number): void {
+    clearTimeout(handle.idleTimer);
+    handle.idleTimer = setTimeout(
+      () => {
+        handle.idleTimer = undefined;
+        if (this.owns(handle)) this.schedule(handle);
+      },
+      Math.max(0, atMs - Date.now()),
+    );
+  }
+
   /**
-   * One turn: up to RECORDS_PER_TURN queued records through the task, then a commit if one is due.
-   * Turns are bounded so punctuators and commits (tick) interleave with a long backlog.
+   * One turn: up to RECORDS_PER_TURN queued records through the task, in time order across its
+   * input partitions (TaskInputQueue), then a commit if one is due. Turns are bounded so punctuators
+   * and commits (tick) interleave with a long backlog.
    * Records below the task's next offset were processed already (kafkajs fetches again from the
    * committed offset after a rejoin) and are skipped.
    */
   private async processInput(handle: TaskHandle): Promise<void> {
     const { applicationId } = this.ctx.options;
+    const enforcedBefore = handle.input.enforced;
     for (let n = 0; n < RECORDS_PER_TURN && this.owns(handle); n++) {
-      const input = handle.input.shift();
+      const input = handle.input.next(Date.now());
       if (input === undefined) break;
       const offset = BigInt(input.offset);
       const next = handle.nextOffsets.get(input.topic);
@@ -344,6 +380,8 @@ export class TaskManager {
       if (outcome.kind === 'dead-lettered')
         this.ctx.metrics.onDeadLetter({ applicationId, topic: input.topic, partition: input.partition, code: outcome.code });
     }
+    if (handle.input.enforced > enforcedBefore)
+      this.ctx.metrics.onEnforcedProcessing({ applicationId, taskId: handle.id, records: handle.input.enforced - enforcedBefore });
     if (this.owns(handle) && this.commits.due(handle)) await this.commits.start(handle);
   }
 

@@ -104,6 +104,10 @@ export class PipelineMetrics {
     'push_kafka_requests_total',
     'Kafka requests sent by the consumers and task producers, by application and API',
   );
+  readonly enforcedProcessing = this.registry.counter(
+    'push_task_enforced_processing_total',
+    'Records a task processed before another of its input partitions had caught up with them, because PUSH_MAX_TASK_IDLE_MS ran out (their order against that partition is not guaranteed), by application',
+  );
   readonly recordsFetched = this.registry.counter(
     'push_records_fetched_total',
     'Records fetched and handed to tasks (transaction markers and aborted records excluded), by application',
@@ -173,6 +177,7 @@ export class PipelineMetrics {
     onRestoreProgress: (e) => this.restored.set({ app: e.applicationId, task: e.taskId, store: e.store }, e.restoredRecords),
     onLag: (e) => this.lag.set({ app: e.applicationId, topic: e.topic, partition: String(e.partition) }, e.lag),
     onFetch: (e) => this.recordsFetched.inc({ app: e.applicationId }, e.records),
+    onEnforcedProcessing: (e) => this.enforcedProcessing.inc({ app: e.applicationId }, e.records),
     onKafkaRequest: (e) => this.kafkaRequests.inc({ app: e.applicationId, api: e.api }),
     onDeadLetter: (e) => this.deadLetters.inc({ app: e.applicationId, topic: e.topic, code: e.code }),
     onAssignment: (e) => this.assignedTasks.set({ app: e.applicationId }, e.taskIds.length),

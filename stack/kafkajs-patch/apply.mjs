@@ -69,6 +69,64 @@ const ENCODER_METHODS = {
   },
 };
 
+export const FETCH_ORDER_MARK = 'offline-push fetchOrder v1';
+const RUNNER_SHA256 = 'fad3247df2e3ba483b94e014e5c5916fd72d7bdfc3b3dfccc5232b60da18306d';
+const BATCH_SHA256 = '04ee8657247441599f200af5871ce6b3c4463abe941b97405502f8f5f683face';
+/**
+ * What a task needs to take its inputs in time order (topology/task-input.ts): which fetch each
+ * batch came from, and what the broker said of every partition of that fetch, empty ones included.
+ * The published runner drops empty batches without a word and says nothing of the fetch a batch
+ * came from. Its fetch now numbers each fetch when it is sent and when it is answered (one counter
+ * per consumer), stamps both on the fetch's batches, and hands them all to the FETCH event; a batch
+ * keeps the fetch response's last stable offset (what a read_committed consumer can read), which
+ * the published Batch drops.
+ */
+const FETCH_ORDER_METHODS = {
+  runner: {
+    '  async fetch(nodeId) {\n': {
+      replace: `  async fetch(nodeId) {
+    // ${FETCH_ORDER_MARK} (stack/kafkajs-patch/apply.mjs): numbered fetches, every batch in FETCH.
+    if (!this.running) {
+      this.logger.debug('consumer not running, exiting', {
+        groupId: this.consumerGroup.groupId,
+        memberId: this.consumerGroup.memberId,
+      })
+      return []
+    }
+    const startFetch = Date.now()
+    const fetchSent = (this.fetchCount = (this.fetchCount || 0) + 1)
+    this.instrumentationEmitter.emit(FETCH_START, { nodeId, fetchSent })
+    const batches = await this.consumerGroup.fetch(nodeId)
+    const fetchAnswered = ++this.fetchCount
+    for (const batch of batches) {
+      batch.fetchSent = fetchSent
+      batch.fetchAnswered = fetchAnswered
+    }
+    this.instrumentationEmitter.emit(FETCH, {
+      numberOfBatches: batches.length,
+      duration: Date.now() - startFetch,
+      nodeId,
+      fetchSent,
+      fetchAnswered,
+      batches,
+    })
+    if (batches.length === 0) {
+      await this.heartbeat()
+    }
+    return batches
+  }
+`,
+    },
+  },
+  batch: {
+    '  constructor(topic, fetchedOffset, partitionData) {\n': {
+      prepend: `    // ${FETCH_ORDER_MARK} (stack/kafkajs-patch/apply.mjs): what a read_committed consumer can read.
+    this.lastStableOffset = partitionData.lastStableOffset
+`,
+    },
+  },
+};
+
 export function applyKafkajsPatch(log = (line) => console.log(line)) {
   const pkg = join(root, 'node_modules', 'kafkajs', 'package.json');
   if (!existsSync(pkg)) return false;
@@ -82,9 +140,12 @@ export function applyKafkajsPatch(log = (line) => console.log(line)) {
     '  scheduleCheckPendingRequests() {\n': { replace: REQUEST_QUEUE_SCHEDULE },
   });
   const encoder = patchMethods(['src', 'protocol', 'encoder.js'], ENCODER_SHA256, ENCODER_MARK, ENCODER_METHODS);
+  const runner = patchMethods(['src', 'consumer', 'runner.js'], RUNNER_SHA256, FETCH_ORDER_MARK, FETCH_ORDER_METHODS.runner);
+  const batch = patchMethods(['src', 'consumer', 'batch.js'], BATCH_SHA256, FETCH_ORDER_MARK, FETCH_ORDER_METHODS.batch);
   if (requestQueue) log('[bootstrap] kafkajs: request queue timer fix installed (stack/kafkajs-patch)');
   if (encoder) log('[bootstrap] kafkajs: varint encoder fix installed (stack/kafkajs-patch)');
-  return producer || requestQueue || encoder;
+  if (runner || batch) log('[bootstrap] kafkajs: fetch order fix installed (stack/kafkajs-patch)');
+  return producer || requestQueue || encoder || runner || batch;
 }
 
 function patchSendMessages(log) {

@@ -1,0 +1,193 @@
+/**
+ * Time order across a task's inputs (topology/task-input.ts, docs/design.md "Time order"): a change
+ * a user made just before a message — a mute, an unmute, quiet hours, a new token — governs that
+ * message, even though the change and the message come from separate producers on separate topics
+ * and the machine is busy. Hundreds of users, each with one change and then, 5–50 ms later by
+ * timestamp and after the change was acknowledged, one message it governs; one core kept busy by a
+ * CPU hog while they are sent and decided.
+ *
+ * On the runtime that took records in fetch order this failed: messages sent 5 ms after a mute
+ * were pushed anyway, and pushes went to the replaced token.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Admin, Producer } from 'kafkajs';
+import { StreamsApp } from '../../topology/runtime.ts';
+import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
+import type { MessagePersisted, PushDispatch, PushOutcome, TokenReport, UserSettings } from '../../processors/model/records.ts';
+import type { TopicKey } from '../../pipeline/topics.ts';
+import { uniqueName } from '../support/stack.ts';
+import { startCpuHog } from '../support/cpu-hog.ts';
+import { createTestTopics, endpoints, kafka, produce, readDecoded, waitConsumed, type TestTopics } from './stack-io.ts';
+
+const APP = 'im.time-order';
+const ZONE = 'UTC';
+const USERS_PER_KIND = 120;
+const GAPS_MS = [5, 10, 20, 50];
+/** Users whose change and message are in flight at once. */
+const CONCURRENCY = 24;
+
+type Kind = 'mute' | 'unmute' | 'quiet' | 'token';
+const KINDS: readonly Kind[] = ['mute', 'unmute', 'quiet', 'token'];
+
+interface Case {
+  uid: string;
+  kind: Kind;
+  gapMs: number;
+}
+
+const minuteOfDay = (at: number) => Math.floor((at % 86_400_000) / 60_000);
+
+/** Quiet hours around `at` (±2 h, UTC), or far from it. */
+const quietHours = (at: number, quiet: boolean) => {
+  const m = minuteOfDay(at);
+  return quiet ? { start_minute: (m + 1440 - 120) % 1440, end_minute: (m + 120) % 1440 } : { start_minute: (m + 360) % 1440, end_minute: (m + 480) % 1440 };
+};
+
+const settings = (uid: string, at: number, change: { muted?: boolean; quiet?: boolean }): UserSettings => ({
+  uid,
+  time_zone: ZONE,
+  quiet_hours: quietHours(at, change.quiet ?? false),
+  muted_conversations: change.muted ? [`conv-${uid}`] : [],
+  private_mode: false,
+  updated_at: at,
+});
+
+const token = (uid: string, at: number, value: string): TokenReport => ({
+  uid,
+  device_id: 'phone',
+  platform: 'android',
+  vendor: 'fcm',
+  app_id: APP,
+  token: value,
+  reported_at: at,
+  state: 'VALID',
+  source: 'CLIENT',
+  reason: null,
+  manufacturer: 'samsung',
+});
+
+const message = (uid: string, at: number): MessagePersisted => ({
+  msg_id: `${uid}-m1`,
+  conv_id: `conv-${uid}`,
+  conv_type: 'GROUP',
+  seq: 1,
+  sender_uid: 'sender',
+  uid,
+  unread_cnt: 1,
+  title: 'Group',
+  summary: `hello ${uid}`,
+  sensitive: false,
+  mention: 'NONE',
+  persisted_at: at,
+  app_id: APP,
+});
+
+/** The state before the change: unmuted and outside quiet hours, but muted for `unmute`; the old token. */
+function initialState(c: Case, at: number): { settings: UserSettings; token: TokenReport } {
+  return { settings: settings(c.uid, at, { muted: c.kind === 'unmute' }), token: token(c.uid, at, `old:${c.uid}`) };
+}
+
+/** The change, stamped `at`. */
+function change(c: Case, at: number): { topic: TopicKey; value: UserSettings | TokenReport } {
+  if (c.kind === 'token') return { topic: 'tokens', value: token(c.uid, at, `new:${c.uid}`) };
+  return { topic: 'settings', value: settings(c.uid, at, { muted: c.kind === 'mute', quiet: c.kind === 'quiet' }) };
+}
+
+/** What the message must become under the changed state: pushed (to which token) or not. */
+function expected(c: Case): string {
+  if (c.kind === 'mute' || c.kind === 'quiet') return 'not pushed';
+  return `pushed to ${c.kind === 'token' ? 'new' : 'old'}:${c.uid}`;
+}
+
+let admin: Admin;
+before(async () => {
+  admin = kafka.admin();
+  await admin.connect();
+});
+after(async () => {
+  await admin.disconnect();
+});
+
+async function sendOne(producer: Producer, t: TestTopics, key: TopicKey, value: { uid: string }, timestamp: number): Promise<void> {
+  const topic = t.name(key);
+  const bytes = await t.serdes(key).serialize(topic, value);
+  await producer.send({ topic, acks: -1, messages: [{ key: value.uid, value: bytes, timestamp: String(timestamp) }] });
+}
+
+test(
+  'a mute, unmute, quiet hours or new token stamped 5–50 ms before a message governs it, from separate producers on a busy machine',
+  { timeout: 300_000 },
+  async () => {
+    const t = await createTestTopics(admin);
+    // Kinds and gaps interleaved, so each meets the same load.
+    const cases: Case[] = Array.from({ length: USERS_PER_KIND }, (_, i) =>
+      KINDS.map((kind) => ({ uid: `${kind}-${i}`, kind, gapMs: GAPS_MS[i % GAPS_MS.length]! })),
+    ).flat();
+    const groupId = uniqueName('time-order-app');
+    const app = new StreamsApp({
+      applicationId: groupId,
+      topology: buildDecisionsTopology({ valueSerdes: t.serdes, topicPrefix: t.prefix }),
+      brokers: endpoints.kafkaBrokers,
+      dlqTopic: t.name('dlq'),
+      processingGuarantee: 'exactly_once',
+      commitIntervalMs: 100,
+    });
+    const changes = kafka.producer({ idempotent: true });
+    const messages = kafka.producer({ idempotent: true });
+    const hog = startCpuHog();
+    try {
+      await app.start();
+      const setupAt = Date.now() - 60_000;
+      const setup = cases.map((c) => initialState(c, setupAt));
+      await produce(
+        t,
+        'settings',
+        setup.map((s) => ({ ...s.settings, timestamp: setupAt })),
+      );
+      await produce(
+        t,
+        'tokens',
+        setup.map((s) => ({ ...s.token, timestamp: setupAt })),
+      );
+      await waitConsumed(admin, groupId, [t.name('settings'), t.name('tokens')], 120_000);
+
+      await Promise.all([changes.connect(), messages.connect()]);
+      let next = 0;
+      const race = async () => {
+        for (let c = cases[next++]; c !== undefined; c = cases[next++]) {
+          const at = Date.now();
+          const { topic, value } = change(c, at);
+          await sendOne(changes, t, topic, value, at);
+          const wait = at + c.gapMs - Date.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          await sendOne(messages, t, 'persisted', message(c.uid, at + c.gapMs), at + c.gapMs);
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, race));
+
+      const pushable = cases.filter((c) => expected(c) !== 'not pushed').length;
+      const dispatches = await readDecoded<PushDispatch>(t, 'dispatch', (v) => v.length >= pushable, 120_000);
+      const outcomes = await readDecoded<PushOutcome>(t, 'outcomes', (v) => v.length >= cases.length - pushable, 60_000, 1_000);
+      const pushedTo = new Map(dispatches.filter((d) => d.msg_id.endsWith('-m1')).map((d) => [d.uid, d.channels[0]!.token]));
+      const suppressed = new Set(outcomes.filter((o) => o.msg_id.endsWith('-m1') && o.status === 'SUPPRESSED').map((o) => o.uid));
+
+      const wrong: string[] = [];
+      for (const c of cases) {
+        const to = pushedTo.get(c.uid);
+        const got = to !== undefined ? `pushed to ${to}` : suppressed.has(c.uid) ? 'not pushed' : 'no decision';
+        if (got !== expected(c)) wrong.push(`${c.kind} +${c.gapMs} ms ${c.uid}: ${got}, expected ${expected(c)}`);
+      }
+      const byKind = Object.fromEntries(KINDS.map((k) => [k, wrong.filter((w) => w.startsWith(`${k} `)).length]));
+      assert.deepEqual(
+        { wrong: wrong.length, byKind, first: wrong.slice(0, 10) },
+        { wrong: 0, byKind: Object.fromEntries(KINDS.map((k) => [k, 0])), first: [] },
+        `messages decided under the state before the change they followed (of ${cases.length})`,
+      );
+    } finally {
+      hog.stop();
+      await Promise.allSettled([changes.disconnect(), messages.disconnect()]);
+      await app.close();
+    }
+  },
+);
