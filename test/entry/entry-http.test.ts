@@ -71,7 +71,7 @@ test('a valid push is answered 202 with its request id and is in push.requests, 
   assert.equal(r.value.campaign_id, null);
 });
 
-test('invalid requests get 400 naming the field (or 413, 415, 404, 405) and nothing reaches Kafka', async () => {
+test('invalid requests get 400 naming the field (or 413, 415 also without a Content-Type, 404, 405) and nothing reaches Kafka', async () => {
   const before = (await readAll(stack, 'requests')).length;
   const cases: Array<[string, string, unknown, number, string]> = [
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo' }, 400, 'title'],
@@ -89,9 +89,21 @@ test('invalid requests get 400 naming the field (or 413, 415, 404, 405) and noth
     assert.equal((answer.body.error as { field: string }).field, field);
     assert.equal(typeof (answer.body.error as { message: string }).message, 'string');
   }
-  const res = await fetch(`${stack.url}/v1/pushes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' }, body: 'x' });
-  assert.equal(res.status, 415);
+  // A JSON body is refused unless the request says it is JSON: another type, or none at all (a Buffer body gets no Content-Type from fetch).
+  const push = Buffer.from(JSON.stringify({ uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b' }));
+  for (const type of [undefined, 'text/plain', 'application/json-patch+json']) {
+    const res = await fetch(`${stack.url}/v1/pushes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, ...(type ? { 'content-type': type } : {}) },
+      body: push,
+    });
+    assert.equal(res.status, 415, String(type));
+    assert.deepEqual(await res.json(), { error: { field: 'content-type', message: 'expected application/json' } });
+  }
   assert.equal((await readAll(stack, 'requests')).length, before);
+  const charset = await call(stack, 'POST', '/v1/pushes', key, push.toString(), { 'content-type': 'application/json; charset=utf-8' });
+  assert.equal(charset.status, 202, 'application/json with a charset is JSON');
+  assert.equal((await readAll(stack, 'requests')).length, before + 1);
 });
 
 test('over the key rate: 429 with Retry-After; another key is not affected', async () => {
