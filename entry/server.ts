@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
+import { requestId } from '../processors/business/transfer.ts';
 import { cancelRecord, type PushRequestRecord } from '../processors/campaigns/records.ts';
 import { ConnectionGuard } from '../receipts/guard.ts';
 import type { EntryConfig } from './config.ts';
@@ -131,7 +132,8 @@ export class EntryServer {
       if (path === '/v1/pushes') {
         const record = parsePushBody(body, ctx);
         await this.publish(() => this.deps.publisher.request(record), key);
-        return [202, { request_id: record.idempotency_key }];
+        // The pipeline's id of the request: its task rows are (uid, biz:<request_id>, 0, device), its events carry it as msg_id.
+        return [202, { request_id: requestId(record.uid, record.sender, record.idempotency_key), idempotency_key: record.idempotency_key }];
       }
       const record = parseCampaignBody(body, ctx, this.deps.config.maxCampaignUids);
       await this.publish(() => this.deps.publisher.campaign(record), key);

@@ -7,6 +7,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RowDataPacket } from 'mysql2/promise';
+import { requestId } from '../../processors/business/transfer.ts';
 import type { PushCampaignRecord, PushRequestRecord } from '../../processors/campaigns/records.ts';
 import type { StreamsApp } from '../../topology/runtime.ts';
 import { call, readAll, sha256, startEntryStack, startExpansion, type EntryStack } from './support.ts';
@@ -59,7 +60,9 @@ test('a valid push is answered 202 with its request id and is in push.requests, 
     { 'idempotency-key': 'order-77:shipped' },
   );
   assert.equal(answer.status, 202, JSON.stringify(answer.body));
-  assert.deepEqual(answer.body, { request_id: 'order-77:shipped' });
+  // The request id names the push's task rows (uid, biz:<request id>, 0, device) and events (msg_id).
+  assert.deepEqual(answer.body, { request_id: requestId('u-42', 'order-service', 'order-77:shipped'), idempotency_key: 'order-77:shipped' });
+  assert.match(answer.body.request_id as string, /^[0-9a-f]{32}$/);
   const records = (await readAll<PushRequestRecord>(stack, 'requests')).filter((r) => r.value.sender === 'order-service');
   assert.equal(records.length, 1);
   const r = records[0]!;
@@ -77,6 +80,7 @@ test('invalid requests get 400 naming the field (or 413, 415 also without a Cont
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo' }, 400, 'title'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', sender: 'x' }, 400, 'sender'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', expire_at: 1 }, 400, 'expire_at'],
+    ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', expire_at: '2099-01-01T00:00:00' }, 400, 'expire_at'],
     ['POST', '/v1/pushes', '{"uid": ', 400, 'body'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 'x'.repeat(1_000_000) }, 413, 'body'],
     ['POST', '/v1/campaigns', { app_id: 'im.demo', title: 't', body: 'b', uids: 'u-1' }, 400, 'uids'],
