@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { errorCode } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
+import { requestId } from '../processors/business/transfer.ts';
 import { cancelRecord, type PushRequestRecord } from '../processors/campaigns/records.ts';
 import { ConnectionGuard } from '../receipts/guard.ts';
 import type { EntryConfig } from './config.ts';
@@ -43,15 +44,17 @@ class HttpError extends Error {
 }
 
 const CAMPAIGN_PATH = /^\/v1\/campaigns\/([^/]+)\/?$/;
+/** `application/json`, with parameters (`; charset=utf-8`) or none. */
+const JSON_TYPE = /^\s*application\/json\s*(;|$)/i;
 
 /**
  * The HTTP entry for senders without Kafka (docs/entry.md), node:http. Routes: `POST /v1/pushes`,
  * `POST /v1/campaigns`, `GET /v1/campaigns/{id}`, `DELETE /v1/campaigns/{id}`, `GET /health`.
  * In order: connection caps and the headers deadline (receipts/guard.ts), the route, the API key
- * (`Authorization: Bearer pk_…`, 401), the key's rate (429 with Retry-After), then the body (413
- * over PUSH_ENTRY_MAX_BODY_BYTES, 400 naming the field for anything invalid). An accepted request
- * is answered 202 only after Kafka acknowledged its record; it only produces to Kafka
- * (push.requests, push.campaigns) and reads the campaigns' progress.
+ * (`Authorization: Bearer pk_…`, 401), the key's rate (429 with Retry-After), then the body (415
+ * unless `application/json`, 413 over PUSH_ENTRY_MAX_BODY_BYTES, 400 naming the field for anything
+ * invalid). An accepted request is answered 202 only after Kafka acknowledged its record; it only
+ * produces to Kafka (push.requests, push.campaigns) and reads the campaigns' progress.
  */
 export class EntryServer {
   private readonly server: Server;
@@ -129,7 +132,8 @@ export class EntryServer {
       if (path === '/v1/pushes') {
         const record = parsePushBody(body, ctx);
         await this.publish(() => this.deps.publisher.request(record), key);
-        return [202, { request_id: record.idempotency_key }];
+        // The pipeline's id of the request: its task rows are (uid, biz:<request_id>, 0, device), its events carry it as msg_id.
+        return [202, { request_id: requestId(record.uid, record.sender, record.idempotency_key), idempotency_key: record.idempotency_key }];
       }
       const record = parseCampaignBody(body, ctx, this.deps.config.maxCampaignUids);
       await this.publish(() => this.deps.publisher.campaign(record), key);
@@ -176,8 +180,8 @@ export class EntryServer {
   /** Reads the JSON body within the size and time limits. */
   private async readJson(req: IncomingMessage): Promise<unknown> {
     const limit = this.deps.config.maxBodyBytes;
-    const type = header(req, 'content-type');
-    if (type !== undefined && !/^application\/json\b/i.test(type)) throw new HttpError(415, 'content-type', 'expected application/json');
+    // No Content-Type is refused as any other type is: the body is read as JSON only when the client says it is.
+    if (!JSON_TYPE.test(header(req, 'content-type') ?? '')) throw new HttpError(415, 'content-type', 'expected application/json');
     if (Number(req.headers['content-length'] ?? 0) > limit) throw new HttpError(413, 'body', `larger than ${limit} bytes (PUSH_ENTRY_MAX_BODY_BYTES)`);
     const chunks: Buffer[] = [];
     let size = 0;

@@ -244,12 +244,37 @@ function stringMap(o: Record<string, unknown>, field: string): Record<string, st
   return Object.fromEntries(entries) as Record<string, string>;
 }
 
-/** An integer epoch ms or an ISO-8601 time, after now. */
+/** An ISO-8601 date and time, its zone `Z`, `±hh:mm`, `±hhmm`, `±hh` or none. */
+const ISO_TIME = /^(?<date>\d{4}-\d\d-\d\d)T(?<time>\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?)(?<zone>Z|(?<sign>[+-])(?<hours>\d\d)(?::?(?<minutes>\d\d))?)?$/i;
+const EXPIRE_AT = 'expected epoch ms or an ISO-8601 time with a zone';
+
+/**
+ * Epoch ms of an ISO-8601 time with a zone. A time without one is refused rather than read in some
+ * zone: the sender's and the entry's local times need not be the same.
+ */
+function isoTime(v: string): number {
+  const m = ISO_TIME.exec(v)?.groups;
+  if (!m) throw new FieldError('expire_at', EXPIRE_AT);
+  if (m.zone === undefined) throw new FieldError('expire_at', 'an ISO-8601 time needs a zone: Z or an offset such as +08:00');
+  const wall = Date.parse(`${m.date}T${m.time!.replace(',', '.')}Z`);
+  const offsetMinutes = Number(m.hours ?? 0) * 60 + Number(m.minutes ?? 0);
+  // Date.parse rolls 2030-02-30 over to March 2: a date, time or offset that does not exist is refused.
+  if (
+    Number.isNaN(wall) ||
+    !new Date(wall).toISOString().startsWith(`${m.date}T${m.time!.slice(0, 8)}`) ||
+    Number(m.hours ?? 0) > 23 ||
+    Number(m.minutes ?? 0) > 59
+  )
+    throw new FieldError('expire_at', `${EXPIRE_AT}: no such date, time or offset`);
+  return wall - (m.sign === '-' ? -offsetMinutes : offsetMinutes) * 60_000;
+}
+
+/** An integer epoch ms or an ISO-8601 time with a zone, after now. */
 function expireAt(o: Record<string, unknown>, now: number): number | null {
   const v = o.expire_at;
   if (v === undefined || v === null) return null;
-  const ms = typeof v === 'number' ? v : typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v) ? Date.parse(v) : NaN;
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new FieldError('expire_at', 'expected epoch ms or an ISO-8601 time with a zone');
+  const ms = typeof v === 'string' ? isoTime(v) : v;
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms <= 0) throw new FieldError('expire_at', EXPIRE_AT);
   if (ms <= now) throw new FieldError('expire_at', 'is not in the future');
   return ms;
 }

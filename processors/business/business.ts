@@ -124,7 +124,8 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
 
   private onRequest(p: BusinessPush, now: number): void {
     if (p.expireAt !== null && p.expireAt <= now) return this.end(p, 'DROPPED', 'expired', now);
-    if (this.idempotency.seen(p.uid, p.sender, p.idempotencyKey, now)) return this.end(p, 'SKIPPED_DUPLICATE', 'duplicate', now);
+    if (this.idempotency.seen(p.uid, p.sender, p.idempotencyKey, now))
+      return this.end(p, 'SKIPPED_DUPLICATE', 'duplicate', now, null, `duplicate:${this.inputRecord()}`);
     this.afterIdempotency(p, now, 'IMMEDIATE');
   }
 
@@ -204,8 +205,18 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
     reason: BusinessReason,
     now: number,
     deviceId: string | null = null,
+    discriminator: string = reason,
   ): void {
-    this.ctx.forward({ key: p.uid, value: businessOutcome(p, status, reason, deviceId, now), timestamp: now }, this.config.outputs.outcomes);
+    this.ctx.forward({ key: p.uid, value: businessOutcome(p, status, reason, deviceId, now, discriminator), timestamp: now }, this.config.outputs.outcomes);
+  }
+
+  /**
+   * The request being processed, by its place in push.requests: distinct for every request of one
+   * idempotency key, and the same when a replay (after a crash or a rebalance) processes it again.
+   */
+  private inputRecord(): string {
+    const m = this.ctx.recordMetadata();
+    return `${m?.partition}@${m?.offset}`;
   }
 }
 

@@ -28,12 +28,24 @@ export function businessTag(p: BusinessPush): BusinessTag {
   return { sender: p.sender, category: p.category, campaign_id: p.campaignId, expire_at: p.expireAt };
 }
 
-/** One outcome of the business stage about `p` (for `deviceId`, or the user when null). */
-export function businessOutcome(p: BusinessPush, status: OutcomeStatus, reason: BusinessReason, deviceId: string | null, at: number): PushOutcome {
+/**
+ * One outcome of the business stage about `p` (for `deviceId`, or the user when null). Its event id
+ * is of (task, status, `discriminator`), by default the reason: a request ends once, with one
+ * reason. Duplicates are the exception: every request repeating an idempotency key ends as one and
+ * is counted, so the caller names the request in the discriminator.
+ */
+export function businessOutcome(
+  p: BusinessPush,
+  status: OutcomeStatus,
+  reason: BusinessReason,
+  deviceId: string | null,
+  at: number,
+  discriminator: string = reason,
+): PushOutcome {
   const conv = businessConv(p);
   const task = taskId(p.uid, conv, 0, deviceId ?? '');
   return {
-    event_id: outcomeEventId('business', status, task, reason),
+    event_id: outcomeEventId('business', status, task, discriminator),
     task_id: task,
     uid: p.uid,
     device_id: deviceId,

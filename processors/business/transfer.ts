@@ -36,7 +36,8 @@ export interface BusinessPush {
 
 /**
  * The request id of (uid, sender, idempotency key): 32 hex characters. A sender's key is scoped to
- * the recipient (requests are partitioned by uid, so that is where a duplicate can be told).
+ * the recipient (requests are partitioned by uid, so that is where a duplicate can be told). The
+ * HTTP entry answers it as `request_id`; support finds the push's task rows by it (docs/entry.md).
  */
 export function requestId(uid: string, sender: string, idempotencyKey: string): string {
   return createHash('sha256').update(`request\u001f${uid}\u001f${sender}\u001f${idempotencyKey}`).digest('hex').slice(0, 32);

@@ -143,6 +143,27 @@ describe('business strategies', () => {
     await h.close();
   });
 
+  test('idempotency: each duplicate request has an outcome of its own (distinct event ids), the same when the requests are processed again', async () => {
+    const run = async () => {
+      const h = BusinessHarness.create(Date.UTC(2026, 0, 15, 12, 0));
+      await h.device('u1');
+      for (let i = 0; i < 3; i++) await h.request('u1', 'order-7:shipped', { sender: 'orders' });
+      const result = { dispatches: h.dispatches().length, duplicates: h.outcomes().filter((o) => o.status === 'SKIPPED_DUPLICATE') };
+      await h.close();
+      return result;
+    };
+    const first = await run();
+    assert.equal(first.dispatches, 1);
+    assert.equal(first.duplicates.length, 2);
+    assert.equal(new Set(first.duplicates.map((o) => o.event_id)).size, 2, 'ClickHouse counts distinct event ids: one per duplicate request');
+    // A restarted task reads the same records again (exactly-once replay): the same ids, so nothing is counted twice.
+    const replay = await run();
+    assert.deepEqual(
+      replay.duplicates.map((o) => o.event_id),
+      first.duplicates.map((o) => o.event_id),
+    );
+  });
+
   test('sender rate: 10 requests a second are spaced 100 ms apart, the rest wait their turn', async () => {
     const start = Date.UTC(2026, 0, 15, 12, 0);
     const h = BusinessHarness.create(start, { overrides: { bulk: { senderRatePerSecond: 10 } } });

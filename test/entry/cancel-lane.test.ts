@@ -17,17 +17,17 @@ import { startCampaignCancellations } from '../../pipeline/campaign-control.ts';
 import { buildBusinessTopology, businessLaneVendors } from '../../pipeline/apps/business.ts';
 import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
-import { topicName, type TopicKey } from '../../pipeline/topics.ts';
+import type { TopicKey } from '../../pipeline/topics.ts';
 import type { PushOutcome } from '../../processors/model/records.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
-import { StreamsApp } from '../../topology/runtime.ts';
+import type { StreamsApp } from '../../topology/runtime.ts';
 import type { Topology } from '../../topology/builder.ts';
 import { campaignUserRecords } from '../../bench/campaign-phase.ts';
 import { dispatch } from '../fanout/support.ts';
 import { readUntil } from '../support/read-until.ts';
-import { call, endpoints, kafka, registry, startEntryStack, startExpansion, type EntryStack } from './support.ts';
+import { call, endpoints, kafka, produceTo, registry, stageApp, startEntryStack, startExpansion, type EntryStack } from './support.ts';
 
 const USERS = 3_000;
 const APP = 'app-1';
@@ -59,25 +59,12 @@ after(async () => {
 });
 
 function app(stage: string, topology: Topology, atLeastOnce = false): StreamsApp {
-  const a = new StreamsApp({
-    applicationId: `${stack.topics.prefix}${stage}`,
-    topology,
-    brokers: endpoints.kafkaBrokers,
-    processingGuarantee: atLeastOnce ? 'at_least_once' : 'exactly_once',
-    commitIntervalMs: atLeastOnce ? 500 : 100,
-    dlqTopic: topicName('dlq', stack.topics.prefix),
-    sessionTimeoutMs: 6000,
-    logger: createLogger({ stage }, 'warn'),
-  });
+  const a = stageApp(stack, stage, topology, atLeastOnce);
   apps.push(a);
   return a;
 }
 
-async function produce(key: TopicKey, records: ReadonlyArray<{ key: string; value: unknown }>): Promise<void> {
-  const topic = stack.topics.name(key);
-  const messages = await Promise.all(records.map(async (r) => ({ key: r.key, value: await stack.topics.serdes(key).serialize(topic, r.value) })));
-  for (let i = 0; i < messages.length; i += 1000) await producer.send({ topic, acks: -1, messages: messages.slice(i, i + 1000) });
-}
+const produce = (key: TopicKey, records: ReadonlyArray<{ key: string; value: unknown }>) => produceTo(stack, producer, key, records);
 
 /** An IM push on push.dispatch (IM's lane) to the same vendor and app as the campaign. */
 async function imPush(uid: string): Promise<string> {

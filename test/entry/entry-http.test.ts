@@ -7,6 +7,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RowDataPacket } from 'mysql2/promise';
+import { requestId } from '../../processors/business/transfer.ts';
 import type { PushCampaignRecord, PushRequestRecord } from '../../processors/campaigns/records.ts';
 import type { StreamsApp } from '../../topology/runtime.ts';
 import { call, readAll, sha256, startEntryStack, startExpansion, type EntryStack } from './support.ts';
@@ -59,7 +60,9 @@ test('a valid push is answered 202 with its request id and is in push.requests, 
     { 'idempotency-key': 'order-77:shipped' },
   );
   assert.equal(answer.status, 202, JSON.stringify(answer.body));
-  assert.deepEqual(answer.body, { request_id: 'order-77:shipped' });
+  // The request id names the push's task rows (uid, biz:<request id>, 0, device) and events (msg_id).
+  assert.deepEqual(answer.body, { request_id: requestId('u-42', 'order-service', 'order-77:shipped'), idempotency_key: 'order-77:shipped' });
+  assert.match(answer.body.request_id as string, /^[0-9a-f]{32}$/);
   const records = (await readAll<PushRequestRecord>(stack, 'requests')).filter((r) => r.value.sender === 'order-service');
   assert.equal(records.length, 1);
   const r = records[0]!;
@@ -71,12 +74,13 @@ test('a valid push is answered 202 with its request id and is in push.requests, 
   assert.equal(r.value.campaign_id, null);
 });
 
-test('invalid requests get 400 naming the field (or 413, 415, 404, 405) and nothing reaches Kafka', async () => {
+test('invalid requests get 400 naming the field (or 413, 415 also without a Content-Type, 404, 405) and nothing reaches Kafka', async () => {
   const before = (await readAll(stack, 'requests')).length;
   const cases: Array<[string, string, unknown, number, string]> = [
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo' }, 400, 'title'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', sender: 'x' }, 400, 'sender'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', expire_at: 1 }, 400, 'expire_at'],
+    ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b', expire_at: '2099-01-01T00:00:00' }, 400, 'expire_at'],
     ['POST', '/v1/pushes', '{"uid": ', 400, 'body'],
     ['POST', '/v1/pushes', { uid: 'u-1', app_id: 'im.demo', title: 'x'.repeat(1_000_000) }, 413, 'body'],
     ['POST', '/v1/campaigns', { app_id: 'im.demo', title: 't', body: 'b', uids: 'u-1' }, 400, 'uids'],
@@ -89,9 +93,21 @@ test('invalid requests get 400 naming the field (or 413, 415, 404, 405) and noth
     assert.equal((answer.body.error as { field: string }).field, field);
     assert.equal(typeof (answer.body.error as { message: string }).message, 'string');
   }
-  const res = await fetch(`${stack.url}/v1/pushes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' }, body: 'x' });
-  assert.equal(res.status, 415);
+  // A JSON body is refused unless the request says it is JSON: another type, or none at all (a Buffer body gets no Content-Type from fetch).
+  const push = Buffer.from(JSON.stringify({ uid: 'u-1', app_id: 'im.demo', title: 't', body: 'b' }));
+  for (const type of [undefined, 'text/plain', 'application/json-patch+json']) {
+    const res = await fetch(`${stack.url}/v1/pushes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, ...(type ? { 'content-type': type } : {}) },
+      body: push,
+    });
+    assert.equal(res.status, 415, String(type));
+    assert.deepEqual(await res.json(), { error: { field: 'content-type', message: 'expected application/json' } });
+  }
   assert.equal((await readAll(stack, 'requests')).length, before);
+  const charset = await call(stack, 'POST', '/v1/pushes', key, push.toString(), { 'content-type': 'application/json; charset=utf-8' });
+  assert.equal(charset.status, 202, 'application/json with a charset is JSON');
+  assert.equal((await readAll(stack, 'requests')).length, before + 1);
 });
 
 test('over the key rate: 429 with Retry-After; another key is not affected', async () => {

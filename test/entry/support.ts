@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import mysql, { type Pool } from 'mysql2/promise';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { migrate } from '../../migrations/migrate.ts';
 import { clickhouseQuery } from '../../migrations/clickhouse-http.ts';
@@ -21,7 +21,8 @@ import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
 import { createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
-import { topicName } from '../../pipeline/topics.ts';
+import { topicName, type TopicKey } from '../../pipeline/topics.ts';
+import type { Topology } from '../../topology/builder.ts';
 import { createLogger } from '../../common/log.ts';
 import { createTestTopics, endpoints, kafka, registry, type TestTopics } from '../pipeline/stack-io.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
@@ -112,6 +113,27 @@ export async function startExpansion(stack: EntryStack, ratePerSecond: number, a
   const app = expansionApp({ prefix: stack.topics.prefix, pool: stack.pool, ratePerSecond, applicationId });
   await app.start();
   return app;
+}
+
+/** An application `<prefix><stage>` on the stack's topics (not started): exactly-once, or at-least-once as the ClickHouse sink runs. */
+export function stageApp(stack: EntryStack, stage: string, topology: Topology, atLeastOnce = false): StreamsApp {
+  return new StreamsApp({
+    applicationId: `${stack.topics.prefix}${stage}`,
+    topology,
+    brokers: endpoints.kafkaBrokers,
+    processingGuarantee: atLeastOnce ? 'at_least_once' : 'exactly_once',
+    commitIntervalMs: atLeastOnce ? 500 : 100,
+    dlqTopic: topicName('dlq', stack.topics.prefix),
+    sessionTimeoutMs: 6000,
+    logger: createLogger({ stage }, 'warn'),
+  });
+}
+
+/** Produces values to one of the stack's topics, Avro through the registry, 1,000 to a request. */
+export async function produceTo(stack: EntryStack, producer: Producer, key: TopicKey, records: ReadonlyArray<{ key: string; value: unknown }>): Promise<void> {
+  const topic = stack.topics.name(key);
+  const messages = await Promise.all(records.map(async (r) => ({ key: r.key, value: await stack.topics.serdes(key).serialize(topic, r.value) })));
+  for (let i = 0; i < messages.length; i += 1000) await producer.send({ topic, acks: -1, messages: messages.slice(i, i + 1000) });
 }
 
 export interface Answer {

@@ -84,6 +84,33 @@ test('each mistake is answered naming its field', () => {
   );
 });
 
+test('expire_at: epoch ms, or an ISO-8601 time with a zone (Z or an offset); a time without a zone, or one that does not exist, is refused naming the field', () => {
+  const base = { uid: 'u-1', app_id: 'im.demo', title: 'x', body: 'y' };
+  const midnight = Date.UTC(2030, 0, 1); // 2030-01-01T00:00:00Z
+  const read = (expire_at: unknown) => {
+    let ms: number | null = null;
+    const answer = fieldOf(() => (ms = parsePushBody({ ...base, expire_at }, ctx).expire_at));
+    return answer === 'accepted' ? ms : answer;
+  };
+  const cases: Array<[unknown, number | string]> = [
+    [midnight, midnight],
+    ['2030-01-01T00:00:00Z', midnight],
+    ['2030-01-01T00:00:00.250Z', midnight + 250],
+    ['2030-01-01T08:00:00+08:00', midnight],
+    ['2030-01-01T08:00+0800', midnight],
+    ['2029-12-31T19:00:00-05:00', midnight],
+    ['2030-01-01T00:00:00', 'expire_at: an ISO-8601 time needs a zone: Z or an offset such as +08:00'],
+    ['2030-01-01T00:00', 'expire_at: an ISO-8601 time needs a zone: Z or an offset such as +08:00'],
+    ['2030-02-30T00:00:00Z', 'expire_at: expected epoch ms or an ISO-8601 time with a zone: no such date, time or offset'],
+    ['2030-01-01T24:00:00Z', 'expire_at: expected epoch ms or an ISO-8601 time with a zone: no such date, time or offset'],
+    ['2030-01-01T00:00:00+25:00', 'expire_at: expected epoch ms or an ISO-8601 time with a zone: no such date, time or offset'],
+    ['2030-01-01', 'expire_at: expected epoch ms or an ISO-8601 time with a zone'],
+    ['2030-01-01T00:00:00Z trailing', 'expire_at: expected epoch ms or an ISO-8601 time with a zone'],
+    [1.5, 'expire_at: expected epoch ms or an ISO-8601 time with a zone'],
+  ];
+  for (const [value, expected] of cases) assert.equal(read(value), expected, JSON.stringify(value));
+});
+
 test("the business transfer's own checks are answered 400 by the entry, naming the field (not dead-lettered later)", () => {
   const check = transferCheck({ order_shipped: { title: 'Order {order}', body: 'Order {order} shipped' } }, compileIngestRules());
   const checked = { ...ctx, check };
