@@ -3,24 +3,16 @@
  * and messages for 1,000 users produces exactly the dispatch records the ground-truth model predicts;
  * and a group storm is merged to at most 30 % of its triggers with every final unread count delivered.
  */
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Admin } from 'kafkajs';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { buildDecisionsTopology, type DecisionsTopologyOptions } from '../../pipeline/apps/decisions.ts';
 import type { MessagePersisted, PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { uniqueName } from '../support/stack.ts';
 import { APP, dispatchKey, expectedDispatches, makeUsers, messageRecords, setupRecords } from './decisions-workload.ts';
-import { createTestTopics, endpoints, kafka, produce, readDecoded, waitConsumed, type TestTopics } from './stack-io.ts';
+import { createTestTopics, endpoints, produce, readDecoded, useAdmin, waitConsumed, type TestTopics } from './stack-io.ts';
 
-let admin: Admin;
-before(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-});
-after(async () => {
-  await admin.disconnect();
-});
+const admin = useAdmin();
 
 async function startApp(t: TestTopics, options: Omit<DecisionsTopologyOptions, 'valueSerdes' | 'topicPrefix'>): Promise<{ app: StreamsApp; groupId: string }> {
   const groupId = uniqueName('decisions-app');

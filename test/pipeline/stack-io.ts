@@ -1,4 +1,5 @@
 /** Producing to and reading from the real stack for the decisions integration tests. */
+import { after, before } from 'node:test';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
@@ -10,6 +11,14 @@ import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 export const endpoints = stackEndpoints();
 export const kafka = new Kafka({ clientId: 'decisions-tests', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
 export const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+
+/** An admin client, connected before the file's tests and disconnected after them. */
+export function useAdmin(): Admin {
+  const admin = kafka.admin();
+  before(() => admin.connect());
+  after(() => admin.disconnect());
+  return admin;
+}
 
 export interface TestTopics {
   prefix: string;

@@ -10,16 +10,16 @@
  * On the runtime that took records in fetch order this failed: messages sent 5 ms after a mute
  * were pushed anyway, and pushes went to the replaced token.
  */
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Admin, Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
 import type { MessagePersisted, PresenceEvent, PushDispatch, PushOutcome, TokenReport, UserSettings } from '../../processors/model/records.ts';
 import type { TopicKey } from '../../pipeline/topics.ts';
 import { uniqueName } from '../support/stack.ts';
 import { startCpuHog } from '../support/cpu-hog.ts';
-import { createTestTopics, endpoints, kafka, produce, readDecoded, waitConsumed, type TestTopics } from './stack-io.ts';
+import { createTestTopics, endpoints, kafka, produce, readDecoded, useAdmin, waitConsumed, type TestTopics } from './stack-io.ts';
 
 const APP = 'im.time-order';
 const ZONE = 'UTC';
@@ -111,14 +111,7 @@ function expected(c: Case): string {
   return `pushed to ${c.kind === 'token' ? 'new' : 'old'}:${c.uid} as OFFLINE`;
 }
 
-let admin: Admin;
-before(async () => {
-  admin = kafka.admin();
-  await admin.connect();
-});
-after(async () => {
-  await admin.disconnect();
-});
+const admin = useAdmin();
 
 async function sendOne(producer: Producer, t: TestTopics, key: TopicKey, value: { uid: string }, timestamp: number): Promise<void> {
   const topic = t.name(key);
