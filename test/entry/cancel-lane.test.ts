@@ -20,6 +20,7 @@ import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import type { TopicKey } from '../../pipeline/topics.ts';
 import type { PushOutcome } from '../../processors/model/records.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { StreamsApp } from '../../topology/runtime.ts';
@@ -103,14 +104,7 @@ test(`a cancelled ${USERS}-user campaign: nothing reaches the vendor after the c
     cancelled: (id: string) => cancellations.cancelledAt(id) !== undefined,
   };
   const lane = businessLaneVendors(vendors, LANE_PERCENT, { ratePerSecond: 500, concurrency: 64 });
-  const writer = new PushEventWriter({
-    connection: {
-      url: endpoints.clickhouseUrl,
-      database: stack.clickhouseDatabase,
-      username: endpoints.clickhouseUser,
-      password: endpoints.clickhousePassword,
-    },
-  });
+  const writer = new PushEventWriter({ connection: { ...connectionFromEndpoints(endpoints), database: stack.clickhouseDatabase } });
   await Promise.all([
     app('business', buildBusinessTopology({ ...wiring, business })).start(),
     app(

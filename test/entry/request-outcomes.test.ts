@@ -16,6 +16,7 @@ import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
 import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
 import type { TraceLine } from '../../pipeline/trace.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { StreamsApp } from '../../topology/runtime.ts';
@@ -57,14 +58,7 @@ test('three POSTs with one idempotency key: one push, two duplicate outcomes cou
   await produceTo(stack, producer, 'tokens', campaignUserRecords(new Map([[token, UID]]), APP, 'UTC', Date.now()).tokens);
   const vendors = createVendorRegistry(em.appsConfig);
   const wiring = { valueSerdes: stack.topics.serdes, topicPrefix: stack.topics.prefix };
-  const writer = new PushEventWriter({
-    connection: {
-      url: endpoints.clickhouseUrl,
-      database: stack.clickhouseDatabase,
-      username: endpoints.clickhouseUser,
-      password: endpoints.clickhousePassword,
-    },
-  });
+  const writer = new PushEventWriter({ connection: { ...connectionFromEndpoints(endpoints), database: stack.clickhouseDatabase } });
   const lane = businessLaneVendors(vendors, 30, { ratePerSecond: 500, concurrency: 8 });
   apps.push(
     stageApp(stack, 'business', buildBusinessTopology({ ...wiring, business: { partitionCount: 4 } })),
