@@ -54,7 +54,8 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, st
 
 /**
  * The fan-out processor of one task. Per dispatch: claim the task in im_push_task (status 0; a task
- * no longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
+ * no longer pending is not submitted again, its stored verdict is re-emitted; one still pending goes
+ * on after the answers its row recorded, each written as it came), then try the device's
  * channels in order through each (vendor, app)'s gate: accepted → 1; dead token → invalidate, next
  * channel, never retried; 429 → pause the vendor (Retry-After) and move to the next channel, else
  * retry after the pause; quota → next channel, never retried; 5xx → bounded retries with jitter;
