@@ -27,7 +27,7 @@ export function formatChaosReport(r: ChaosReport): string {
   );
   const tk = r.takeovers;
   lines.push(
-    `takeovers         ${tk.kills} SIGKILLs: re-sends after takeover ${tk.resent}; vendor calls without a recorded answer at the kill ${tk.withoutRecordedAnswer} (the vendor had answered ${tk.answeredByVendorUnrecorded} of them before the kill: the answer on its way back or being written); re-sent although recorded ${tk.resentAlthoughRecorded}${tk.examples.length ? ` e.g. ${tk.examples.join(', ')}` : ''}`,
+    `takeovers         ${tk.kills} SIGKILLs: re-sends after takeover ${tk.resent}; vendor calls without a recorded answer at the kill ${tk.withoutRecordedAnswer} (the vendor had answered ${tk.answeredByVendorUnrecorded} of them before the kill: the answer on its way back or being written); re-sent although recorded ${tk.resentAlthoughRecorded}${tk.examples.length ? ` e.g. ${tk.examples.join(', ')}` : ''}; by kill ${tk.byKill.map((k) => `${k.resent}/${k.withoutRecordedAnswer}`).join(', ') || '-'}`,
   );
   lines.push(
     `unexpected        ${v.pushes.unexpected.length} pushes the scenario suppresses; wrong collapse id ${v.pushes.wrongCollapseId.length}; private summary leaks ${v.pushes.summaryLeaks.length}`,

@@ -46,6 +46,8 @@ export interface TakeoverCheck {
   readonly resentAlthoughRecorded: number;
   /** A few of those, `vendor|token|conv|seq`. */
   readonly examples: string[];
+  /** Per kill, in order: re-sent, and without a recorded answer. */
+  readonly byKill: Array<{ resent: number; withoutRecordedAnswer: number }>;
 }
 
 /** Reads the run's task rows (users `<run>-u…`) from MySQL directly, not through the run's forwarder. */
@@ -73,8 +75,17 @@ export function checkTakeovers(received: readonly ReceivedPush[], kills: readonl
     const key = `${r.vendor}|${r.token}|${m.convId}|${m.seq}`;
     byPush.set(key, [...(byPush.get(key) ?? []), r]);
   }
-  const out = { kills: kills.length, resent: 0, withoutRecordedAnswer: 0, answeredByVendorUnrecorded: 0, resentAlthoughRecorded: 0, examples: [] as string[] };
+  const out = {
+    kills: kills.length,
+    resent: 0,
+    withoutRecordedAnswer: 0,
+    answeredByVendorUnrecorded: 0,
+    resentAlthoughRecorded: 0,
+    examples: [] as string[],
+    byKill: [] as TakeoverCheck['byKill'],
+  };
   for (const kill of kills) {
+    const before = { resent: out.resent, withoutRecordedAnswer: out.withoutRecordedAnswer };
     for (const [key, calls] of byPush) {
       const last = calls.filter((r) => pidOf(r) === kill.pid).at(-1);
       if (!last) continue;
@@ -93,6 +104,7 @@ export function checkTakeovers(received: readonly ReceivedPush[], kills: readonl
         if (out.examples.length < 5) out.examples.push(key);
       }
     }
+    out.byKill.push({ resent: out.resent - before.resent, withoutRecordedAnswer: out.withoutRecordedAnswer - before.withoutRecordedAnswer });
   }
   return out;
 }

@@ -63,5 +63,6 @@ test('re-sends after a takeover are counted against the calls without a recorded
     answeredByVendorUnrecorded: 1,
     resentAlthoughRecorded: 1,
     examples: ['hms|hms-recorded-again|c-recorded-again|1'],
+    byKill: [{ resent: 3, withoutRecordedAnswer: 2 }],
   });
 });
