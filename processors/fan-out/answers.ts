@@ -94,7 +94,8 @@ export class TaskAnswers {
    * for them (PushTaskLedger.written) before its next call, so a takeover resumes after them (`resume`).
    */
   progress(task: TaskRow, latest: ChannelAnswer, attempts: number, trail: readonly ChannelAnswer[]): void {
-    this.ledger.record(task, { status: TASK_STATUS.pending, vendor: latest.vendor, vendorMessageId: null, failCode: latest.code, attempts, trail });
+    // A copy: the walk's trail grows on, and the write must hold the trail these attempts go with.
+    this.ledger.record(task, { status: TASK_STATUS.pending, vendor: latest.vendor, vendorMessageId: null, failCode: latest.code, attempts, trail: [...trail] });
   }
 
   /**

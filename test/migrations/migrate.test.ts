@@ -66,6 +66,8 @@ describe('migrate (MariaDB + ClickHouse)', () => {
         '7 im_push_task_archive_row',
         '8 business_keys',
         '9 push_campaign',
+        '10 im_push_task_claims',
+        '11 im_push_task_archive_claims',
       ],
     );
     const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
@@ -133,7 +135,7 @@ describe('migrate (MariaDB + ClickHouse)', () => {
   test('concurrent runs apply each version once', async () => {
     const { db, url } = await fresh();
     const results = await Promise.all([migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url })]);
-    const applied = results.flatMap((r) => r.mysql.applied).sort();
+    const applied = results.flatMap((r) => r.mysql.applied).sort((a, b) => a - b);
     assert.deepEqual(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${db}\`.schema_migrations`);
     assert.equal(Number(rows[0]?.n), 11);
@@ -141,8 +143,8 @@ describe('migrate (MariaDB + ClickHouse)', () => {
 
   test('006/007 add the task-row columns and the (uid, status, created_at) index to tables that already have rows; re-running changes nothing', async () => {
     const { db, url } = await fresh();
-    // A database as it was before 006: versions 1-5 applied, with pushes in it (008/009, the
-    // entry's tables, touch neither table and are applied with the rest below).
+    // A database as it was before 006: versions 1-5 applied, with pushes in it (the later files are
+    // applied below; 008/009, the entry's tables, touch neither table; 010/011 add claims).
     const dir = mkdtempSync(`${tmpdir()}/migrations-`);
     try {
       cpSync(MYSQL_MIGRATIONS_DIR, dir, { recursive: true });
@@ -150,6 +152,8 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       rmSync(`${dir}/007_im_push_task_archive_row.sql`);
       rmSync(`${dir}/008_business_keys.sql`);
       rmSync(`${dir}/009_push_campaign.sql`);
+      rmSync(`${dir}/010_im_push_task_claims.sql`);
+      rmSync(`${dir}/011_im_push_task_archive_claims.sql`);
       assert.deepEqual((await migrate({ mysqlUrl: url, mysqlDir: dir })).mysql.applied, [1, 2, 3, 4, 5]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -161,10 +165,12 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     );
 
     assert.deepEqual((await migrate({ mysqlUrl: url })).mysql, { applied: [6, 7, 8, 9, 10, 11], alreadyApplied: [1, 2, 3, 4, 5] });
-    const [old] = await admin.query<mysql.RowDataPacket[]>(`SELECT status, unread_cnt, payload, collapse_key, merge_kind FROM ${t} WHERE task_id = 't-old'`);
+    const [old] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT status, unread_cnt, payload, collapse_key, merge_kind, claims FROM ${t} WHERE task_id = 't-old'`,
+    );
     assert.deepEqual(
       { ...old[0] },
-      { status: 2, unread_cnt: 0, payload: null, collapse_key: '', merge_kind: '' },
+      { status: 2, unread_cnt: 0, payload: null, collapse_key: '', merge_kind: '', claims: 1 },
       'an existing row keeps its status and gets the defaults',
     );
     const [cold] = await admin.query<mysql.RowDataPacket[]>(`SELECT task_id, payload FROM \`${db}\`.im_push_task_archive`);
