@@ -26,6 +26,7 @@ import {
 import { checkStorms, type StormCheck, type StormWindow } from './retries.ts';
 import { recordings } from './verify.ts';
 import { inputKey, pushKey } from './scenario.ts';
+import { checkTakeovers, taskRowsOf, type Kill, type TakeoverCheck } from './takeover.ts';
 
 export interface ChaosOptions {
   /** Worker processes. Default 2. */
@@ -82,6 +83,8 @@ export interface ChaosReport {
   /** DLQ records whose source is the persisted-message topic, distinct inputs. */
   readonly malformedInDlq: number;
   readonly storms: StormCheck[];
+  /** What the takeovers after the SIGKILLs sent again, and what had no recorded answer at the kills (chaos/takeover.ts). */
+  readonly takeovers: TakeoverCheck;
   /** Worker exits the run did not cause. */
   readonly crashes: Array<{ worker: number; code: number | null; signal: string | null; atMs: number }>;
   /** On the cluster: the broker loss and reassignment figures and the replication check. */
@@ -93,6 +96,8 @@ export interface ChaosReport {
     readonly arrivalExact: boolean;
     readonly noHotRetryLoop: boolean;
     readonly malformedAllInDlq: boolean;
+    /** The takeovers re-sent no push whose answer was recorded: re-sends ≤ calls without a recorded answer at the kills. */
+    readonly takeoverResendsBounded: boolean;
     /** No worker exited on its own and no stage stalled with partitions left behind. */
     readonly noCrash: boolean;
     /** On the cluster: every run topic replicated as configured, and every recovery milestone reached (chaos/cluster-faults.ts). */
@@ -135,6 +140,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   });
   const faults: FaultEvent[] = [];
   const crashes: ChaosReport['crashes'] = [];
+  const kills: Kill[] = [];
   const storms: StormWindow[] = [];
   const malformed = Object.fromEntries(['garbage', 'unknown-schema-id', 'wrong-record', 'truncated', 'bad-values'].map((k) => [k, 0])) as Record<
     MalformedKind,
@@ -176,10 +182,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       (async () => {
         for (const fraction of killTimes) {
           await at(fraction);
-          const index = env.workers[Math.floor(rnd() * env.workers.length)]!.index;
+          const worker = env.workers[Math.floor(rnd() * env.workers.length)]!;
+          const index = worker.index;
           stopping.add(index);
+          const killedAtMs = Date.now();
           await stopWorker(env, index, 'SIGKILL');
           note('sigkill', `worker ${index}`);
+          // What its tasks' rows held when it died: the answers a takeover must not ask for again.
+          kills.push({ pid: worker.process.pid!, atMs: killedAtMs, rows: await taskRowsOf(env.run) });
           await sleep(1000 + rnd() * 3000);
           await env.startWorker(index);
           stopping.delete(index);
@@ -277,6 +287,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       options.brokers === 3 ? { ...cluster, replication: await checkReplication(env.topicPrefix, env.applicationId) } : undefined;
     const received = recordings(env.emulators, env.appId);
     const stormChecks = checkStorms(received, storms, new Set(run.scenario.deadTokens.map((d) => d.token)));
+    const takeovers = checkTakeovers(received, kills, run.scenario);
     const persistedTopic = `${env.topicPrefix}im.message.persisted`;
     const malformedInDlq = new Set(run.deadLetters.records.filter((d) => d.sourceTopic === persistedTopic).map((d) => d.source)).size;
     const malformedTotal = Object.values(malformed).reduce((a, b) => a + b, 0);
@@ -296,6 +307,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       failedNotLost,
       malformedInDlq,
       storms: stormChecks,
+      takeovers,
       crashes,
       ...(clusterFigures ? { cluster: clusterFigures } : {}),
       summary: {
@@ -306,6 +318,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         arrivalExact: verdict.arrival.exact,
         noHotRetryLoop: stormChecks.every((s) => s.tooEarly === 0),
         malformedAllInDlq: malformedInDlq === malformedTotal,
+        takeoverResendsBounded: takeovers.resentAlthoughRecorded === 0 && takeovers.resent <= takeovers.withoutRecordedAnswer,
         noCrash: crashes.length === 0 && verdict.stuckPartitions.length === 0,
         ...(clusterFigures ? { clusterRecovered: clusterRecovered(clusterFigures) } : {}),
       },

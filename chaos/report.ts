@@ -25,6 +25,10 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push(
     `duplicated        ${v.pushes.duplicates} extra copies, ${v.pushes.duplicatesSharingCollapseId} of them with the same collapse id (device replaces)`,
   );
+  const tk = r.takeovers;
+  lines.push(
+    `takeovers         ${tk.kills} SIGKILLs: re-sends after takeover ${tk.resent}; vendor calls without a recorded answer at the kill ${tk.withoutRecordedAnswer} (the vendor had answered ${tk.answeredByVendorUnrecorded} of them before the kill: the answer on its way back or being written); re-sent although recorded ${tk.resentAlthoughRecorded}${tk.examples.length ? ` e.g. ${tk.examples.join(', ')}` : ''}; by kill ${tk.byKill.map((k) => `${k.resent}/${k.withoutRecordedAnswer}`).join(', ') || '-'}`,
+  );
   lines.push(
     `unexpected        ${v.pushes.unexpected.length} pushes the scenario suppresses; wrong collapse id ${v.pushes.wrongCollapseId.length}; private summary leaks ${v.pushes.summaryLeaks.length}`,
   );
@@ -81,7 +85,7 @@ export function formatChaosReport(r: ChaosReport): string {
   lines.push('');
   const s = r.summary;
   lines.push(
-    `nothing lost ${yes(s.nothingLost)} | no visible duplicate ${yes(s.noVisibleDuplicate)} | one class per input ${yes(s.everyInputOneClass)} | arrival exact ${yes(s.arrivalExact)} | no hot retry loop ${yes(s.noHotRetryLoop)} | malformed all in DLQ ${yes(s.malformedAllInDlq)} | no crash ${yes(s.noCrash)}${s.clusterRecovered === undefined ? '' : ` | cluster recovered ${yes(s.clusterRecovered)}`}`,
+    `nothing lost ${yes(s.nothingLost)} | no visible duplicate ${yes(s.noVisibleDuplicate)} | one class per input ${yes(s.everyInputOneClass)} | arrival exact ${yes(s.arrivalExact)} | no hot retry loop ${yes(s.noHotRetryLoop)} | malformed all in DLQ ${yes(s.malformedAllInDlq)} | re-sends ≤ unanswered at kills ${yes(s.takeoverResendsBounded)} | no crash ${yes(s.noCrash)}${s.clusterRecovered === undefined ? '' : ` | cluster recovered ${yes(s.clusterRecovered)}`}`,
   );
   return lines.join('\n');
 }

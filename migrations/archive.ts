@@ -20,10 +20,10 @@ export interface ArchiveOptions {
   archiveTable?: string;
 }
 
-/** Every column of im_push_task (migrations/mysql/001, 004 and 006; the archive gains them in 002 and 007). */
+/** Every column of im_push_task (migrations/mysql/001, 004, 006 and 010; the archive gains them in 002, 007 and 011). */
 const COLUMNS =
   'id, task_id, uid, conv_id, seq, device_id, msg_id, app_id, platform, vendor, vendor_message_id, collapse_id, status, attempts, fail_code, ' +
-  'channel_trail, created_at, updated_at, submitted_at, unread_cnt, payload, collapse_key, merge_kind';
+  'channel_trail, created_at, updated_at, submitted_at, unread_cnt, payload, collapse_key, merge_kind, claims';
 
 /** Returns how many rows moved. */
 export async function archiveTasks(pool: Pool, options: ArchiveOptions = {}): Promise<number> {

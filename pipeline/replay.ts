@@ -324,14 +324,16 @@ interface ResetTarget {
   readonly replayable: ReadonlyArray<{ key: string; value: PushDispatch }>;
 }
 
-/** Sets the tasks (those in one of `statuses`) back to pending on their shards, then produces their dispatches again. */
+/**
+ * Sets the tasks (those in one of `statuses`) back to pending on their shards, with no answer recorded
+ * (the fan-out resumes a pending task after the answers its row holds: docs/design.md §2.4,
+ * "Takeover"), then produces their dispatches again.
+ */
 async function resend(targets: readonly ResetTarget[], statuses: readonly number[], replay: Omit<Replay, 'replayable'>): Promise<void> {
   for (const { db, replayable } of targets) {
     if (replayable.length === 0) continue;
-    await db.query(`UPDATE im_push_task SET status = ${TASK_STATUS.pending}, fail_code = NULL WHERE status IN (?) AND task_id IN (?)`, [
-      statuses,
-      replayable.map((d) => d.value.task_id),
-    ]);
+    const reset = `status = ${TASK_STATUS.pending}, fail_code = NULL, channel_trail = NULL, attempts = 0`;
+    await db.query(`UPDATE im_push_task SET ${reset} WHERE status IN (?) AND task_id IN (?)`, [statuses, replayable.map((d) => d.value.task_id)]);
   }
   await produceReplays({ ...replay, replayable: targets.flatMap((t) => t.replayable) });
 }

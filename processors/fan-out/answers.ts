@@ -5,6 +5,7 @@ import type { DispatchProgress } from './parked.ts';
 import { deadTokenReport, fanOutOutcome, replayedAnswer, type FanOutAnswer, type FanOutReason } from './records.ts';
 import type { Output } from './release-queue.ts';
 import type { GateClock } from './vendor-gate.ts';
+import { recordedBeyond, resumedFrom } from './walk.ts';
 
 /** A channel's answer as its outcome reads it: its reason is one of FanOutReason (a type, no copy). */
 const asFanOutAnswer = (a: ChannelAnswer): FanOutAnswer => a as FanOutAnswer;
@@ -89,6 +90,32 @@ export class TaskAnswers {
   }
 
   /**
+   * The answers of a task still going on, recorded on its row (pending) at once: the fan-out waits
+   * for them (PushTaskLedger.written) before its next call, so a takeover resumes after them (`resume`).
+   */
+  progress(task: TaskRow, latest: ChannelAnswer, attempts: number, trail: readonly ChannelAnswer[]): void {
+    // A copy: the walk's trail grows on, and the write must hold the trail these attempts go with.
+    this.ledger.record(task, { status: TASK_STATUS.pending, vendor: latest.vendor, vendorMessageId: null, failCode: latest.code, attempts, trail: [...trail] });
+  }
+
+  /**
+   * A task found pending by its claim: when its row recorded answers beyond `p` (an earlier owner's,
+   * before a takeover), they are queued, with their event ids and dead-token invalidations (only
+   * those `p` does not hold: a held dispatch's went out with the commit that held it; a fresh
+   * dispatch's never went out), and the walk resumes after them instead of calling again.
+   */
+  resume(p: DispatchProgress, known: StoredTask, ready: Output[]): DispatchProgress {
+    if (!recordedBeyond(p, known.attempts, known.trail)) return p;
+    const had = new Set((p.trail ?? []).map((a) => a.discriminator));
+    this.reemit(
+      p,
+      known.trail.filter((a) => !had.has(a.discriminator)),
+      ready,
+    );
+    return resumedFrom(p, known.trail, known.attempts);
+  }
+
+  /**
    * Ends a dispatch with the last answer of its trail (a READ, an eviction): the task row goes to
    * failed with that trail, and the answer's outcome is queued. A parked push ended now, or one held
    * ENDED (parked.ts) and resumed after a restart.
@@ -124,14 +151,7 @@ export class TaskAnswers {
   replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
     const d = p.dispatch;
     const now = this.clock.now();
-    for (const a of known.trail) {
-      ready.push({
-        child: this.outputs.outcomes,
-        record: { key: p.key, value: fanOutOutcome(d, asFanOutAnswer(a), now), timestamp: p.timestamp },
-      });
-      const token = d.channels[a.channel]?.token;
-      if (a.status === 'DEAD_TOKEN' && token !== undefined) this.deadToken(p, ready, a.vendor, token, now);
-    }
+    this.reemit(p, known.trail, ready);
     // A failed task's trail holds every outcome it had, its final one included: nothing else is
     // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
     // trail (written before trails existed) re-emit their stored verdict.
@@ -139,6 +159,17 @@ export class TaskAnswers {
     const a = replayedAnswer(known);
     ready.push({ child: this.outputs.outcomes, record: { key: p.key, value: fanOutOutcome(d, a, now), timestamp: p.timestamp } });
     this.listener?.onAnswer?.(a.vendor ?? '', d.app_id, a.status, a.code);
+  }
+
+  /** Queues recorded answers again: their outcomes, with the same event ids, and the invalidation of each dead token. */
+  private reemit(p: DispatchProgress, answers: readonly ChannelAnswer[], ready: Output[]): void {
+    const d = p.dispatch;
+    const now = this.clock.now();
+    for (const a of answers) {
+      ready.push(this.outcome(p, asFanOutAnswer(a)));
+      const token = d.channels[a.channel]?.token;
+      if (a.status === 'DEAD_TOKEN' && token !== undefined) this.deadToken(p, ready, a.vendor, token, now);
+    }
   }
 
   /** Records a final task in the ledger and keeps it for `recent`, forgetting the oldest over RECENT_LIMIT. */

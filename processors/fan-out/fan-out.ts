@@ -54,7 +54,8 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, st
 
 /**
  * The fan-out processor of one task. Per dispatch: claim the task in im_push_task (status 0; a task
- * no longer pending is not submitted again, its stored verdict is re-emitted), then try the device's
+ * no longer pending is not submitted again, its stored verdict is re-emitted; one still pending goes
+ * on after the answers its row recorded, each written as it came), then try the device's
  * channels in order through each (vendor, app)'s gate: accepted → 1; dead token → invalidate, next
  * channel, never retried; 429 → pause the vendor (Retry-After) and move to the next channel, else
  * retry after the pause; quota → next channel, never retried; 5xx → bounded retries with jitter;
@@ -137,7 +138,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     this.listener?.onDispatchReceived?.(d);
     if (this.options.cancellationsRead) await this.options.cancellationsRead; // the business lane: every earlier cancellation known first
     this.running.drain();
-    if (record.headers?.[REPLAY_HEADER]) this.answers.forget(d.task_id);
+    const replayed = record.headers?.[REPLAY_HEADER] !== undefined;
+    if (replayed) this.answers.forget(d.task_id);
     const fresh: DispatchProgress = {
       dispatch: d,
       key: record.key,
@@ -147,7 +149,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       attempts: 0,
       last: { vendor: '', code: '', quotaOnly: true, throttled: false },
     };
-    this.start(fresh, true);
+    this.start(fresh, true, replayed);
     await this.running.backpressure();
     this.running.drain();
   }
@@ -163,20 +165,21 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   }
 
   /**
-   * Starts a dispatch: fresh (a record, whose input offset it holds) or resumed from the parked
-   * store. It runs behind any dispatch of the same task still in flight (a replayed record waits
-   * for the first one's verdict), and its outputs are released in start order (`drain`). Fused, it
-   * ends only once its task's result is in MySQL, so its outputs never go out before it.
+   * Starts a dispatch: fresh (a record, whose input offset it holds; `replayed` when an operator
+   * re-submits it) or resumed from the parked store. It runs behind any dispatch of the same task
+   * still in flight (a replayed record waits for the first one's verdict), and its outputs are
+   * released in start order (`drain`). It ends only once its task's result is in MySQL, so its
+   * outputs never go out before it.
    */
-  private start(p: DispatchProgress, fresh: boolean): void {
+  private start(p: DispatchProgress, fresh: boolean, replayed = false): void {
     const taskId = p.dispatch.task_id;
     const live: { walk?: Walk } = {};
     this.running.start(
       taskId,
       fresh ? this.ctx.deferCompletion() : undefined,
       async (outputs) => {
-        await this.run(p, fresh, outputs, live);
-        if (this.config.fused) await this.ledger.written(taskId);
+        await this.run(p, fresh, replayed, outputs, live);
+        await this.ledger.written(taskId);
       },
       () => {
         if (!this.parked.has(taskId)) this.retrying.remove(taskId);
@@ -187,9 +190,14 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
 
   /**
    * Takes a dispatch as far as it goes now: claimed (when fresh, or held when a process stopped),
-   * then over its channels until it ends or parks. `live.walk` shows where it is.
+   * then over its channels until it ends or parks. A task claimed before and still pending is taken
+   * over: it resumes after the answers its row recorded, and its first call is a re-send (the
+   * earlier owner's call may have reached the vendor; docs/design.md §2.4, "Takeover"). `live.walk`
+   * shows where it is.
    */
-  private async run(p: DispatchProgress, fresh: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
+  private async run(start: DispatchProgress, fresh: boolean, replayed: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
+    let p = start;
+    let resending = false;
     const d = p.dispatch;
     const task = taskRowOf(d);
     if (p.waitingOn === ENDED) return this.answers.end(p, task, ready);
@@ -206,6 +214,8 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       // The user's shard is down: park unclaimed (the input offset commits with the parked entry) and claim again later.
       if (known === undefined) return this.parked.park(withFields(p, { waitingOn: STORE_UNAVAILABLE }), this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
       if (known.status !== TASK_STATUS.pending) return this.answers.replay(p, known, ready);
+      p = this.answers.resume(p, known, ready);
+      resending = (known.claims ?? 1) > 1 && !replayed;
     }
     const walk: Walk = {
       progress: p,
@@ -218,6 +228,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       last: p.last,
       channel: p.channel,
       call: p.call,
+      resending,
     };
     live.walk = walk;
     if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return this.endRead(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
@@ -256,6 +267,12 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       if (paused > this.config.inlineBackoffMaxMs) return this.onVendorPaused(walk, at, call, paused);
       walk.channel = ci;
       walk.call = call;
+      // Every earlier answer of the task is on its row before the next call (recorded as it came: emitChannel).
+      await this.ledger.written(d.task_id);
+      if (walk.resending) {
+        walk.resending = false;
+        this.listener?.onTakeoverResend?.(vendor, d.app_id);
+      }
       const outcome: SubmitOutcome = await path.batcher.submit(message);
       if (isWithdrawn(outcome)) {
         this.endCancelled(walk, vendor);
@@ -438,9 +455,13 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     this.answers.failed(walk.task, walk.dispatch.task_id, vendor, CAMPAIGN_CANCELLED.code, walk.attempts, walk.trail);
   }
 
-  /** An answer of the task other than ACCEPTED: kept in the walk's trail, which a replay re-emits, and emitted. */
+  /**
+   * An answer of the task other than ACCEPTED: kept in the walk's trail, which a replay re-emits,
+   * emitted, and recorded on the task's row at once (pending, until a final result replaces it).
+   */
   private emitChannel(walk: Walk, a: ChannelAnswer): void {
     this.answers.channel(walk.progress, walk.ready, walk.trail, a);
+    this.answers.progress(walk.task, a, walk.attempts, walk.trail);
   }
 
   /**

@@ -57,15 +57,20 @@ export interface ChannelAnswer {
   readonly discriminator: string;
 }
 
-/** How a submission ended, recorded on the task row. */
+/**
+ * What the task row records of a submission: how it ended (submitted, failed), or, while it goes on
+ * (pending), the answers it has had so far, written before its next vendor call so that a takeover
+ * resumes after them instead of calling again (docs/design.md §2.4, "Takeover").
+ */
 export interface TaskResult {
-  readonly status: typeof TASK_STATUS.submitted | typeof TASK_STATUS.failed;
+  readonly status: typeof TASK_STATUS.submitted | typeof TASK_STATUS.failed | typeof TASK_STATUS.pending;
+  /** The vendor that answered last. */
   readonly vendor: string;
   /** The vendor's message id (accepted), else null. */
   readonly vendorMessageId: string | null;
-  /** The vendor code of a failure, else null. */
+  /** The vendor code of a failure (pending: of the last answer), else null. */
   readonly failCode: string | null;
-  /** Vendor calls made for this task. */
+  /** Vendor calls answered for this task. */
   readonly attempts: number;
   /** Every outcome of the task but ACCEPTED, in order (a failed task's final one included). */
   readonly trail: readonly ChannelAnswer[];
@@ -79,21 +84,30 @@ export interface StoredTask {
   readonly vendorMessageId: string | null;
   readonly failCode: string | null;
   readonly attempts: number;
-  /** Answers of earlier channels recorded with the result (empty while pending). */
+  /** Answers of earlier channels recorded with the result; while pending, those recorded so far. */
   readonly trail: readonly ChannelAnswer[];
+  /**
+   * Claims of the task, this one included: 1 (or absent) for a first claim; more when a dispatch
+   * claims it again while it is pending (a takeover, a restart, `pushctl replay`), so an earlier
+   * owner may have called the vendor without its answer reaching the row.
+   */
+  readonly claims?: number;
 }
 
 export interface PushTaskLedger {
   /**
-   * Records the task as pending (status 0) unless a row exists, and resolves to the row now
-   * stored. Calls made close together are written in one batch. Waits (retrying) while the store
-   * is unreachable; rejects only on errors a retry cannot fix, or with a TaskStoreUnavailableError
-   * when only the task's part of a sharded store is unreachable.
+   * Records the task as pending (status 0) unless a row exists, counting the claim on a row still
+   * pending, and resolves to the row now stored. Calls made close together are written in one
+   * batch. Waits (retrying) while the store is unreachable; rejects only on errors a retry cannot
+   * fix, or with a TaskStoreUnavailableError when only the task's part of a sharded store is
+   * unreachable.
    */
   claim(task: TaskRow): Promise<StoredTask>;
   /**
-   * Buffers the result of a task: 1 (submitted, never overriding delivered) or 3 (failed, only
-   * over pending). Written in batches, at the latest by `flush`.
+   * Buffers the result of a task: 1 (submitted, never overriding delivered), 3 (failed, only over
+   * pending) or its answers so far (0, only over a pending row that recorded no more answers). A
+   * write is asked for at once (batched with the others of the same turn of the event loop);
+   * `written` tells when it is durable, `flush` writes whatever is left.
    */
   record(task: TaskRow, result: TaskResult): void;
   /** Writes everything buffered; resolves when it is durable. Called before every commit. */
@@ -101,8 +115,9 @@ export interface PushTaskLedger {
   /**
    * Resolves once the result recorded for `taskId` is durable (at once when none is buffered or
    * being written), asking for a write soon; rejects if that write fails with an error a retry
-   * cannot fix. The fused fan-out waits for it before a dispatch's outcome goes out, so its
-   * commits wait on no MySQL write (a MySQL outage holds its dispatches, not the decisions).
+   * cannot fix. The fan-out waits for it before a dispatch's next vendor call and before its
+   * outcome goes out, so no commit waits on a MySQL write (a MySQL outage holds the dispatches, not
+   * the decisions) and no call is made while an earlier answer of its task is not yet recorded.
    */
   written(taskId: string): Promise<void>;
 }

@@ -23,6 +23,12 @@ export interface FanOutListener {
   onEvicted?(vendor: string, appId: string): void;
   /** Pushes parked in task `taskId` now (every retry poll; 0 when the task closes). */
   onParked?(taskId: string, count: number): void;
+  /**
+   * A call to (vendor, app) repeats one an earlier owner of the task may have made without its
+   * answer being recorded: the first call of a pending task claimed again (a takeover or a restart;
+   * not `pushctl replay`). At most one per takeover of a task (docs/design.md §2.4, "Takeover").
+   */
+  onTakeoverResend?(vendor: string, appId: string): void;
 }
 
 /** Options of the fan-out stage (docs/design.md §2.4). */

@@ -197,11 +197,15 @@ export class PipelineMetrics {
     "Parked pushes ended by the fan-out's cap PUSH_FANOUT_MAX_PARKED (the oldest first, FAILED parked_evicted), by vendor",
   );
   readonly fanOutParked = this.registry.gauge('push_fanout_parked', 'Pushes the fan-out holds parked, waiting out retryable vendor answers, by task');
+  readonly fanOutTakeoverResends = this.registry.counter(
+    'push_fanout_takeover_resends_total',
+    'Vendor calls repeated after a takeover or restart because the earlier call had no answer recorded in im_push_task, by vendor',
+  );
 
   /**
    * The fan-out's listener: time from the decisions to the fan-out's `process` (when both ran in
    * this process; the dispatch's decided_at is event time, not wall clock) and of each claim; the
-   * parked pushes the cap evicts, and how many each task holds parked.
+   * parked pushes the cap evicts, how many each task holds parked, and the calls a takeover repeats.
    */
   readonly fanOutListener: FanOutListener = {
     onDispatchReceived: (d) => {
@@ -215,5 +219,6 @@ export class PipelineMetrics {
     onClaimed: (d, ms) => this.latencySegments.observe({ segment: 'claim', kind: d.kind }, ms),
     onEvicted: (vendor) => this.fanOutEvictions.inc({ vendor }),
     onParked: (task, count) => this.fanOutParked.set({ task }, count),
+    onTakeoverResend: (vendor) => this.fanOutTakeoverResends.inc({ vendor }),
   };
 }

@@ -25,7 +25,7 @@ export interface MysqlPushTaskLedgerOptions {
   readonly shards?: ShardedPools;
   /** Default `im_push_task`. */
   readonly table?: string;
-  /** Buffered results are also written this often, ms, to keep the crash window small. Default 50. */
+  /** Results are written as they are recorded; those a failed write put back are tried again this often, ms. Default 50. */
   readonly flushIntervalMs?: number;
   /** Rows per INSERT. Default 500. */
   readonly maxBatchRows?: number;
@@ -44,6 +44,8 @@ const SHARD_DOWN_MS = 1_000;
 /** Widths of columns a vendor's answer fills (migrations/mysql/001_im_push_task.sql). */
 const FAIL_CODE_CHARS = 64;
 const MAX_ATTEMPTS = 65_535;
+/** im_push_task.claims is a SMALLINT UNSIGNED (migrations/mysql/010_im_push_task_claims.sql). */
+const MAX_CLAIMS = 65_535;
 
 /**
  * Widths of the identifying columns, in characters (migrations/mysql/001_im_push_task.sql). The
@@ -156,6 +158,7 @@ interface StoredRow {
   fail_code: string | null;
   channel_trail: string | null;
   attempts: number;
+  claims: number;
 }
 
 /** The stored trail of earlier channels' answers; a value that does not parse counts as none. */
@@ -180,12 +183,14 @@ interface PendingClaim {
  * statements below run once per shard of the batch, the shards in parallel. With several shards, a
  * claim on a shard that fails transiently is not waited for: it rejects with TaskStoreUnavailableError
  * (the fan-out parks the dispatch) and the shard's claims are refused for SHARD_DOWN_MS, so a shard
- * that is down holds up only its own users. Claims made in one tick become one `INSERT IGNORE` (status 0,
- * with the unread count, payload, collapse key and merge kind sent: docs/data.md),
- * plus one `SELECT` of the stored statuses only when some row existed already; results become one `INSERT … ON DUPLICATE KEY UPDATE`
- * per batch that never moves a row backwards (1 over 0 and 3; 3 only over 0). Idempotent: a replay
- * writes the same values. Transient MySQL errors (outage, failover, lock waits) are waited out
- * with backoff; a row MySQL refuses as data fails only its own task's claim (sinks/mysql/errors.ts).
+ * that is down holds up only its own users. Claims made in one tick become one `INSERT` (status 0,
+ * with the unread count, payload, collapse key and merge kind sent: docs/data.md) that counts a
+ * second claim of a row still pending (`claims`), plus one `SELECT` of the stored rows only when
+ * some row existed already. Results and the answers of tasks still pending are asked for at once
+ * and become one `INSERT … ON DUPLICATE KEY UPDATE` per batch that never moves a row backwards (1
+ * over 0 and 3; 3 only over 0; answers so far only over 0 with no more calls answered). Idempotent:
+ * a replay writes the same values. Transient MySQL errors (outage, failover, lock waits) are waited
+ * out with backoff; a row MySQL refuses as data fails only its own task's claim (sinks/mysql/errors.ts).
  */
 export class MysqlPushTaskLedger implements PushTaskLedger {
   private claims: PendingClaim[] = [];
@@ -244,24 +249,28 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   }
 
   /**
-   * One `INSERT IGNORE` for the chunk. A data error (one task's row does not fit its columns)
-   * fails the whole statement: the chunk is then claimed row by row, so only that task's claim
-   * rejects (its dispatch goes to the DLQ) and the others go on. Transient errors are waited out.
+   * One `INSERT` for the chunk: new rows are pending, claimed once; a row still pending counts one
+   * claim more; a final row is left as it is. A data error (one task's row does not fit its
+   * columns) fails the whole statement: the chunk is then claimed row by row, so only that task's
+   * claim rejects (its dispatch goes to the DLQ) and the others go on. Transient errors are waited out.
    */
   private async writeClaimChunk(shard: number, chunk: PendingClaim[]): Promise<void> {
     try {
-      const [inserted] = await this.claimQuery(shard, `INSERT IGNORE INTO ${this.table} (${COLUMNS}) VALUES ?`, [
-        chunk.map((c) => rowValues(c.task, c.task.firstVendor)),
-      ]);
+      const [inserted] = await this.claimQuery(
+        shard,
+        `INSERT INTO ${this.table} (${COLUMNS}) VALUES ? ` +
+          `ON DUPLICATE KEY UPDATE claims = IF(status = ${TASK_STATUS.pending}, LEAST(claims + 1, ${MAX_CLAIMS}), claims)`,
+        [chunk.map((c) => rowValues(c.task, c.task.firstVendor))],
+      );
       // Every row new (the usual case): all are pending, and the claim took one round trip.
-      // Otherwise some task was seen before (a replay, a takeover): read the stored verdicts.
-      const allNew = (inserted as { affectedRows?: number }).affectedRows === chunk.length;
+      // Otherwise some task was seen before (a replay, a takeover): read the stored rows.
+      const allNew = /\bDuplicates: 0\b/.test((inserted as { info?: string }).info ?? '');
       const rows = allNew
         ? []
         : ((
             await this.claimQuery(
               shard,
-              `SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts FROM ${this.table} WHERE task_id IN (?)`,
+              `SELECT task_id, status, vendor, vendor_message_id, fail_code, channel_trail, attempts, claims FROM ${this.table} WHERE task_id IN (?)`,
               [chunk.map((c) => c.task.taskId)],
             )
           )[0] as StoredRow[]);
@@ -270,7 +279,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
         const r = stored.get(c.task.taskId);
         c.resolve(
           r === undefined
-            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [] }
+            ? { status: TASK_STATUS.pending, vendor: null, vendorMessageId: null, failCode: null, attempts: 0, trail: [], claims: 1 }
             : {
                 status: r.status as TaskStatus,
                 vendor: r.vendor || null,
@@ -278,6 +287,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
                 failCode: r.fail_code,
                 attempts: r.attempts,
                 trail: parseTrail(r.channel_trail),
+                claims: r.claims,
               },
         );
       }
@@ -291,22 +301,27 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   }
 
   record(task: TaskRow, result: TaskResult): void {
-    const previous = this.results.get(task.taskId);
-    // A submitted result wins over a failed one buffered for the same task.
-    if (previous?.result.status === TASK_STATUS.submitted && result.status === TASK_STATUS.failed) return;
+    const previous = this.results.get(task.taskId)?.result.status;
+    // A submitted result wins over a failed one buffered for the same task, and either over answers so far.
+    if (previous === TASK_STATUS.submitted && result.status !== TASK_STATUS.submitted) return;
+    if (previous === TASK_STATUS.failed && result.status === TASK_STATUS.pending) return;
     this.results.set(task.taskId, { task, result });
+    this.writeSoon();
+  }
+
+  /** One write for the results of this turn of the event loop; its error reaches the `written` waiters. */
+  private writeSoon(): void {
+    if (this.writeScheduled) return;
+    this.writeScheduled = true;
+    setImmediate(() => {
+      this.writeScheduled = false;
+      this.flush().catch(() => undefined);
+    });
   }
 
   written(taskId: string): Promise<void> {
     if (!this.results.has(taskId) && !this.inWrite.has(taskId)) return Promise.resolve();
-    if (!this.writeScheduled) {
-      this.writeScheduled = true;
-      // One write for the results of this turn of the event loop; its error reaches the waiters.
-      setImmediate(() => {
-        this.writeScheduled = false;
-        this.flush().catch(() => undefined);
-      });
-    }
+    this.writeSoon();
     return new Promise((resolve, reject) => {
       const waiting = this.waiters.get(taskId);
       if (waiting) waiting.push({ resolve, reject });
@@ -373,8 +388,12 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
       Math.min(result.attempts, MAX_ATTEMPTS),
       result.status === TASK_STATUS.submitted ? new Date() : null,
     ]);
-    // Assignments run left to right and see earlier ones, so `status` is updated last.
-    const advance = `(status = ${TASK_STATUS.pending} OR (status = ${TASK_STATUS.failed} AND VALUES(status) = ${TASK_STATUS.submitted}))`;
+    // Assignments run left to right and see earlier ones, so `status` is updated last (`attempts`
+    // before it keeps the condition as it was: set only where it held, to a value that holds it).
+    const { pending, submitted, failed } = TASK_STATUS;
+    const advance =
+      `((status = ${pending} AND (VALUES(status) <> ${pending} OR VALUES(attempts) >= attempts)) ` +
+      `OR (status = ${failed} AND VALUES(status) = ${submitted}))`;
     await leavingOutRefusedRows(
       WRITER,
       this.options.listener,

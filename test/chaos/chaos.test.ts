@@ -1,6 +1,6 @@
 /**
  * The chaos run in short (the full one is `npm run chaos`): two worker processes SIGKILLed at
- * random points and restarted, MySQL and ClickHouse cut off through the run's own forwarders,
+ * random points and restarted (a takeover re-sends only calls without a recorded answer), MySQL and ClickHouse cut off through the run's own forwarders,
  * vendor 429 / 5xx / GOAWAY / expired-auth / slow storms, and 1,000 malformed inputs, while a
  * scripted workload flows. The shared Kafka broker is never restarted here (other tests use it).
  */
@@ -39,6 +39,16 @@ test(
     assert.deepEqual(v.pushes.unexpected, [], 'pushes that should not have gone out');
     assert.deepEqual(v.pushes.summaryLeaks, []);
     assert.ok(s.noHotRetryLoop, `a push was retried before the vendor's Retry-After: ${JSON.stringify(report.storms)}`);
+    // A takeover calls again only what had no answer recorded on its task row when the worker died.
+    assert.equal(
+      report.takeovers.resentAlthoughRecorded,
+      0,
+      `pushes re-sent after a takeover although their answer was recorded, e.g. ${report.takeovers.examples.join(', ')}`,
+    );
+    assert.ok(
+      report.takeovers.resent <= report.takeovers.withoutRecordedAnswer,
+      `${report.takeovers.resent} re-sends after takeover > ${report.takeovers.withoutRecordedAnswer} calls without a recorded answer at the kill`,
+    );
 
     // Every malformed input in the DLQ once, with the reason of its kind.
     const sent = report.inputs.malformed;

@@ -28,7 +28,7 @@ export async function taskTable(): Promise<{ pool: mysql.Pool; table: string; cl
   // One connection: 006 keeps its pending changes in session variables between statements.
   const conn = await pool.getConnection();
   try {
-    for (const file of ['001_im_push_task.sql', '004_im_push_task_trail.sql', '006_im_push_task_row.sql']) {
+    for (const file of ['001_im_push_task.sql', '004_im_push_task_trail.sql', '006_im_push_task_row.sql', '010_im_push_task_claims.sql']) {
       const text = readFileSync(new URL(`../../migrations/mysql/${file}`, import.meta.url), 'utf8').replace(/\bim_push_task\b/g, table);
       for (const statement of splitStatements(text)) await conn.query(statement);
     }

@@ -44,13 +44,13 @@ describe('migrate (MariaDB + ClickHouse)', () => {
     const chDb = dbName('migch');
     createdClickhouse.push(chDb);
     const first = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
-    assert.deepEqual(first.mysql, { applied: [1, 2, 3, 4, 5, 6, 7, 8, 9], alreadyApplied: [] });
+    assert.deepEqual(first.mysql, { applied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], alreadyApplied: [] });
     // Every ClickHouse file in order (the list grows with new migrations; MySQL's is spelled out above).
     const chAll = readMigrations(CLICKHOUSE_MIGRATIONS_DIR).map((m) => m.version);
     assert.ok(chAll.length >= 2 && chAll.every((v, i) => v === i + 1), 'ClickHouse migrations are numbered 1..n');
     assert.deepEqual(first.clickhouse?.applied, chAll);
     const second = await migrate({ mysqlUrl: url, clickhouse: chTarget(chDb) });
-    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7, 8, 9] });
+    assert.deepEqual(second.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] });
     assert.deepEqual(second.clickhouse, { applied: [], alreadyApplied: chAll });
 
     const [versions] = await admin.query<mysql.RowDataPacket[]>(`SELECT version, name FROM \`${db}\`.schema_migrations ORDER BY version`);
@@ -66,6 +66,8 @@ describe('migrate (MariaDB + ClickHouse)', () => {
         '7 im_push_task_archive_row',
         '8 business_keys',
         '9 push_campaign',
+        '10 im_push_task_claims',
+        '11 im_push_task_archive_claims',
       ],
     );
     const chVersions = await clickhouseQuery(chTarget(chDb), 'SELECT version FROM schema_migrations ORDER BY version FORMAT TabSeparated');
@@ -124,7 +126,7 @@ describe('migrate (MariaDB + ClickHouse)', () => {
         (e: { code?: string; message: string }) => e.code === 'MIGRATION_CHANGED' && /003_im_push_token/.test(e.message),
       );
       const tolerant = await migrate({ mysqlUrl: url, mysqlDir: dir, allowChangedFiles: true });
-      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7, 8, 9] }, 'allowChangedFiles skips, never re-applies');
+      assert.deepEqual(tolerant.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] }, 'allowChangedFiles skips, never re-applies');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -133,16 +135,16 @@ describe('migrate (MariaDB + ClickHouse)', () => {
   test('concurrent runs apply each version once', async () => {
     const { db, url } = await fresh();
     const results = await Promise.all([migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url }), migrate({ mysqlUrl: url })]);
-    const applied = results.flatMap((r) => r.mysql.applied).sort();
-    assert.deepEqual(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const applied = results.flatMap((r) => r.mysql.applied).sort((a, b) => a - b);
+    assert.deepEqual(applied, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${db}\`.schema_migrations`);
-    assert.equal(Number(rows[0]?.n), 9);
+    assert.equal(Number(rows[0]?.n), 11);
   });
 
   test('006/007 add the task-row columns and the (uid, status, created_at) index to tables that already have rows; re-running changes nothing', async () => {
     const { db, url } = await fresh();
-    // A database as it was before 006: versions 1-5 applied, with pushes in it (008/009, the
-    // entry's tables, touch neither table and are applied with the rest below).
+    // A database as it was before 006: versions 1-5 applied, with pushes in it (the later files are
+    // applied below; 008/009, the entry's tables, touch neither table; 010/011 add claims).
     const dir = mkdtempSync(`${tmpdir()}/migrations-`);
     try {
       cpSync(MYSQL_MIGRATIONS_DIR, dir, { recursive: true });
@@ -150,6 +152,8 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       rmSync(`${dir}/007_im_push_task_archive_row.sql`);
       rmSync(`${dir}/008_business_keys.sql`);
       rmSync(`${dir}/009_push_campaign.sql`);
+      rmSync(`${dir}/010_im_push_task_claims.sql`);
+      rmSync(`${dir}/011_im_push_task_archive_claims.sql`);
       assert.deepEqual((await migrate({ mysqlUrl: url, mysqlDir: dir })).mysql.applied, [1, 2, 3, 4, 5]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -160,11 +164,13 @@ describe('migrate (MariaDB + ClickHouse)', () => {
       `INSERT INTO \`${db}\`.im_push_task_archive (id, task_id, uid, conv_id, seq, device_id, created_at, updated_at) VALUES (9, 't-cold', 'u1', 'c1', 0, 'd1', NOW(3), NOW(3))`,
     );
 
-    assert.deepEqual((await migrate({ mysqlUrl: url })).mysql, { applied: [6, 7, 8, 9], alreadyApplied: [1, 2, 3, 4, 5] });
-    const [old] = await admin.query<mysql.RowDataPacket[]>(`SELECT status, unread_cnt, payload, collapse_key, merge_kind FROM ${t} WHERE task_id = 't-old'`);
+    assert.deepEqual((await migrate({ mysqlUrl: url })).mysql, { applied: [6, 7, 8, 9, 10, 11], alreadyApplied: [1, 2, 3, 4, 5] });
+    const [old] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT status, unread_cnt, payload, collapse_key, merge_kind, claims FROM ${t} WHERE task_id = 't-old'`,
+    );
     assert.deepEqual(
       { ...old[0] },
-      { status: 2, unread_cnt: 0, payload: null, collapse_key: '', merge_kind: '' },
+      { status: 2, unread_cnt: 0, payload: null, collapse_key: '', merge_kind: '', claims: 1 },
       'an existing row keeps its status and gets the defaults',
     );
     const [cold] = await admin.query<mysql.RowDataPacket[]>(`SELECT task_id, payload FROM \`${db}\`.im_push_task_archive`);
@@ -295,7 +301,7 @@ test('a database that recorded a migration before a comment-only edit of its fil
   assert.ok(first.formerChecksums.length > 0, '001 lists the checksum of its text before the comment edit');
   await admin.query(`UPDATE \`${db}\`.schema_migrations SET checksum = ? WHERE version = 1`, [first.formerChecksums[0]]);
   const again = await migrate({ mysqlUrl: url });
-  assert.deepEqual(again.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7, 8, 9] });
+  assert.deepEqual(again.mysql, { applied: [], alreadyApplied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] });
   await admin.query(`UPDATE \`${db}\`.schema_migrations SET checksum = ? WHERE version = 1`, ['0'.repeat(64)]);
   await assert.rejects(migrate({ mysqlUrl: url }), /001_im_push_task\.sql was changed after it was applied/);
 });
