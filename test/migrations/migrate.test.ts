@@ -273,20 +273,21 @@ describe('migrate (MariaDB + ClickHouse)', () => {
   });
 });
 
-test('the MySQL ready queries of docs/data.md (```mysql blocks) run on the migrated schema and find a user’s rows', async () => {
+test('the MySQL ready queries of docs/data.md (```mysql blocks) run on the migrated schema and find a user’s rows (u-123, and u-42’s business push by its request id)', async () => {
   const queries = [...readFileSync(new URL('../../docs/data.md', import.meta.url), 'utf8').matchAll(/```mysql\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
   assert.ok(queries.length >= 1, 'docs/data.md has a MySQL query');
   const { db, url } = await fresh();
   await migrate({ mysqlUrl: url });
   await admin.query(
     `INSERT INTO \`${db}\`.im_push_task (task_id, msg_id, uid, device_id, conv_id, seq, status, vendor, unread_cnt, payload, collapse_key, merge_kind)
-     VALUES ('t-docs-1', 'm-1', 'u-123', 'd-1', 'c-1', 7, 1, 'fcm', 3, '{"title":"Ann","body":"hi"}', 'c-1', 'LEADING')`,
+     VALUES ('t-docs-1', 'm-1', 'u-123', 'd-1', 'c-1', 7, 1, 'fcm', 3, '{"title":"Ann","body":"hi"}', 'c-1', 'LEADING'),
+            ('t-docs-2', 'ad05521a49601ea47a0416ed459fb8eb', 'u-42', 'd-1', 'biz:ad05521a49601ea47a0416ed459fb8eb', 0, 1, 'fcm', 0, '{"title":"Ann","body":"hi"}', 'biz', 'LEADING')`,
   );
   const conn = await mysql.createConnection({ ...parseMysqlUrl(url).connection, database: db });
   try {
     for (const query of queries) {
       const [rows] = await conn.query<mysql.RowDataPacket[]>(query);
-      assert.ok(rows.length >= 1, `no row for u-123 from:\n${query}`);
+      assert.ok(rows.length >= 1, `no row for the user (u-123, or u-42's business push) from:\n${query}`);
       assert.equal(rows[0]!.title, 'Ann', 'the title sent, from the payload');
     }
   } finally {
