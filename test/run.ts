@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, constants as osConstants } from 'node:os';
+import { join } from 'node:path';
 import { ROOT } from '../stack/paths.ts';
 import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, testFiles, unitEnv, type Placement } from './sets.ts';
 
@@ -17,7 +18,38 @@ import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, testFiles, unitEnv, t
  * `--unit` (`npm run test:unit`): the unit tests only, without the slow ones of test/sets.ts unless
  * a filter names them; the stack is neither started nor reached.
  * `--list`: prints each file's set, and for a test that needs the stack the import chain to it.
+ *
+ * `--loaded` (`npm run test:loaded`), or PUSH_TEST_CPU_HOG=1: the same run beside a busy loop on one
+ * core (test/support/cpu-hog.mjs), so that a test that holds only on an idle machine fails here
+ * rather than on a busy one; PUSH_TEST_CPU_HOG=stack loads the stack tests only (as .ci/run does).
  */
+
+/** Longest a CPU hog spins (CI's limit for the whole run): it stops then even if nothing stops it. */
+const HOG_MAX_MS = 90 * 60_000;
+
+/** Which part of the run spins a core beside the tests: `--loaded` or PUSH_TEST_CPU_HOG. */
+function hogMode(args: readonly string[]): 'all' | 'stack' | 'none' {
+  if (args.includes('--loaded')) return 'all';
+  const value = process.env.PUSH_TEST_CPU_HOG ?? '';
+  if (value === '1' || value === 'all') return 'all';
+  if (value === 'stack') return 'stack';
+  if (value === '' || value === '0') return 'none';
+  throw new Error(`PUSH_TEST_CPU_HOG=${value}: expected 1 (the whole run), stack (the stack tests only) or 0 (none)`);
+}
+
+/** Starts the busy loop, stopped when this process exits or is signalled (and by itself, see cpu-hog.mjs). */
+function startHog(): void {
+  const script = join(ROOT, 'test', 'support', 'cpu-hog.mjs');
+  const hog = spawn(process.execPath, [script, String(process.pid), String(HOG_MAX_MS)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  console.log(`[test] CPU hog: pid ${hog.pid} spins one core until the tests end (at most ${HOG_MAX_MS / 60_000} min)`);
+  const stop = () => hog.kill('SIGKILL');
+  process.once('exit', stop);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.once(signal, () => {
+      stop();
+      process.exit(128 + osConstants.signals[signal]);
+    });
+}
 
 function runFiles(label: string, files: readonly string[], concurrency: string, env: NodeJS.ProcessEnv): Promise<number> {
   console.log(`[test] ${label}: ${files.length} test files (concurrency ${concurrency})`);
@@ -44,7 +76,8 @@ function list(placements: readonly Placement[]): void {
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const unitOnly = args.includes('--unit');
-  const filters = args.filter((a) => a !== '--unit' && a !== '--list');
+  const filters = args.filter((a) => a !== '--unit' && a !== '--list' && a !== '--loaded');
+  const hog = hogMode(args);
   const files = testFiles().filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
   if (files.length === 0) {
     console.error(`no test files match ${filters.join(' ')}`);
@@ -64,10 +97,12 @@ async function main(): Promise<number> {
   }
   const concurrency = (limit: number) => process.env.PUSH_TEST_CONCURRENCY || String(Math.min(limit, availableParallelism()));
   let status = 0;
+  if (hog === 'all') startHog();
   if (unit.length > 0) status = await runFiles('unit tests, without the stack', unit, concurrency(Infinity), unitEnv());
   if (!unitOnly && stack.length > 0) {
     const { stackUp } = await import('../stack/index.ts'); // loaded only here: a unit run never touches the stack code
     await stackUp();
+    if (hog === 'stack') startHog();
     const shared = stack.filter((file) => !EXCLUSIVE_STACK_TESTS[file]);
     const alone = stack.filter((file) => EXCLUSIVE_STACK_TESTS[file]);
     if (shared.length > 0) status = (await runFiles('tests on the local stack', shared, concurrency(2), {})) || status;

@@ -58,9 +58,7 @@ export const SLOW_UNIT_TESTS: Readonly<Record<string, string>> = {
 
 /**
  * Tests on the stack that `npm test` runs one at a time, after the others (which run two at a time):
- * each starts infrastructure of its own or loads every core for minutes, and its deadlines are
- * sized for a box that is not also running another test. Two at a time, the broker restart's
- * three workers missed their first commit deadline.
+ * each starts infrastructure of its own or loads every core for minutes.
  */
 export const EXCLUSIVE_STACK_TESTS: Readonly<Record<string, string>> = {
   'test/topology/broker-restart.test.ts': 'starts a broker of its own (a second JVM) and restarts it under three workers',

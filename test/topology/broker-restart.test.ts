@@ -43,6 +43,18 @@ after(async () => {
 const lastAssignment = (w: Worker) => (w.events.filter((e) => e.event === 'assigned').at(-1)?.tasks as string[] | undefined) ?? [];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Each instance's tasks, once every instance owns some and between them they own every task once,
+ * or as they are after `timeoutMs`. An instance that joins late (a slow start, or still backing off
+ * from a restart) makes the group rebalance once more: the assignments settle within a rebalance or two.
+ */
+async function settledShares(workers: readonly Worker[], timeoutMs: number): Promise<string[][]> {
+  const shares = () => workers.map(lastAssignment);
+  const settled = (s: string[][]) => s.every((tasks) => tasks.length > 0) && JSON.stringify(s.flat().sort()) === JSON.stringify(TASKS);
+  for (const deadline = Date.now() + timeoutMs; !settled(shares()) && Date.now() < deadline;) await pause(500);
+  return shares();
+}
+
 test(
   'two broker restarts (graceful, then a crash) while three instances count under exactly-once: every partition resumes, nothing lost or duplicated',
   { timeout: 300_000 },
@@ -67,6 +79,14 @@ test(
 
     const workers = [spawnWorker(env), spawnWorker(env), spawnWorker(env)];
     live.push(...workers);
+    // Input flows once the three share the tasks: an instance that joined after the others had
+    // counted the first third would have nothing to commit before the restart.
+    await Promise.all(workers.map((w) => w.waitFor((e) => e.event === 'started', 120_000)));
+    const shares = await settledShares(workers, 60_000);
+    assert.ok(
+      shares.every((tasks) => tasks.length > 0),
+      `the three instances share the tasks before input flows: ${JSON.stringify(shares)}`,
+    );
     // Input flows between the restarts, never while the broker is down (a producer retry then
     // cannot duplicate input, so every output maps to exactly one input). The first restart is
     // graceful, the second a crash with transactions open.
@@ -89,14 +109,7 @@ test(
       { outputs: RECORDS, duplicated: 0, missing: 0, wrongFinal: [], repeatedCounts: 0 },
       `broker back after ${downMs.join(' and ')} ms`,
     );
-    // An instance still backing off from a restart rejoins a little later, and the group then
-    // rebalances once more: the assignments settle within a rebalance or two.
-    let owned = workers.flatMap(lastAssignment).sort();
-    for (const deadline = Date.now() + 60_000; JSON.stringify(owned) !== JSON.stringify(TASKS) && Date.now() < deadline;) {
-      await pause(500);
-      owned = workers.flatMap(lastAssignment).sort();
-    }
-    assert.deepEqual(owned, TASKS, 'the instances own every task between them, each once');
+    assert.deepEqual((await settledShares(workers, 60_000)).flat().sort(), TASKS, 'the instances own every task between them, each once');
     for (const w of workers) {
       assert.equal(w.child.exitCode, null, 'no instance exited on its own');
       w.child.kill('SIGTERM');
