@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism, constants as osConstants } from 'node:os';
-import { join } from 'node:path';
 import { ROOT } from '../stack/paths.ts';
+import { startCpuHog } from './support/cpu-hog.ts';
 import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, testFiles, unitEnv, type Placement } from './sets.ts';
 
 /**
@@ -39,14 +39,12 @@ function hogMode(args: readonly string[]): 'all' | 'stack' | 'none' {
 
 /** Starts the busy loop, stopped when this process exits or is signalled (and by itself, see cpu-hog.mjs). */
 function startHog(): void {
-  const script = join(ROOT, 'test', 'support', 'cpu-hog.mjs');
-  const hog = spawn(process.execPath, [script, String(process.pid), String(HOG_MAX_MS)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const hog = startCpuHog(HOG_MAX_MS);
   console.log(`[test] CPU hog: pid ${hog.pid} spins one core until the tests end (at most ${HOG_MAX_MS / 60_000} min)`);
-  const stop = () => hog.kill('SIGKILL');
-  process.once('exit', stop);
+  process.once('exit', hog.stop);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
     process.once(signal, () => {
-      stop();
+      hog.stop();
       process.exit(128 + osConstants.signals[signal]);
     });
 }

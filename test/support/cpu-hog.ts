@@ -1,29 +1,30 @@
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
-/** A hog never outlives this, whatever happens to the process that started it. */
-const HARD_CAP_MS = 60 * 60_000;
+/** Set in the tests' environment while test/run.ts keeps a core busy (`npm run test:loaded`, CI). */
+const RUNNING = 'PUSH_TEST_CPU_HOG_RUNNING';
+const SCRIPT = fileURLToPath(new URL('./cpu-hog.mjs', import.meta.url));
 
 export interface CpuHog {
+  /** The busy loop's pid, or undefined when the run's own hog serves instead. */
+  readonly pid: number | undefined;
   stop(): void;
 }
 
 /**
- * Keeps one core busy, as another program on a developer's machine would: a child process spinning
- * at normal priority, so it competes with the broker, the databases and the workers for the CPU.
- * It stops on `stop()`, when the process that started it is gone (it checks every second), and
- * after `maxMs` at the latest.
+ * Keeps one core busy (test/support/cpu-hog.mjs) until `stop()`, for at most `maxMs`, and never
+ * past the life of this process. A test that must hold on a busy machine starts one; where the test
+ * run already spins a core for every test (test/run.ts), it does not start a second.
  */
-export function startCpuHog(maxMs = HARD_CAP_MS): CpuHog {
-  const spin = `
-    const parent = ${process.pid};
-    const end = Date.now() + ${Math.min(maxMs, HARD_CAP_MS)};
-    for (let checked = Date.now(); Date.now() < end; ) {
-      if (Date.now() - checked >= 1000) {
-        checked = Date.now();
-        try { process.kill(parent, 0); } catch { break; }
-      }
-    }`;
-  const child = spawn(process.execPath, ['-e', spin], { stdio: 'ignore' });
-  child.unref();
-  return { stop: () => void child.kill('SIGKILL') };
+export function startCpuHog(maxMs = 10 * 60_000): CpuHog {
+  if (process.env[RUNNING] === '1') return { pid: undefined, stop: () => undefined };
+  const child = spawn(process.execPath, [SCRIPT, String(process.pid), String(maxMs)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  process.env[RUNNING] = '1'; // what this process starts next (test files, workers) sees the core as taken
+  return {
+    pid: child.pid,
+    stop: () => {
+      child.kill('SIGKILL');
+      delete process.env[RUNNING];
+    },
+  };
 }
