@@ -29,13 +29,14 @@ test(
       { topic: output, partitions: PARTITIONS },
     ]);
     const records = wordStream(RECORDS, 500, 7);
-    // The last quarter of the input waits for the third instance to join, so that each instance is
-    // added while input still flows and has records to commit, however long a start takes.
-    let thirdJoined!: () => void;
-    const thirdJoins = new Promise<void>((resolve) => (thirdJoined = resolve));
+    // The second third of the input waits for the second instance to join, the last third for the
+    // third: each instance is added while input still flows and has records to commit, however long
+    // a start takes.
+    const joined: Array<() => void> = [];
+    const joins = [0, 1].map(() => new Promise<void>((resolve) => joined.push(resolve)));
     const producing = (async () => {
       for (let i = 0; i < records.length; i += 2000) {
-        if (i >= (RECORDS * 3) / 4) await thirdJoins;
+        await joins[Math.floor((3 * i) / RECORDS) - 1];
         await produceWords(input, records.slice(i, i + 2000));
         await pause(700);
       }
@@ -47,11 +48,12 @@ test(
     const second = spawnWorker(env);
     live.push(second);
     await second.waitFor((e) => e.event === 'assigned' && (e.tasks as string[]).length > 0);
+    joined[0]!();
     await second.waitFor((e) => e.event === 'committed');
     const third = spawnWorker(env);
     live.push(third);
     await third.waitFor((e) => e.event === 'assigned' && (e.tasks as string[]).length > 0);
-    thirdJoined();
+    joined[1]!();
     await third.waitFor((e) => e.event === 'committed');
     assert.equal(lastAssignment(third).length, 2, 'three instances share six tasks two by two');
 
