@@ -1,5 +1,5 @@
 /**
- * Campaign expansion throughput (issue 16; pipeline/apps/campaigns.ts): one campaign of N uids
+ * Campaign expansion throughput (pipeline/apps/campaigns.ts): one campaign of N uids
  * (a uid file, as large campaigns come) expanded by the `campaigns` application under exactly-once
  * tasks, with no rate limit (PUSH_CAMPAIGN_EXPANSION_RATE at its maximum): uids ÷ time from producing
  * the campaign record to the last of its requests read committed (the file read, the

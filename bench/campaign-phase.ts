@@ -1,5 +1,5 @@
 /**
- * The campaign phase of the benchmark (issue 16, docs/entry.md): IM latency with and without a
+ * The campaign phase of the benchmark (docs/entry.md): IM latency with and without a
  * campaign on the business lane, measured in the same run. First a steady IM load alone (the
  * latency population's leading pushes to offline devices, persist → vendor), then the same load
  * again while a campaign of `users` users, submitted as one push.campaigns record naming a uid

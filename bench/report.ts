@@ -114,7 +114,7 @@ type Verdict = 'met' | 'milestone' | 'MISSED' | 'not measured';
 interface Row {
   readonly what: string;
   readonly target: string;
-  /** The next milestone (docs/design.md §7, issue 12's "Done when"); the target again where they agree. */
+  /** The next milestone (docs/design.md §7); the target again where they agree. */
   readonly milestone: string;
   readonly measured: string;
   readonly verdict: Verdict | '';

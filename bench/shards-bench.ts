@@ -1,5 +1,5 @@
 /**
- * Fan-out throughput with MySQL on 1 and on 4 uid shards (issue 15, item 2; docs/data.md "Shards"),
+ * Fan-out throughput with MySQL on 1 and on 4 uid shards (docs/data.md "Shards"),
  * side by side in the same run: a fan-out application (the pipeline's topology, its MySQL ledger,
  * the FCM emulator) drains the same backlog of dispatches once per shard count. The shards are
  * databases on the same MariaDB, so the figure shows what the per-shard statements cost or gain

@@ -1,5 +1,5 @@
 /**
- * The `PUSH_BUSINESS_*` keys of the business lane (issue 16, docs/entry.md), declared like every key
+ * The `PUSH_BUSINESS_*` keys of the business lane (docs/entry.md), declared like every key
  * (common/config-keys.ts spreads them into CONFIG_KEYS, so the README table, `pushctl config` and
  * the readers see them there). Kept in their own file to keep common/config-keys.ts short.
  */

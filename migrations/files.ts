@@ -33,6 +33,8 @@ const FORMER_CHECKSUMS: Readonly<Record<string, readonly string[]>> = {
   'clickhouse/002_arrival_views.sql': ['94362c9163c089c6fd7816fdc8c644dade1d839dc24e3faa51f0e1873c2f6b8e'],
   // A comment named processors/shared/, renamed processors/model/.
   'clickhouse/004_trace_columns.sql': ['be432a215a07473e683fe4c0fccaf670a36f1f131429e57e181b9b4a365fa44c'],
+  // A comment cited an issue number; it cites docs/entry.md alone now.
+  'clickhouse/006_business.sql': ['0b67b8cce399c0da3d1b071f6b8b0a424ea8395248a304c913937b585183d0f1'],
 };
 
 export function readMigrations(dir: string): MigrationFile[] {

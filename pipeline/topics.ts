@@ -22,7 +22,7 @@ export const TOPICS = {
   candidates: { name: 'push.candidates', valueSchema: 'push-candidate.avsc' },
   merged: { name: 'push.merged', valueSchema: 'push-merged.avsc' },
   dispatch: { name: 'push.dispatch', valueSchema: 'push-dispatch.avsc' },
-  // Business pushes (issue 16, docs/entry.md): requests from senders and the campaign expansion, the
+  // Business pushes (docs/entry.md): requests from senders and the campaign expansion, the
   // campaigns themselves (keyed by campaign_id, not uid), and the business lane's own dispatch topic,
   // read by a fan-out of its own consumer group so IM dispatches never queue behind them.
   requests: { name: 'push.requests', valueSchema: 'push-request.avsc' },

@@ -1,4 +1,4 @@
--- Business pushes (issue 16, docs/entry.md "Accounting"): who sent a push and why, from the
+-- Business pushes (docs/entry.md "Accounting"): who sent a push and why, from the
 -- push-outcome record's `business` tag (schemas/push-outcome.avsc): the sender's business id, the
 -- category (NOTICE, REMINDER, CAMPAIGN) and the campaign id. Empty on IM pushes, on receipts (a
 -- receipt's pair takes them from its outcome rows: the arrival query reads max() over the pair)

@@ -1,5 +1,5 @@
 /**
- * The business application (issue 16, docs/entry.md): business pushes on a lane of their own.
+ * The business application (docs/entry.md): business pushes on a lane of their own.
  *
  *   push.requests ─┐
  *   push.tokens ───┼─► business (transfer ─► strategies) ─► push.dispatch.business ─► fan-out-business (its own group)

@@ -1,5 +1,5 @@
 /**
- * The campaign expansion (issue 16): a push.campaigns CREATE becomes one push.requests record per
+ * The campaign expansion (docs/entry.md): a push.campaigns CREATE becomes one push.requests record per
  * distinct uid, a CANCEL stops what is not expanded yet and is announced on push.campaign-control
  * (read by the stages after the expansion through processors/campaigns/cancellations.ts).
  *

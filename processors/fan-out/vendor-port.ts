@@ -57,7 +57,7 @@ export type SubmitOutcome =
   | { readonly kind: 'payload-too-large'; readonly code: string }
   /**
    * The vendor refused a field of the payload (a bad or missing value, sensitive content): a fault
-   * of this message, never of the device token. Added for issue 13; compatible with earlier callers.
+   * of this message, never of the device token. Optional, so callers that do not give it stay valid.
    */
   | { readonly kind: 'payload-rejected'; readonly code: string }
   /** The request, the app's configuration or its permissions were refused for good. */

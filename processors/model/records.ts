@@ -63,7 +63,7 @@ export interface UserSettings {
   muted_conversations: string[];
   private_mode: boolean;
   updated_at: number;
-  /** Business push categories the user turned off (issue 16; absent in records written before). */
+  /** Business push categories the user turned off (absent in records written before the field existed). */
   opted_out_categories?: string[];
   /** Business senders the user turned off. */
   muted_senders?: string[];

@@ -76,7 +76,7 @@ const BATCH_SHA256 = '04ee8657247441599f200af5871ce6b3c4463abe941b97405502f8f5f6
  * What a task needs to take its inputs in time order (topology/task-input.ts): which fetch each
  * batch came from, and what the broker said of every partition of that fetch, empty ones included.
  * The published runner drops empty batches without a word and says nothing of the fetch a batch
- * came from. Its fetch now numbers each fetch when it is sent and when it is answered (one counter
+ * came from. The patched fetch numbers each fetch when it is sent and when it is answered (one counter
  * per consumer), stamps both on the fetch's batches, and hands them all to the FETCH event; a batch
  * keeps the fetch response's last stable offset (what a read_committed consumer can read), which
  * the published Batch drops.

@@ -1,5 +1,5 @@
 /**
- * Campaign sends use the vendors' multi-token APIs (issue 16, docs/entry.md) on the real stack
+ * Campaign sends use the vendors' multi-token APIs (docs/entry.md) on the real stack
  * (Kafka, registry, MariaDB, the HMS, Xiaomi and vivo emulators): a 3,000-user campaign goes
  * through `business` and then `fan-out-business` (started on the campaign's backlog), run in this
  * process as the worker runs them. A campaign's pushes carry the same payload apart from the token

@@ -1,5 +1,5 @@
 /**
- * `pushctl trace` at scale on the real stack (issue 15, "done when"): 400 users, each with a
+ * `pushctl trace` at scale on the real stack: 400 users, each with a
  * scripted history (test/cli/trace-history.ts: offline push, online + ACK, quiet hours, mute with
  * and without an @mention, merge burst, dead token, quota re-route, two devices), run through the
  * whole pipeline (workers, Kafka, registry, MariaDB sharded by uid over four databases

@@ -1,5 +1,5 @@
 /**
- * Done-when of issue 16 for cancellation, end to end on the real stack: a campaign posted to the
+ * Campaign cancellation end to end on the real stack: a campaign posted to the
  * entry goes expansion → business → push.dispatch.business → fan-out-business → the FCM emulator,
  * the lane's vendor rate (30 % of 500/s: 150/s) far below what the expansion feeds it, so the lane
  * still holds most of the campaign when DELETE /v1/campaigns/{id} is acknowledged. Checked, as a

@@ -1,5 +1,5 @@
 /**
- * Done-when of issue 16 for cancellation, on the real stack: after DELETE /v1/campaigns/{id} is
+ * Campaign cancellation on the real stack: after DELETE /v1/campaigns/{id} is
  * acknowledged, the expansion produces nothing more within 5 s (every request of the campaign in
  * push.requests is stamped before ack + 5 s, and the count stops), the progress says cancelled with
  * what was expanded, and the cancellation reaches push.campaign-control, where the business stage's

@@ -1,5 +1,5 @@
 /**
- * Done-when of issue 16: a worker SIGKILLed in the middle of a campaign's expansion, twice, and the
+ * A worker SIGKILLed in the middle of a campaign's expansion, twice, and the
  * campaign still reaches push.requests exactly once per uid — read with a read_committed consumer,
  * no uid twice, none skipped — and the progress row ends at the campaign's size.
  */

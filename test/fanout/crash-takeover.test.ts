@@ -1,5 +1,5 @@
 /**
- * A takeover after a crash writes exactly one ending per task (issue 13, item 8; docs/design.md
+ * A takeover after a crash writes exactly one ending per task (docs/design.md
  * §1.5, §1.6). Two fan-out workers share the dispatches; one is SIGKILLed while dispatches of every
  * outcome class are in flight — accepted (FCM), dead token (APNs Unregistered), throttled (HMS 429
  * on every call) and failed (FCM PERMISSION_DENIED). The killed worker commits rarely, so many of

@@ -1,5 +1,5 @@
 /**
- * The fan-out's parked store is capped per task (issue 13, state bounds): during a vendor outage,
+ * The fan-out's parked store is capped per task (PUSH_FANOUT_MAX_PARKED): during a vendor outage,
  * parking one push more than PUSH_FANOUT_MAX_PARKED ends the oldest parked push (smallest
  * decided_at) at once, FAILED parked_evicted with the vendor's last code, exactly once, counted in
  * push_fanout_evictions_total; the others still go out when the vendor returns. Parked values are

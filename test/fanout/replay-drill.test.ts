@@ -1,5 +1,5 @@
 /**
- * The "vendor lost them" drill on the whole pipeline (issue 15, "done when"): messages go through
+ * The "vendor lost them" drill on the whole pipeline: messages go through
  * the workers (decisions, fan-out, sinks) to the six vendor emulators in three rounds; then the
  * emulators forget the middle round's recordings, and nothing else does (not MySQL, not Kafka,
  * not ClickHouse). `pushctl replay --from tasks --since <start> --until <end> --app <app>` must

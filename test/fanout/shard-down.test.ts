@@ -1,5 +1,5 @@
 /**
- * One MySQL shard down for 30 s (issue 15, item 2; docs/data.md "Shards"): four shards as four
+ * One MySQL shard down for 30 s (docs/data.md "Shards"): four shards as four
  * databases on the stack's MariaDB, shard 2 reached through a TCP forwarder the test cuts (the
  * machine's MariaDB keeps running). A fan-out worker process pushes to 40 users across the shards.
  * While shard 2 is cut, the users of the other three keep getting their pushes at the vendor

@@ -1,5 +1,5 @@
 /**
- * uid-sharded MySQL (issue 15, item 2; docs/data.md "Shards") on the real stack: four shards as four
+ * uid-sharded MySQL (docs/data.md "Shards") on the real stack: four shards as four
  * databases on the local MariaDB. `migrate` creates the tables on each; a fan-out worker (Kafka,
  * schema registry, emulators) pushes to users across all four, and every task row lands on the shard
  * MariaDB's own `CRC32(uid) % 4` names; receipts' status updates, token rows, `pushctl tokens`'s read

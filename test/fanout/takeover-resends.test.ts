@@ -1,5 +1,5 @@
 /**
- * A takeover re-sends only the vendor calls that had no answer at the kill (issue 35; docs/design.md
+ * A takeover re-sends only the vendor calls that had no answer at the kill (docs/design.md
  * §2.4, "Takeover"). One worker runs the decisions with the fan-out fused (the default) and is
  * SIGKILLed mid-burst; a new worker takes its partitions over. Three kinds of pushes are in the
  * burst: iPhones with one APNs token (accepted, their rows final before the kill), iPhones whose

@@ -1,5 +1,5 @@
 /**
- * A vendor that accepts a push but answers after the client's deadline (issue 13, item 7): the
+ * A vendor that accepts a push but answers after the client's deadline: the
  * outcome is unknown, not refused. The fan-out retries the same channel only (the collapse id makes
  * the resend harmless on the device), never another vendor, and accounts the push once.
  */

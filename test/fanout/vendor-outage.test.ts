@@ -1,5 +1,5 @@
 /**
- * A vendor down for a long time (issue 13, item 9), with the maximum age shortened from one hour:
+ * A vendor down for a long time, with the maximum age shortened from one hour:
  * retryable failures (503, then the server unreachable) are parked and retried with backoff, and
  * every push is submitted once the vendor returns — none lost, none sent twice; a push older than
  * the maximum age ends FAILED max_age_exceeded; a READ of the conversation cancels a parked push.

@@ -7,8 +7,8 @@
  * timestamp and after the change was acknowledged, one message it governs; other users' messages
  * at up to 1,000/s beside them, and one core kept busy by a CPU hog.
  *
- * On the runtime that took records in fetch order this failed: messages sent 5 ms after a mute
- * were pushed anyway, and pushes went to the replaced token.
+ * A runtime that takes records in fetch order fails it: a message sent just after a mute is pushed
+ * anyway, or decided as if the phone were still online.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

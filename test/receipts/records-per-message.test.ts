@@ -11,8 +11,9 @@ const TOKENS = 'token-lifecycle-tokens-changelog';
  * and every store changelog), per accepted push and per receipt, as an operator counts them from
  * the topics' end offsets. The driver commits after every input, so each step is one commit: on
  * Kafka, writes to one key within a commit interval cost one changelog record, never more.
- * Before this accounting (issue 12), every acceptance cost 3 records plus 2 tombstones at expiry,
- * APNs and FCM included, and a duplicate receipt 2.
+ * The counts pinned below are what a receipt join without this accounting exceeds: it wrote 3
+ * records plus 2 tombstones at expiry for every acceptance, APNs and FCM included, and 2 for a
+ * duplicate receipt.
  */
 describe('records the receipts application produces', () => {
   let h: ReceiptsHarness;

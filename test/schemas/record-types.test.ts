@@ -164,7 +164,7 @@ test(`every schema's fields, nullability, defaults and enums match its record ty
 });
 
 test('the check reports a drifted record type', () => {
-  // The drift issue 14 found: a schema field (push-outcome's token_hash) missing from a copy of the type.
+  // The drift this guards against: a schema field (push-outcome's token_hash) missing from a copy of the type.
   const withoutTokenHash = recordsText.replace(/\n\s*token_hash\?: string \| null;/, '\n');
   assert.notEqual(withoutTokenHash, recordsText);
   assert.deepEqual(check(withoutTokenHash), ['push-outcome.avsc PushOutcome.token_hash: missing in processors/model/records.ts']);

@@ -1,5 +1,5 @@
 /**
- * Replication settings (issue 17): the 3-broker cluster's generated broker configuration, the
+ * Replication settings (docs/operations.md, "Cluster mode"): the 3-broker cluster's generated broker configuration, the
  * PUSH_REPLICATION_FACTOR / PUSH_MIN_INSYNC_REPLICAS keys, and the topics the pipeline creates with
  * them on the stack's broker. The cluster itself runs in `npm run chaos -- --brokers 3`, which
  * checks every run topic's replication there (chaos/cluster-faults.ts checkReplication).

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ESLint } from 'eslint';
 
 /**
- * eslint.config.js lints with types (issue 14): a promise nobody awaits or catches, and an async
+ * eslint.config.js lints with types: a promise nobody awaits or catches, and an async
  * function handed where a void callback is expected, are lint errors, so a rejection cannot go
  * unhandled unnoticed. A promise marked `void` (a deliberate fire-and-forget) and node:test's
  * test() and describe() (the runner awaits them) are allowed. checks.test.ts runs the linter over

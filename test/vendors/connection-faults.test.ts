@@ -93,7 +93,7 @@ function maxSteps(ms: number): number {
   return Math.floor(Math.log2((2 * ms) / RECONNECT_INITIAL_MS + 1));
 }
 
-describe('connection faults: every vendor call settles within its deadline (issue 13 items 6, 7)', () => {
+describe('connection faults: every vendor call settles within its deadline', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
 

@@ -110,7 +110,7 @@ describe('payload limits: every vendor takes long and hard texts, cut by graphem
     });
   }
 
-  test('vivo: a 100-character summary with an emoji is cut, not refused (issue 13)', async () => {
+  test('vivo: a 100-character summary with an emoji is cut, not refused', async () => {
     const m = message(em, 'vivo', 'summary-emoji', { body: `${'a'.repeat(99)}😀` });
     assert.deepEqual(
       (await registry.adapter('vivo', 'app-1')!.submit([m])).map((o) => o.kind),
