@@ -151,19 +151,17 @@ export class TaskInputQueue {
     return this.total >= this.highWater;
   }
 
-  /** One fetch's records (or consumed-through mark) for the partition of `topic`, in offset order. */
+  /** A record (or consumed-through mark) of one fetch for the partition of `topic`, in offset order; `handedOver` follows the fetch's last. */
   append(topic: string, record: QueuedInput, mark: FetchMark): void {
-    const p = this.byTopic.get(topic)!;
-    p.append(record, mark);
-    p.fetched(mark);
+    this.byTopic.get(topic)!.append(record, mark);
     this.total++;
   }
 
   /**
-   * A fetch answered with nothing new for the partition of `topic`. True when the task was waiting:
-   * the partition may have caught up, so the task should look again.
+   * A fetch's answer for the partition of `topic` is handed over: its records appended, or none
+   * were new. True when the task was waiting: the partition may have caught up, so look again.
    */
-  caughtUp(topic: string, mark: FetchMark): boolean {
+  handedOver(topic: string, mark: FetchMark): boolean {
     this.byTopic.get(topic)?.fetched(mark);
     return this.waitUntil !== undefined;
   }

@@ -277,6 +277,7 @@ export class TaskManager {
       const last = batch.messages[batch.messages.length - 1]!.offset;
       const tail = batch.lastOffset();
       if (BigInt(tail) > BigInt(last)) this.enqueueConsumedThrough(handle, batch.topic, batch.partition, tail, mark);
+      handle.input.handedOver(batch.topic, mark);
       resolveOffset(tail);
       this.schedule(handle);
       while (handle.input.full && !handle.lifecycle.is('closed') && isRunning() && !this.ctx.closing() && !this.ctx.restarting()) {
@@ -302,7 +303,7 @@ export class TaskManager {
       if (!batch.isEmpty()) continue;
       const sub = this.ctx.options.topology.subtopologyOfTopic(batch.topic);
       const handle = sub && this.handles.get(taskId(sub.id, batch.partition));
-      if (handle && handle.input.caughtUp(batch.topic, fetchMarkOf(batch)) && handle.lifecycle.state === 'running') this.schedule(handle);
+      if (handle && handle.input.handedOver(batch.topic, fetchMarkOf(batch)) && handle.lifecycle.state === 'running') this.schedule(handle);
     }
   }
 

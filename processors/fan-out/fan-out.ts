@@ -267,8 +267,9 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       if (paused > this.config.inlineBackoffMaxMs) return this.onVendorPaused(walk, at, call, paused);
       walk.channel = ci;
       walk.call = call;
-      // Every earlier answer of the task is on its row before the next call (recorded as it came: emitChannel).
-      await this.ledger.written(d.task_id);
+      // Every earlier answer of the task is on its row before the next call (recorded as it came:
+      // emitChannel). A walk with no answer yet has nothing to wait for: no await on a push's first call.
+      if (walk.trail.length > 0) await this.ledger.written(d.task_id);
       if (walk.resending) {
         walk.resending = false;
         this.listener?.onTakeoverResend?.(vendor, d.app_id);

@@ -23,6 +23,12 @@ const record = (topic: string, offset: number, timestamp: number): QueuedInput =
 /** Fetch number n: sent as 2n - 1, answered as 2n (one counter, one fetch at a time). */
 const fetchNo = (n: number, readable = 0): FetchMark => ({ sent: 2 * n - 1, answered: 2 * n, readable });
 
+/** Hands one fetch's records of `topic` over, as the fetch loop does: appended, then the fetch marked. */
+const handOver = (q: TaskInputQueue, topic: string, records: QueuedInput[], mark: FetchMark): void => {
+  for (const r of records) q.append(topic, r, mark);
+  q.handedOver(topic, mark);
+};
+
 const queue = (idleMs = 100) => new TaskInputQueue(1000, [MESSAGES, SETTINGS], idleMs);
 
 const offsets = (q: TaskInputQueue, now = 0): string[] => {
@@ -33,10 +39,8 @@ const offsets = (q: TaskInputQueue, now = 0): string[] => {
 
 test('records come out in timestamp order across partitions, whatever order they were handed over in', () => {
   const q = queue();
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(1));
-  q.append(MESSAGES, record(MESSAGES, 1, 1030), fetchNo(1));
-  q.append(SETTINGS, record(SETTINGS, 0, 1010), fetchNo(1));
-  q.append(SETTINGS, record(SETTINGS, 1, 1040), fetchNo(1));
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000), record(MESSAGES, 1, 1030)], fetchNo(1));
+  handOver(q, SETTINGS, [record(SETTINGS, 0, 1010), record(SETTINGS, 1, 1040)], fetchNo(1));
   assert.deepEqual(offsets(q), ['m0', 's0', 'm1', 's1']);
   assert.equal(q.size, 0);
   assert.equal(q.enforced, 0);
@@ -44,83 +48,81 @@ test('records come out in timestamp order across partitions, whatever order they
 
 test('on equal timestamps the later-declared source (the table) goes first', () => {
   const q = queue();
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(1));
-  q.append(SETTINGS, record(SETTINGS, 0, 1000), fetchNo(1));
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000)], fetchNo(1));
+  handOver(q, SETTINGS, [record(SETTINGS, 0, 1000)], fetchNo(1));
   assert.deepEqual(offsets(q), ['s0', 'm0']);
 });
 
 test('a record waits while an empty partition has not been read since it was fetched, and goes once it has', () => {
   const q = queue(100);
-  q.caughtUp(SETTINGS, fetchNo(1)); // settings: nothing new in fetch 1
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(2)); // the message came in fetch 2, settings' batch not handed over yet
+  q.handedOver(SETTINGS, fetchNo(1)); // settings: nothing new in fetch 1
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000)], fetchNo(2)); // the message came in fetch 2, settings' batch not handed over yet
   assert.equal(q.next(5_000), undefined);
   assert.equal(q.waitUntil, 5_100);
   // Fetch 2's settings batch: a mute stamped before the message.
-  q.append(SETTINGS, record(SETTINGS, 7, 990), fetchNo(2));
+  handOver(q, SETTINGS, [record(SETTINGS, 7, 990)], fetchNo(2));
   assert.deepEqual(offsets(q, 5_001), ['s7', 'm0']);
   assert.equal(q.enforced, 0);
 });
 
 test('an empty partition read by the same fetch or by a fetch sent after the record was fetched does not hold it up', () => {
   const same = queue();
-  same.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(3));
-  same.caughtUp(SETTINGS, fetchNo(3));
+  handOver(same, MESSAGES, [record(MESSAGES, 0, 1000)], fetchNo(3));
+  same.handedOver(SETTINGS, fetchNo(3));
   assert.deepEqual(offsets(same), ['m0']);
 
   const later = queue();
-  later.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(3));
-  later.caughtUp(SETTINGS, fetchNo(4));
+  handOver(later, MESSAGES, [record(MESSAGES, 0, 1000)], fetchNo(3));
+  later.handedOver(SETTINGS, fetchNo(4));
   assert.deepEqual(offsets(later), ['m0']);
 });
 
 test('a fetch sent while the record was being fetched (another broker) is not enough', () => {
   const q = queue();
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), { sent: 10, answered: 13, readable: 0 });
-  q.caughtUp(SETTINGS, { sent: 11, answered: 12, readable: 0 });
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000)], { sent: 10, answered: 13, readable: 0 });
+  q.handedOver(SETTINGS, { sent: 11, answered: 12, readable: 0 });
   assert.equal(q.next(0), undefined);
-  q.caughtUp(SETTINGS, { sent: 14, answered: 15, readable: 0 });
+  q.handedOver(SETTINGS, { sent: 14, answered: 15, readable: 0 });
   assert.deepEqual(offsets(q), ['m0']);
 });
 
 test('a partition the broker had more records for is waited on even when its fetch came later', () => {
   const q = queue();
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(1));
-  q.caughtUp(SETTINGS, fetchNo(2, 500)); // 500 records readable past that fetch (a backlog)
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000)], fetchNo(1));
+  q.handedOver(SETTINGS, fetchNo(2, 500)); // 500 records readable past that fetch (a backlog)
   assert.equal(q.next(0), undefined);
-  q.caughtUp(SETTINGS, fetchNo(3));
+  q.handedOver(SETTINGS, fetchNo(3));
   assert.deepEqual(offsets(q), ['m0']);
 });
 
 test('the wait is bounded: past the idle time the record goes on and is counted, and so do the next ones until the partition catches up', () => {
   const q = queue(100);
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(2));
-  q.append(MESSAGES, record(MESSAGES, 1, 1001), fetchNo(2));
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000), record(MESSAGES, 1, 1001)], fetchNo(2));
   assert.equal(q.next(0), undefined);
   assert.equal(q.next(99), undefined);
   assert.equal(q.next(100)?.offset, '0');
   assert.equal(q.next(101)?.offset, '1', 'no second wait while the same partition is still behind');
   assert.equal(q.enforced, 2);
   // Caught up: the next record behind a lagging partition waits again.
-  q.caughtUp(SETTINGS, fetchNo(3));
-  q.append(MESSAGES, record(MESSAGES, 2, 1002), fetchNo(3));
+  q.handedOver(SETTINGS, fetchNo(3));
+  handOver(q, MESSAGES, [record(MESSAGES, 2, 1002)], fetchNo(3));
   assert.equal(q.next(200)?.offset, '2');
-  q.append(MESSAGES, record(MESSAGES, 3, 1003), fetchNo(5));
+  handOver(q, MESSAGES, [record(MESSAGES, 3, 1003)], fetchNo(5));
   assert.equal(q.next(300), undefined);
   assert.equal(q.waitUntil, 400);
 });
 
 test('with an idle time of 0 nothing waits, and each record taken ahead of a partition is counted', () => {
   const q = queue(0);
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(2));
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000)], fetchNo(2));
   assert.equal(q.next(0)?.offset, '0');
   assert.equal(q.enforced, 1);
 });
 
 test('consumed-through marks keep their place in their partition and never wait', () => {
   const q = queue();
-  q.append(MESSAGES, record(MESSAGES, 0, 1000), fetchNo(2));
-  q.append(MESSAGES, { consumedThrough: true, topic: MESSAGES, partition: 0, offset: '3' }, fetchNo(2));
-  q.caughtUp(SETTINGS, fetchNo(2));
+  handOver(q, MESSAGES, [record(MESSAGES, 0, 1000), { consumedThrough: true, topic: MESSAGES, partition: 0, offset: '3' }], fetchNo(2));
+  q.handedOver(SETTINGS, fetchNo(2));
   const first = q.next(0);
   const second = q.next(0);
   assert.equal(first?.offset, '0');
@@ -129,8 +131,13 @@ test('consumed-through marks keep their place in their partition and never wait'
 
 test('the fetch loop is held back while the task is full and released below half', async () => {
   const q = new TaskInputQueue(4, [MESSAGES, SETTINGS], 0);
-  for (let i = 0; i < 4; i++) q.append(MESSAGES, record(MESSAGES, i, 1000 + i), fetchNo(1));
-  q.caughtUp(SETTINGS, fetchNo(1));
+  handOver(
+    q,
+    MESSAGES,
+    [0, 1, 2, 3].map((i) => record(MESSAGES, i, 1000 + i)),
+    fetchNo(1),
+  );
+  q.handedOver(SETTINGS, fetchNo(1));
   assert.equal(q.full, true);
   let released = false;
   const below = q.belowHalf().then(() => (released = true));
