@@ -8,7 +8,7 @@ import type { ReceivedPush } from '../emulators/index.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from '../demo/workload.ts';
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
-import { processCpuMs } from './probes.ts';
+import { processCpuMs, processWakeups } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
 import { formatSegments } from './worker-metrics.ts';
 import { describeStep } from './report.ts';
@@ -40,6 +40,12 @@ export interface PhaseOptions {
   readonly lowerTries: number;
   /** Seconds the idle workers' CPU is measured before the steps. */
   readonly idleSeconds: number;
+  /**
+   * Seconds of load at the first step's rate before the steps, not reported: the workers compile
+   * their hot paths, open their connections and fill their caches there, so the first step costs
+   * what the others do. 0 skips it.
+   */
+  readonly warmupSeconds: number;
   /** Users of the campaign phase (bench/campaign-phase.ts); 0 skips it. */
   readonly campaignUsers?: number;
   /** The workers' PUSH_CAMPAIGN_UID_DIR and PUSH_CAMPAIGN_EXPANSION_RATE (the campaign is expanded from a uid file). */
@@ -69,16 +75,20 @@ export interface PhaseResults {
   readonly campaign: CampaignFigures | null;
   /** CPU the workers use with no load (polling, punctuators, empty commits), ms per second, all workers. */
   readonly idleWorkerCpuMsPerSecond: number;
+  /** Their main threads' wake-ups with no load, per second, all workers (bench/probes.ts processWakeups). */
+  readonly idleWorkerWakeupsPerSecond: number;
   readonly notes: string[];
 }
 
-async function idleCpu(put: PipelineUnderTest, seconds: number): Promise<number> {
+async function idleCpu(put: PipelineUnderTest, seconds: number): Promise<{ cpuMsPerSecond: number; wakeupsPerSecond: number }> {
   const pids = put.workerPids();
-  const cpu = () => pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
-  const before = cpu();
+  const sum = (read: (pid: number) => number | undefined) => pids.reduce((total, pid) => total + (read(pid) ?? 0), 0);
+  const cpu0 = sum(processCpuMs);
+  const wakeups0 = sum(processWakeups);
   const t0 = Date.now();
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-  return Math.round((cpu() - before) / ((Date.now() - t0) / 1000));
+  const elapsed = (Date.now() - t0) / 1000;
+  return { cpuMsPerSecond: Math.round((sum(processCpuMs) - cpu0) / elapsed), wakeupsPerSecond: Math.round((sum(processWakeups) - wakeups0) / elapsed) };
 }
 
 /** Takes (and forgets) what every emulator received so far. */
@@ -148,6 +158,13 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
     say(`[bench] step ${rate} msgs/s: ${describeStep(result)}`);
     return result.sustained;
   };
+  if (options.warmupSeconds > 0) {
+    const rate = options.rates[0]!;
+    say(`[bench] warm-up: ${rate} msgs/s for ${options.warmupSeconds} s (not reported) ...`);
+    const { records, window } = load(loadPopulation, rate, options.warmupSeconds, { counters, stormShare: options.stormShare ?? 0.0015 });
+    await runStep(put, 'warm-up', records, { window });
+    takeReceived(env);
+  }
   // Up the rates until one does not keep up; if the first already does not, halve (up to lowerTries times).
   let lastKept: number | undefined;
   let firstFailed: number | undefined;
@@ -243,7 +260,17 @@ export async function runPipelinePhases(put: PipelineUnderTest & { env: Environm
   if (campaign && campaign.reached < campaign.users) notes.push(`the campaign reached ${campaign.reached} of ${campaign.users} users before the phase gave up`);
   // Idle burn last, when every phase has drained and every merge window closed (measured before the
   // steps it caught the tail of the setup records).
-  const idleWorkerCpuMsPerSecond = await idleCpu(put, options.idleSeconds);
-  say(`[bench] idle workers use ${idleWorkerCpuMsPerSecond} CPU ms/s (all workers, no load)`);
-  return { steps, latency, latencyAt100, slowVendorLatency, storm: stormResult, campaign, idleWorkerCpuMsPerSecond, notes };
+  const idle = await idleCpu(put, options.idleSeconds);
+  say(`[bench] idle workers use ${idle.cpuMsPerSecond} CPU ms/s and wake ${idle.wakeupsPerSecond} times a second (all workers, no load)`);
+  return {
+    steps,
+    latency,
+    latencyAt100,
+    slowVendorLatency,
+    storm: stormResult,
+    campaign,
+    idleWorkerCpuMsPerSecond: idle.cpuMsPerSecond,
+    idleWorkerWakeupsPerSecond: idle.wakeupsPerSecond,
+    notes,
+  };
 }

@@ -40,6 +40,19 @@ export function processCpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * Times the process's main thread has gone to sleep and been woken again so far (its voluntary
+ * context switches): the event loop's wake-ups, each a cost of its own whatever it does. Undefined
+ * when the process is gone.
+ */
+export function processWakeups(pid: number): number | undefined {
+  try {
+    return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  } catch {
+    return undefined;
+  }
+}
+
 export interface ProcessMemory {
   /** Resident set size now, MB (VmRSS). */
   readonly rssMb: number;

@@ -55,6 +55,8 @@ export interface BenchResult {
   readonly sustainedStep: string | null;
   /** CPU the workers burn with no load, ms per second (all workers). */
   readonly idleWorkerCpuMsPerSecond: number;
+  /** Their main threads' wake-ups with no load, per second (all workers). */
+  readonly idleWorkerWakeupsPerSecond: number;
   /** Sustained rate ÷ the exactly-once identity chain's records/s (reference). */
   readonly pipelineToCeiling: number | null;
   /** Sustained rate ÷ the raw kafkajs consume→produce records/s (the docs/design.md §7 ratio). */
@@ -270,7 +272,7 @@ export function tableRows(r: BenchResult): Row[] {
       target: '(none)',
       milestone: '≤ 0.3 ms',
       measured: at
-        ? `${at.workerCpuMsPerMessage} ms gross${at.eventPathWorkerCpuMsPerMessage === null ? '' : ` (event path ${at.eventPathWorkerCpuMsPerMessage})`}, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s)${marginal}`
+        ? `${at.workerCpuMsPerMessage} ms gross${at.eventPathWorkerCpuMsPerMessage === null ? '' : ` (event path ${at.eventPathWorkerCpuMsPerMessage})`}, ${at.workerCpuMsPerMessageAboveIdle ?? 'n/a'} ms above idle (step ${at.step}; idle workers burn ${r.idleWorkerCpuMsPerSecond} ms/s, ${r.idleWorkerWakeupsPerSecond} wake-ups/s)${marginal}`
         : 'n/a',
       verdict: verdict(at ? at.workerCpuMsPerMessage <= 0.3 : null),
     },
@@ -382,7 +384,12 @@ export function describeStep(s: StepResult): string {
     .filter(([, n]) => n >= 0.01)
     .map(([topic, n]) => `${topic} ${n}`)
     .join(', ');
-  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}; by topic: ${topics}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}; by application ${requestsByApp}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
+  // Per second as well as per message: a fetch or a commit costs about the same whatever it carries.
+  const perSecond = (perMessage: number) => Math.round(perMessage * s.consumedRate);
+  const requestsPerSecond = Object.entries(b.kafkaRequestsPerMessageByApi ?? {})
+    .map(([api, n]) => `${api} ${perSecond(n)}`)
+    .join(', ');
+  return `records/msg produced ${b.recordsProducedPerMessage} (output ${b.outputRecordsPerMessage}, changelog ${b.changelogRecordsPerMessage}; by topic: ${topics}), fetched ${b.recordsFetchedPerMessage}; Kafka requests/msg ${b.kafkaRequestsPerMessage} (${requests}; by application ${requestsByApp}); Kafka requests/s ${perSecond(b.kafkaRequestsPerMessage)} (${requestsPerSecond}); commits/s ${b.commitsPerSecond} (${commits}); ${cpu}, GC ${pct(b.gcShareOfWorkerCpu)}`;
 }
 
 function pad(cells: string[], widths: number[]): string {
@@ -400,7 +407,7 @@ export function formatTable(r: BenchResult): string {
   const lines = [pad(header, widths), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map((c) => pad(c, widths))];
   const steps = r.steps.flatMap((s) => [
     `  ${s.label.padEnd(14)} offered ${String(s.offeredRate).padStart(6)}/s  generated ${String(s.generatorRate).padStart(6)}/s  consumed ${String(s.consumedRate).padStart(6)}/s  ` +
-      `input lag ${String(s.inputLagAtEnd).padStart(6)}  slope ${String(s.pathLagSlope).padStart(6)}/s  drain ${s.drainSeconds ?? '—'} s  cpu ${s.workerCpuMsPer1k} ms/1k (${aboveIdle(s, r.idleWorkerCpuMsPerSecond)} above idle)  box ${Math.round(s.boxCpuBusy * 100)}%  ${s.sustained ? 'kept up' : `NOT: ${s.verdict}`}`,
+      `input lag ${String(s.inputLagAtEnd).padStart(6)}  slope ${String(s.pathLagSlope).padStart(6)}/s  drain ${s.drainSeconds ?? '—'} s  cpu ${s.workerCpuMsPer1k} ms/1k (${aboveIdle(s, r.idleWorkerCpuMsPerSecond)} above idle)  wake-ups ${s.workerWakeupsPerSecond}/s  box ${Math.round(s.boxCpuBusy * 100)}%  ${s.sustained ? 'kept up' : `NOT: ${s.verdict}`}`,
     `  ${''.padEnd(14)} ${describeStep(s)}`,
     `  ${''.padEnd(14)} ${describeBoxCpu(s)}`,
     `  ${''.padEnd(14)} ${describeSql(s)}`,

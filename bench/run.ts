@@ -44,9 +44,11 @@ const HELP = `npm run bench -- [flags]
   --all-stages           run every stage in every worker instead
   --partitions N         partitions of every topic (default 6)
   --commit-interval MS   PUSH_COMMIT_INTERVAL_MS of the workers (default: as the workers read it, 250 fused, 100 with PUSH_FAN_OUT_FUSED=false)
-  --rates A,B,...        persisted msgs/s of the load steps (default 250,500,1000,...,16000;
+  --rates A,B,...        persisted msgs/s of the load steps (default 200,500,1000,2000,4000,8000,16000:
+                         cost per message at fixed everyday loads, then up to the sustained rate;
                          stops at the first step that does not keep up, then tries one half-way back)
   --step-seconds S       length of each load step (default 20)
+  --warmup-seconds S     load at the first step's rate before the steps, not reported (default 15, quick 3)
   --users N              users of the throughput population (default 5000)
   --latency-seconds S    length of the half-load latency phase (default 30)
   --latency-100-seconds S  length of the fixed 100 msgs/s latency phase (default 20)
@@ -127,7 +129,7 @@ export async function main(args: string[]): Promise<number> {
   const instances = intFlag(args, '--instances', 1, 16);
   const partitions = intFlag(args, '--partitions', 6, 64);
   const commitIntervalMs = intFlag(args, '--commit-interval', readCommitIntervalMs(extraWorkerEnv()), 60_000);
-  const rates = (flag(args, '--rates') ?? (quick ? '100' : '250,500,1000,2000,4000,8000,16000'))
+  const rates = (flag(args, '--rates') ?? (quick ? '100' : '200,500,1000,2000,4000,8000,16000'))
     .split(',')
     .map(Number)
     .filter((n) => n > 0);
@@ -161,6 +163,7 @@ export async function main(args: string[]): Promise<number> {
     bisect: !quick,
     lowerTries: quick ? 1 : 3,
     idleSeconds: quick ? 2 : 8,
+    warmupSeconds: intFlag(args, '--warmup-seconds', quick ? 3 : 15, 3600, 0),
     campaignUsers: intFlag(args, '--campaign-users', quick ? 2_000 : 100_000, 10_000_000, 0),
     campaignImSeconds: intFlag(args, '--campaign-im-seconds', quick ? 5 : 60, 3600),
     campaignUidDir: uidDir,
@@ -326,6 +329,7 @@ export async function main(args: string[]): Promise<number> {
     sustainedEventsPerSecond: sustainedRate,
     sustainedStep: sustained?.label ?? null,
     idleWorkerCpuMsPerSecond: outcome.idleWorkerCpuMsPerSecond,
+    idleWorkerWakeupsPerSecond: outcome.idleWorkerWakeupsPerSecond,
     pipelineToCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.exactlyOnceChain.recordsPerSecond) * 1000) / 1000 : null,
     pipelineToRawCeiling: ceilings && sustained ? Math.round((sustainedRate / ceilings.rawConsumeProduce.recordsPerSecond) * 10000) / 10000 : null,
     atSustainedRate: sustained ? atRate(sustained, outcome.idleWorkerCpuMsPerSecond) : null,

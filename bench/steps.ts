@@ -13,6 +13,7 @@ import {
   boxBusyShare,
   boxCpu,
   processCpuMs,
+  processWakeups,
   processMemory,
   round1,
   sampleLag,
@@ -94,6 +95,8 @@ export interface StepResult {
    * off the event path: receipts, the ClickHouse sink, campaigns and the business lane.
    */
   readonly eventPathWorkerCpuMsPerMessage: number | null;
+  /** The workers' main threads' wake-ups (bench/probes.ts processWakeups), all workers, per second over the same span. */
+  readonly workerWakeupsPerSecond: number;
   /** The same CPU in ms, and the seconds it was measured over (for subtracting the idle burn). */
   readonly workerCpuMs: number;
   readonly cpuSeconds: number;
@@ -144,6 +147,10 @@ function workerCpu(pids: number[]): number {
   return pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
 }
 
+function workerWakeups(pids: number[]): number {
+  return pids.reduce((sum, pid) => sum + (processWakeups(pid) ?? 0), 0);
+}
+
 function recordMemory(put: PipelineUnderTest): number[] {
   return put.workerPids().map((pid) => {
     const m = processMemory(pid);
@@ -186,6 +193,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const eventPathPids = put.eventPathPids?.() ?? null;
   const metrics0 = put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const cpu0 = workerCpu(pids);
+  const wakeups0 = workerWakeups(pids);
   const eventPathCpu0 = eventPathPids && workerCpu(eventPathPids);
   const cpuStarted = Date.now();
   const bench0 = process.cpuUsage();
@@ -230,6 +238,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const cpu1 = workerCpu(pids);
   const eventPathCpu1 = eventPathPids && workerCpu(eventPathPids);
   const cpuSeconds = (Date.now() - cpuStarted) / 1000;
+  const wakeups1 = workerWakeups(pids);
   const metrics1 = metrics0 && put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const bench1 = process.cpuUsage(bench0);
   const services1 = serviceCpuMs();
@@ -279,6 +288,7 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
     workerCpuMsPer1k: per1k(cpu1 - cpu0),
     workerCpuMsPerMessage: perMessage(cpu1 - cpu0),
     eventPathWorkerCpuMsPerMessage: eventPathCpu0 === null || eventPathCpu1 === null ? null : perMessage(eventPathCpu1 - eventPathCpu0),
+    workerWakeupsPerSecond: Math.round((wakeups1 - wakeups0) / Math.max(cpuSeconds, 0.001)),
     workerCpuMs: Math.round(cpu1 - cpu0),
     cpuSeconds: round1(cpuSeconds),
     benchCpuMsPer1k: per1k((bench1.user + bench1.system) / 1000),

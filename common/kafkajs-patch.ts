@@ -2,7 +2,7 @@
  * The workers and the entry refuse to run on an unpatched kafkajs (stack/kafkajs-patch/apply.mjs;
  * docs/operations.md, "The kafkajs fixes"): its producer loses records when a partition's leader
  * moves during a send (stack/kafkajs-patch/sendMessages.cjs says how), and every connection that
- * got an answer runs a 1 ms timer for good. npm's postinstall and stack/bootstrap.mjs install the
+ * got an answer runs a 1 ms timer for good (and a 100 ms one, in flight or not). npm's postinstall and stack/bootstrap.mjs install the
  * fixes; `npm install --ignore-scripts` would not.
  */
 import { readFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 
 const FIX_MARK = 'offline-push sendMessages v1';
 /** The mark stack/kafkajs-patch/apply.mjs writes into kafkajs' request queue (REQUEST_QUEUE_MARK). */
-const REQUEST_QUEUE_MARK = 'offline-push requestQueue v1';
+const REQUEST_QUEUE_MARK = 'offline-push requestQueue v2';
 /**
  * The mark of the fetch-order fix (apply.mjs's FETCH_ORDER_MARK): without it a task cannot tell
  * which fetch a record came from nor that a partition had nothing new, so it would take its inputs

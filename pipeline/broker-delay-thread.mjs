@@ -10,7 +10,15 @@ const { brokers, topic, intervalMs, periodMs } = workerData;
 const admin = new Kafka({ clientId: 'push-broker-delay', brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
 let stopped = false;
 let wake;
+// Every intervalMs while a campaign is being expanded (an 'expanding' message in the last two
+// periods), once a period otherwise: enough for the base delay's per-minute minima.
+let fastUntil = 0;
 parentPort.on('message', (message) => {
+  if (message === 'expanding') {
+    const idle = Date.now() >= fastUntil;
+    fastUntil = Date.now() + 2 * periodMs;
+    if (idle) wake?.();
+  }
   if (message !== 'stop') return;
   stopped = true;
   wake?.();
@@ -51,7 +59,7 @@ while (!stopped) {
   }
   await new Promise((resolve) => {
     wake = resolve;
-    setTimeout(resolve, intervalMs);
+    setTimeout(resolve, Date.now() < fastUntil ? intervalMs : periodMs);
   });
 }
 await admin.disconnect().catch(() => undefined);

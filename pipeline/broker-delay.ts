@@ -9,7 +9,9 @@
  * processing out of the figure. A period in which a request failed reports no delay (null) and IM
  * as under way: a broker that cannot answer is no reason to speed up. One request in flight at a time.
  * A thread that ends before `close` (an error in it) counts as a failed period and is started again
- * a period later, so the expansion never goes on at the share of a probe that stopped.
+ * a period later, so the expansion never goes on at the share of a probe that stopped. It asks every
+ * `intervalMs` only while a campaign is being expanded (`expanding`), once a period otherwise: an
+ * idle worker keeps learning the base delay without waking several times a second for it.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../common/log.ts';
@@ -38,6 +40,7 @@ export class BrokerDelayProbe {
   private exited: Promise<void> | undefined;
   private closing = false;
   private restart: NodeJS.Timeout | undefined;
+  private toldExpandingMs = 0;
 
   constructor(private readonly options: BrokerDelayProbeOptions) {}
 
@@ -71,6 +74,14 @@ export class BrokerDelayProbe {
       }),
     );
     this.thread = thread;
+  }
+
+  /** A campaign is being expanded: the thread asks every `intervalMs` for the next two periods. Tells it at most once a period. */
+  expanding(): void {
+    const now = Date.now();
+    if (!this.thread || now - this.toldExpandingMs < (this.options.periodMs ?? 1_000)) return;
+    this.toldExpandingMs = now;
+    this.thread.postMessage('expanding');
   }
 
   /** Stops the thread after its request in flight (at most a few seconds). */

@@ -42,12 +42,12 @@ export interface RunningWorker {
 const RECEIVER_REQUESTS_APP = 'receipt-receiver';
 
 /**
- * The background lane is off every push's way to its vendor and commits about once a second: its
- * consumers wait for 64 KiB (or a quarter of the commit interval, at most 250 ms) per fetch instead
- * of asking again for every few records, which cut the fetches the workers send and the broker serves.
+ * The background lane is off every push's way to its vendor and commits every few seconds: its
+ * consumers wait for 64 KiB (or a third of the commit interval, at most a second) per fetch instead
+ * of asking again for every few records, so an idle one asks about once a second.
  */
 function backgroundFetch(commitIntervalMs: number): { fetchMinBytes: number; fetchMaxWaitMs: number } {
-  return { fetchMinBytes: 64 * 1024, fetchMaxWaitMs: Math.max(10, Math.min(250, Math.round(commitIntervalMs / 4))) };
+  return { fetchMinBytes: 64 * 1024, fetchMaxWaitMs: Math.max(10, Math.min(1000, Math.round(commitIntervalMs / 3))) };
 }
 
 export async function startWorker(env: Env = process.env, logger: Logger = createLogger({ service: 'push-worker' })): Promise<RunningWorker> {

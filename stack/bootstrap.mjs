@@ -17,4 +17,11 @@ if (stale) {
 // kafkajs' producer loses records when a partition's leader moves during a send; the fix is
 // installed over it here as well as by npm's postinstall (stack/kafkajs-patch/apply.mjs).
 const { applyKafkajsPatch } = await import('./kafkajs-patch/apply.mjs');
-applyKafkajsPatch();
+try {
+  applyKafkajsPatch();
+} catch (error) {
+  // A checkout updated past a fix's new version: kafkajs is installed afresh (postinstall applies it).
+  if (error.code !== 'EARLIER_FIX') throw error;
+  console.log(`[bootstrap] ${error.message} ...`);
+  execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+}

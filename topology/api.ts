@@ -50,8 +50,9 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   forward<K extends KOut, V extends VOut>(record: StreamRecord<K, V>, childName?: ChildNames): void;
   /**
    * Schedules a punctuator. Stream-time punctuators fire as record timestamps advance the task's
-   * stream time; wall-clock punctuators fire by system time. Missed intervals are skipped and the
-   * schedule stays on its original grid.
+   * stream time; wall-clock punctuators fire by system time, at the multiples of their interval on
+   * the wall clock (the first within one interval of scheduling). Missed intervals are skipped and
+   * the schedule stays on its grid.
    */
   schedule(intervalMs: number, type: PunctuationType, punctuator: (timestamp: number) => void | Promise<void>): Cancellable;
   getStateStore<S>(name: string): S;

@@ -13,6 +13,8 @@ export interface ChangeloggedStore {
   readonly changelogged: boolean;
   /** Changes since the last drain, one per key (last write wins), serialized. */
   drainChanges(): ChangelogEntry[];
+  /** True when drainChanges would have something to drain (a key changed since the last drain). */
+  hasChanges(): boolean;
   /** Applies a changelog record during restore; records nothing. */
   restore(key: string, value: Buffer | null): void;
   /** Drops all content (a dirty close before a restore from the changelog). */
@@ -42,6 +44,10 @@ class ChangedKeys {
     }
     this.logged.clear();
     return out;
+  }
+
+  get size(): number {
+    return this.logged.size;
   }
 
   clear(): void {
@@ -92,6 +98,10 @@ export class InMemoryKeyValueStore<V> implements KeyValueStore<V>, ChangeloggedS
 
   entries(): IterableIterator<[string, V]> {
     return this.data.entries();
+  }
+
+  hasChanges(): boolean {
+    return this.changed.size > 0;
   }
 
   drainChanges(): ChangelogEntry[] {
@@ -180,6 +190,10 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
       out.push({ key, dueMs });
     }
     return out;
+  }
+
+  hasChanges(): boolean {
+    return this.changed.size > 0;
   }
 
   drainChanges(): ChangelogEntry[] {
@@ -328,6 +342,10 @@ export class InMemoryScheduleStore implements ScheduleStore, ChangeloggedStore {
       this.removeTop();
     }
     return out;
+  }
+
+  hasChanges(): boolean {
+    return false;
   }
 
   drainChanges(): ChangelogEntry[] {

@@ -117,8 +117,9 @@ export class StreamsApp {
       await this.sharedProducer.connect();
     }
     await this.supervisor.start();
-    const tickMs = Math.max(5, Math.min(50, Math.floor(this.options.commitIntervalMs / 2), this.options.caughtUpCommitMs));
-    this.tick = setInterval(() => this.tasks.tick(), tickMs);
+    // The tasks arm their own timer for what falls due (TaskManager.tick); this slow beat is a
+    // backstop for work that became due without a turn of its task.
+    this.tick = setInterval(() => this.tasks.tick(), Math.max(1000, this.options.commitIntervalMs));
     this.log.info('streams app started', { guarantee: this.options.processingGuarantee, subtopologies: topology.subtopologies.length });
   }
 
@@ -130,6 +131,7 @@ export class StreamsApp {
     if (this.closing) return;
     this.closing = true;
     if (this.tick) clearInterval(this.tick);
+    this.tasks.stopTimer();
     await this.supervisor.quiesce();
     await this.tasks.commitAll();
     await this.supervisor.disconnect();
@@ -168,6 +170,7 @@ export class StreamsApp {
     this.fatal = error;
     this.log.error('processing failed; stopping (processingErrorPolicy=fail)', { code: errorCode(error), error: errorMessage(error) });
     if (this.tick) clearInterval(this.tick);
+    this.tasks.stopTimer();
     await this.supervisor.disconnect();
     await this.tasks.closeAll();
     await this.disconnectClients();

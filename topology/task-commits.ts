@@ -33,9 +33,17 @@ export class TaskCommits {
    * interval has passed or the task has caught up with outputs waiting and caughtUpMs has passed.
    */
   due(handle: TaskHandle): boolean {
-    if (handle.commitInFlight || handle.commitFailed || !handle.task.hasUncommittedWork()) return false;
-    const sinceLast = Date.now() - handle.lastCommitMs;
-    return sinceLast >= this.intervalMs || (sinceLast >= this.caughtUpMs && handle.input.size === 0 && handle.task.hasOutputs());
+    return this.dueAtMs(handle) <= Date.now();
+  }
+
+  /**
+   * When the task's next commit falls due as things stand (Infinity: not before something changes,
+   * such as new work or the commit in flight settling).
+   */
+  dueAtMs(handle: TaskHandle): number {
+    if (handle.commitInFlight || handle.commitFailed || !handle.task.hasUncommittedWork()) return Infinity;
+    const caughtUp = handle.input.size === 0 && handle.task.hasOutputs();
+    return handle.lastCommitMs + (caughtUp ? this.caughtUpMs : this.intervalMs);
   }
 
   /**

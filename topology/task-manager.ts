@@ -19,6 +19,12 @@ import type { ResolvedStreamsAppOptions } from './runtime-options.ts';
 /** Records a task processes in one turn of its executor before punctuators and commits get a turn. */
 const RECORDS_PER_TURN = 500;
 
+/**
+ * The coarsest step of an application's timer grid, ms (TaskManager.armFor): a punctuation or a
+ * commit runs up to this late, and every task's and application's due times in one step share a wake-up.
+ */
+const TIMER_GRID_MS = 50;
+
 /** The mark of a consumed-through report that comes without its fetch (onFilteredBatch): changes no partition's fetch. */
 const NO_FETCH: FetchMark = Object.freeze({ sent: 0, answered: 0, readable: 0 });
 
@@ -65,9 +71,15 @@ export class TaskManager {
   private readonly handles = new Map<TaskId, TaskHandle>();
   private readonly commits: TaskCommits;
   private memberId?: string;
+  /** The application's timer (`tick`), armed for the earliest punctuation or commit a task has due, and when it fires. */
+  private timer?: NodeJS.Timeout;
+  private timerAtMs = Infinity;
+  /** The step of the timer's grid, ms: within the commit interval's half and the caught-up commit, 50 at most. */
+  private readonly gridMs: number;
 
   constructor(private readonly ctx: TaskManagerContext) {
     const { applicationId, commitIntervalMs, caughtUpCommitMs } = ctx.options;
+    this.gridMs = Math.max(5, Math.min(TIMER_GRID_MS, Math.floor(commitIntervalMs / 2), caughtUpCommitMs));
     this.commits = new TaskCommits(
       applicationId,
       commitIntervalMs,
@@ -76,6 +88,7 @@ export class TaskManager {
       (handle, error) => this.onTaskError(handle, error),
       (handle) => {
         if (this.commits.due(handle)) this.queueTurn(handle, false);
+        else this.armFor(handle);
       },
     );
   }
@@ -129,6 +142,7 @@ export class TaskManager {
       h.ready = ready.then(() => {
         // A task closed meanwhile stays closed.
         if (h.lifecycle.state === 'restoring') h.lifecycle.to('running');
+        this.armFor(h); // its punctuators (restored timers may be due)
       });
       h.ready.catch(() => undefined); // handled through requestRestart above
     }
@@ -337,6 +351,7 @@ export class TaskManager {
           if (!this.owns(handle)) return;
           if (handle.input.waitUntil !== undefined) this.wakeAt(handle, handle.input.waitUntil);
           else if (handle.input.size > 0) this.schedule(handle);
+          this.armFor(handle);
         },
         (error: unknown) => this.onTaskError(handle, error),
       );
@@ -396,14 +411,51 @@ export class TaskManager {
     return handle.lifecycle.state === 'running' && !this.halted() && this.handles.get(handle.id) === handle;
   }
 
-  /** The runtime's timer: queues wall-clock punctuation and due commits of every running task. */
+  /**
+   * The runtime's timer: queues wall-clock punctuation and due commits of every running task, and
+   * arms itself for the next. It fires when something is due, not on a fixed beat: an idle
+   * application wakes only for its punctuators. Every turn re-arms it for its task (`armFor`); the
+   * runtime also calls it on a slow beat as a backstop (StreamsApp.start).
+   */
   tick(): void {
     if (this.halted()) return;
     const now = Date.now();
     for (const handle of this.handles.values()) {
+      if (handle.lifecycle.state !== 'running') continue;
       const wallDue = (handle.task.nextWallClockMs() ?? Infinity) <= now;
       if (wallDue || this.commits.due(handle)) this.queueTurn(handle, wallDue);
+      else this.armFor(handle);
     }
+  }
+
+  /**
+   * Arms the timer for the task's next punctuation or commit, unless it fires sooner already. The
+   * time is rounded up to the application's timer grid (TIMER_GRID_MS), on the wall clock, so what
+   * falls due within one step of it (other tasks' punctuators, other applications' in the process)
+   * shares one wake-up.
+   */
+  private armFor(handle: TaskHandle): void {
+    if (!this.owns(handle)) return;
+    const dueMs = Math.min(handle.task.nextWallClockMs() ?? Infinity, this.commits.dueAtMs(handle));
+    const atMs = Math.ceil(dueMs / this.gridMs) * this.gridMs;
+    if (atMs >= this.timerAtMs) return;
+    clearTimeout(this.timer);
+    this.timerAtMs = atMs;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAtMs = Infinity;
+        this.tick();
+      },
+      Math.max(0, atMs - Date.now()),
+    );
+  }
+
+  /** Shutdown: the timer stops. */
+  stopTimer(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAtMs = Infinity;
   }
 
   /** Queues a turn of wall-clock punctuation (when `wallDue`) and a due commit in the task's executor. */
@@ -417,7 +469,10 @@ export class TaskManager {
         if (wallDue) await handle.task.punctuateWallClock(Date.now());
         if (this.commits.due(handle)) await this.commits.start(handle);
       })
-      .catch((error) => this.onTaskError(handle, error));
+      .then(
+        () => this.armFor(handle),
+        (error) => this.onTaskError(handle, error),
+      );
   }
 
   private onTaskError(handle: TaskHandle, error: unknown): void {

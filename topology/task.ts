@@ -179,10 +179,22 @@ export class StreamTask {
     this.uncommitted = true;
   }
 
-  /** True when records were processed or punctuators ran since the last drain, or deferred records are unfinished. */
+  /**
+   * True when records were processed or punctuators wrote outputs or changed a store since the last
+   * drain, or deferred records are unfinished. A punctuation that found nothing to do (most of them:
+   * the merge and hold timers poll every 100 ms) leaves nothing to commit, so an idle task commits
+   * nothing.
+   */
   hasUncommittedWork(): boolean {
     // Deferred records may have finished since: a commit's flush forwards them.
     return this.uncommitted || this.positions.hasDeferred();
+  }
+
+  /** A punctuation left outputs or store changes behind: they wait for the next commit. */
+  private punctuationWrote(outputsBefore: number): boolean {
+    if (this.outputs.length > outputsBefore) return true;
+    for (const store of this.stores.values()) if (store.changelogged && store.hasChanges()) return true;
+    return false;
   }
 
   /** Output records (sinks, DLQ) wait for the next commit. */
@@ -390,8 +402,8 @@ export class StreamTask {
     for (const s of due) {
       // Missed intervals are skipped; the schedule stays on its grid.
       s.nextMs += s.intervalMs * (Math.floor((nowMs - s.nextMs) / s.intervalMs) + 1);
-      this.uncommitted = true;
       this.origin = `punctuator:${s.node}`;
+      const outputsBefore = this.outputs.length;
       try {
         const r = s.fn(nowMs);
         if (isPromise(r)) await r;
@@ -401,6 +413,7 @@ export class StreamTask {
         throw new TaskFailedError(this.id, error);
       } finally {
         this.origin = 'task';
+        if (this.punctuationWrote(outputsBefore)) this.uncommitted = true;
       }
     }
   }
@@ -457,7 +470,10 @@ export class StreamTask {
       },
       schedule(intervalMs, type, fn): Cancellable {
         if (!(intervalMs >= 1)) throw new PushError('INVALID_SCHEDULE', `${node.name}: punctuation interval must be ≥ 1 ms`);
-        const s: Schedule = { type, intervalMs, node: node.name, fn, nextMs: type === 'stream-time' ? 0 : task.options.clock() + intervalMs, cancelled: false };
+        // A wall-clock schedule runs on its interval's grid of the wall clock, not from now: every
+        // task's schedules of one interval fall due together, and the runtime wakes once for them.
+        const nextMs = type === 'stream-time' ? 0 : (Math.floor(task.options.clock() / intervalMs) + 1) * intervalMs;
+        const s: Schedule = { type, intervalMs, node: node.name, fn, nextMs, cancelled: false };
         task.schedules.push(s);
         return { cancel: () => void (s.cancelled = true) };
       },

@@ -106,7 +106,14 @@ export function startCampaignPace(o: {
     },
   });
   probe.start();
-  return { pace, close: () => probe.close() };
+  const probed: ExpansionPace = {
+    share: () => pace.share(),
+    expanding: () => {
+      pace.expanding();
+      probe.expanding();
+    },
+  };
+  return { pace: probed, close: () => probe.close() };
 }
 
 /** PUSH_CAMPAIGN_EXPANSION_RATE, PUSH_CAMPAIGN_YIELD_DELAY_MS, PUSH_CAMPAIGN_MAX_UIDS, PUSH_CAMPAIGN_UID_DIR. */

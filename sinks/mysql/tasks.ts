@@ -202,7 +202,9 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
   /** Callers of `written`, by task id. */
   private readonly waiters = new Map<string, Array<{ resolve: () => void; reject: (error: unknown) => void }>>();
   private writeScheduled = false;
-  private readonly timer: NodeJS.Timeout;
+  /** A failed write's rows are written again after the flush interval (`retryLater`). */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
   private readonly table: string;
   private readonly shards: ShardedPools;
   /** Shards whose last claim failed transiently: until when their claims are refused (several shards only). */
@@ -212,12 +214,6 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     if (!options.shards && !options.pool) throw new Error('MysqlPushTaskLedger: a pool or shards');
     this.shards = options.shards ?? shardedPools([options.pool!]);
     this.table = `\`${(options.table ?? 'im_push_task').replace(/`/g, '')}\``;
-    this.timer = setInterval(() => {
-      // Dropping the error is safe: withMysqlRetry retries transient errors (telling the listener), a
-      // failed write puts its rows back for the next tick, and the commit path's own flush() rejects with it.
-      if (this.results.size > 0) this.flush().catch(() => undefined);
-    }, options.flushIntervalMs ?? 50);
-    this.timer.unref();
   }
 
   claim(task: TaskRow): Promise<StoredTask> {
@@ -351,6 +347,7 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
         } catch (error) {
           for (const { task, result } of rows) if (!this.results.has(task.taskId)) this.results.set(task.taskId, { task, result });
           this.settleWaiters(rows, error);
+          this.retryLater();
           throw error;
         }
       },
@@ -441,8 +438,24 @@ export class MysqlPushTaskLedger implements PushTaskLedger {
     }
   }
 
-  /** Stops the background flush (call `flush` first to write what is buffered). */
+  /**
+   * The rows of a failed write went back into the buffer: they are written again after the flush
+   * interval. Dropping that write's error is safe: withMysqlRetry retried transient errors (telling
+   * the listener), a failed write puts its rows back again, and the commit path's own flush()
+   * rejects with it. Only then is there a timer: an idle ledger wakes nobody.
+   */
+  private retryLater(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.results.size > 0) this.flush().catch(() => undefined);
+    }, this.options.flushIntervalMs ?? 50);
+    this.retryTimer.unref();
+  }
+
+  /** Stops the background retries (call `flush` first to write what is buffered). */
   close(): void {
-    clearInterval(this.timer);
+    this.closed = true;
+    clearTimeout(this.retryTimer);
   }
 }

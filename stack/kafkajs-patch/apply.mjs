@@ -1,6 +1,6 @@
 // Installs the project's kafkajs fixes (docs/operations.md, "The kafkajs fixes"):
-// stack/kafkajs-patch/sendMessages.cjs over kafkajs' own src/producer/sendMessages.js, one method
-// of src/network/requestQueue/index.js replaced by REQUEST_QUEUE_SCHEDULE below, and three of
+// stack/kafkajs-patch/sendMessages.cjs over kafkajs' own src/producer/sendMessages.js, two methods
+// of src/network/requestQueue/index.js replaced by REQUEST_QUEUE_SCHEDULE and REQUEST_TIMEOUT_CHECK below, and three of
 // src/protocol/encoder.js by ENCODER_METHODS. Runs as npm's postinstall and from
 // stack/bootstrap.mjs; the workers refuse to start without the first two (common/kafkajs-patch.ts).
 // Plain JS: it runs before tsx exists. Only kafkajs 2.2.4 with the files as published is patched;
@@ -17,12 +17,13 @@ const KAFKAJS_VERSION = '2.2.4';
 const ORIGINAL_SHA256 = '8a120e6993955e040a13014cccebd79b8d41e7355d6eda1065fa83fea2fbbcdb';
 const REQUEST_QUEUE_SHA256 = 'b55986089c14f8f7bfc377922e2e65b3e4c1e7c7af2752d3b10a75dfe9e9260c';
 const ENCODER_SHA256 = '9977889e184a9e910e4f6098c36ec6a0ca36c183aa6ead0f24191b6aa1c9a777';
-export const REQUEST_QUEUE_MARK = 'offline-push requestQueue v1';
+export const REQUEST_QUEUE_MARK = 'offline-push requestQueue v2';
 /**
- * The published method re-arms a timer of (throttledUntil - now) whenever it runs, pending
- * requests or not. That delay is negative once no throttle is in force, so every connection that
- * ever got an answer ran a 1 ms timer for as long as it stayed open: most of an idle worker's CPU.
- * Only pending requests need a later check (an answer or a new request checks the queue too).
+ * Two timers of every connection. The published scheduleCheckPendingRequests re-arms a timer of
+ * (throttledUntil - now) whenever it runs, pending requests or not. That delay is negative once no
+ * throttle is in force, so every connection that ever got an answer ran a 1 ms timer for as long as
+ * it stayed open: most of an idle worker's CPU. Only pending requests need a later check (an answer
+ * or a new request checks the queue too).
  */
 const REQUEST_QUEUE_SCHEDULE = `  scheduleCheckPendingRequests() {
     // ${REQUEST_QUEUE_MARK} (stack/kafkajs-patch/apply.mjs): a timer only while requests are pending.
@@ -32,6 +33,40 @@ const REQUEST_QUEUE_SCHEDULE = `  scheduleCheckPendingRequests() {
       this.throttleCheckTimeoutId = null
       this.checkPendingRequests()
     }, throttledFor > 0 ? throttledFor : CHECK_PENDING_REQUESTS_INTERVAL)
+  }
+`;
+
+/**
+ * The published scheduleRequestTimeoutCheck runs a 100 ms interval on every connection from connect
+ * to close, requests in flight or not. A worker holds a connection per transactional producer (one
+ * per task), so an idle worker woke hundreds of times a second to find nothing in flight: most of
+ * what the background worker burnt idle. The check now runs only while a request is in flight, every
+ * second (a tenth of the default 30 s request timeout; never longer than the timeout itself).
+ */
+const REQUEST_TIMEOUT_CHECK = `  scheduleRequestTimeoutCheck() {
+    // ${REQUEST_QUEUE_MARK} (stack/kafkajs-patch/apply.mjs): a timeout check only while requests are in flight.
+    if (!this.enforceRequestTimeout) return
+    this.destroy()
+    this.requestTimeoutIntervalId = null
+    const inflight = this.inflight
+    const check = () => {
+      inflight.forEach(request => {
+        if (Date.now() - request.sentAt > request.requestTimeout) {
+          request.timeoutRequest()
+        }
+      })
+      if (!this.isConnected()) {
+        this.destroy()
+        this.requestTimeoutIntervalId = null
+      } else if (inflight.size === 0) {
+        clearInterval(this.requestTimeoutIntervalId)
+        this.requestTimeoutIntervalId = null
+      }
+    }
+    inflight.set = (correlationId, request) => {
+      if (this.requestTimeoutIntervalId == null) this.requestTimeoutIntervalId = setInterval(check, Math.min(this.requestTimeout, 1000))
+      return Map.prototype.set.call(inflight, correlationId, request)
+    }
   }
 `;
 
@@ -138,11 +173,12 @@ export function applyKafkajsPatch(log = (line) => console.log(line)) {
   const producer = patchSendMessages(log);
   const requestQueue = patchMethods(['src', 'network', 'requestQueue', 'index.js'], REQUEST_QUEUE_SHA256, REQUEST_QUEUE_MARK, {
     '  scheduleCheckPendingRequests() {\n': { replace: REQUEST_QUEUE_SCHEDULE },
+    '  scheduleRequestTimeoutCheck() {\n': { replace: REQUEST_TIMEOUT_CHECK },
   });
   const encoder = patchMethods(['src', 'protocol', 'encoder.js'], ENCODER_SHA256, ENCODER_MARK, ENCODER_METHODS);
   const runner = patchMethods(['src', 'consumer', 'runner.js'], RUNNER_SHA256, FETCH_ORDER_MARK, FETCH_ORDER_METHODS.runner);
   const batch = patchMethods(['src', 'consumer', 'batch.js'], BATCH_SHA256, FETCH_ORDER_MARK, FETCH_ORDER_METHODS.batch);
-  if (requestQueue) log('[bootstrap] kafkajs: request queue timer fix installed (stack/kafkajs-patch)');
+  if (requestQueue) log('[bootstrap] kafkajs: request queue timer fixes installed (stack/kafkajs-patch)');
   if (encoder) log('[bootstrap] kafkajs: varint encoder fix installed (stack/kafkajs-patch)');
   if (runner || batch) log('[bootstrap] kafkajs: fetch order fix installed (stack/kafkajs-patch)');
   return producer || requestQueue || encoder || runner || batch;
@@ -173,6 +209,9 @@ function patchMethods(path, publishedSha256, mark, methods) {
   let text = readFileSync(target, 'utf8');
   if (text.includes(mark)) return false;
   const sha = sha256(text);
+  const earlier = mark.slice(0, mark.lastIndexOf(' v') + 2);
+  if (sha !== publishedSha256 && text.includes(earlier))
+    throw Object.assign(new Error(`${target} holds an earlier version of the fix than ${mark}; reinstall with npm ci`), { code: 'EARLIER_FIX' });
   if (sha !== publishedSha256) throw new Error(`${target} is not kafkajs ${KAFKAJS_VERSION}'s file (sha256 ${sha}); reinstall with npm ci`);
   for (const [first, { prepend, replace }] of Object.entries(methods)) {
     const start = text.indexOf(first);

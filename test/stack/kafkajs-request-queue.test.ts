@@ -3,10 +3,13 @@
  * fixes"): kafkajs 2.2.4 as published re-armed a timer of (throttledUntil - now) on every
  * connection that got an answer, a negative delay once no throttle is in force, so each such
  * connection ran a 1 ms timer for as long as it stayed open: thousands of timers a second for a
- * worker's idle producers. With the fix, an idle client arms next to none.
+ * worker's idle producers. With the fix, an idle client arms next to none. Its request-timeout check
+ * was a 100 ms interval on every open connection, requests in flight or not; with the fix it runs
+ * only while one is, and a request that gets no answer still times out.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { assertKafkajsPatched } from '../../common/kafkajs-patch.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
@@ -52,4 +55,49 @@ test('idle producers whose requests were all answered arm almost no timers', asy
   }
   // Published kafkajs: about a thousand per answered connection (at least 10 of them here).
   assert.ok(armed < 100, `${armed} timers armed in one idle second by 10 idle producers`);
+});
+
+test('idle producers hold no request-timeout timer: the check runs only while a request is in flight', async () => {
+  assertKafkajsPatched();
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  const idle: Producer[] = [];
+  for (let i = 0; i < 10; i++) {
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: [{ value: `idle ${i}` }] });
+    idle.push(producer);
+  }
+  producers.push(...idle);
+  // Published kafkajs: a 100 ms interval on every open connection, in flight or not (10 or more here).
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const held = timers() - before;
+  assert.ok(held < 5, `${held} timers held by 10 idle producers`);
+});
+
+test('a request the broker never answers still times out, and the error says so', async () => {
+  // A listener that accepts the connection and never answers: the client's first request hangs.
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as AddressInfo).port;
+  const client = new Kafka({
+    clientId: 'request-timeout-test',
+    brokers: [`127.0.0.1:${port}`],
+    requestTimeout: 300,
+    retry: { retries: 0 },
+    logLevel: logLevel.NOTHING,
+  });
+  const hanging = client.admin();
+  const started = Date.now();
+  try {
+    await assert.rejects(
+      hanging.connect(),
+      (error: Error) => /timed out/i.test(error.message) || /timed out/i.test(String((error as { cause?: Error }).cause?.message)),
+    );
+    // The check runs every min(requestTimeout, 1 s): the 300 ms timeout fires within a few checks.
+    assert.ok(Date.now() - started < 5_000, `timed out after ${Date.now() - started} ms`);
+  } finally {
+    await hanging.disconnect().catch(() => undefined);
+    silent.close();
+  }
 });
