@@ -10,7 +10,7 @@ export type ConfigSection = 'endpoints' | 'security' | 'workers' | 'decisions' |
 
 export const CONFIG_SECTIONS: Readonly<Record<ConfigSection, string>> = {
   endpoints: 'Endpoints',
-  security: 'Secured connections (docs/operations.md, "Connecting to a secured cluster"); a secret key may be given as a file instead, `<KEY>_FILE`',
+  security: 'Secured connections (docs/operations.md, "Connecting to a secured cluster")',
   workers: 'Workers (`pushctl run`) and the receiver',
   decisions: 'Decisions (docs/design.md §2.1–2.3)',
   'fan-out': 'Fan-out (docs/design.md §2.4)',

@@ -47,14 +47,14 @@ export const SECURITY_KEYS = {
     default: '',
     defaultDoc: 'none',
     secret: true,
-    doc: 'the token (a JWT) OAUTHBEARER presents; given as `PUSH_KAFKA_SASL_OAUTHBEARER_TOKEN_FILE`, the file is read again at every authentication, so whatever refreshes it is followed',
+    doc: 'the token (a JWT) OAUTHBEARER presents; its file, when given as one, is read again at every authentication, so a refresher that replaces it is followed',
   }),
   PUSH_KAFKA_TLS_CA_FILE: pemFile(
     'PUSH_KAFKA_TLS_CA_FILE',
     "PEM file of the certificate authorities that sign the brokers' certificates; unset, the system's trusted authorities",
   ),
   PUSH_KAFKA_TLS_CERT_FILE: pemFile('PUSH_KAFKA_TLS_CERT_FILE', 'PEM client certificate for mutual TLS, with PUSH_KAFKA_TLS_KEY_FILE'),
-  PUSH_KAFKA_TLS_KEY_FILE: pemFile('PUSH_KAFKA_TLS_KEY_FILE', "PEM private key of PUSH_KAFKA_TLS_CERT_FILE"),
+  PUSH_KAFKA_TLS_KEY_FILE: pemFile('PUSH_KAFKA_TLS_KEY_FILE', 'PEM private key of PUSH_KAFKA_TLS_CERT_FILE'),
   PUSH_KAFKA_TLS_KEY_PASSWORD: str({
     key: 'PUSH_KAFKA_TLS_KEY_PASSWORD',
     section: 'security',
@@ -103,7 +103,7 @@ export const SECURITY_KEYS = {
     key: 'PUSH_MYSQL_TLS_REJECT_UNAUTHORIZED',
     section: 'security',
     default: true,
-    doc: "with PUSH_MYSQL_TLS: refuse a server whose certificate no trusted authority signed or that names another host; `false` encrypts without knowing who answers",
+    doc: 'with PUSH_MYSQL_TLS: refuse a server whose certificate no trusted authority signed or that names another host; `false` encrypts without knowing who answers',
   }),
   PUSH_CLICKHOUSE_TLS_CA_FILE: pemFile(
     'PUSH_CLICKHOUSE_TLS_CA_FILE',

@@ -7,11 +7,12 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { type Admin, type Producer } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { assertKafkajsPatched } from '../../common/kafkajs-patch.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 
-const kafka = new Kafka({ clientId: 'request-queue-test', brokers: stackEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING });
+const kafka = kafkaClient(stackEndpoints(), { clientId: 'request-queue-test' });
 const topic = uniqueName('request-queue');
 const producers: Producer[] = [];
 let admin: Admin;
