@@ -1,3 +1,4 @@
+import { connect, isIP, type Socket } from 'node:net';
 import type { ConnectionOptions } from 'mysql2/promise';
 import { readKey, type Env } from './config.ts';
 import { SECURITY_KEYS as KEYS } from './config-keys-security.ts';
@@ -55,18 +56,34 @@ export function readMysqlSecurity(env: Env): MysqlSecurity {
 }
 
 /**
+ * The TCP connection to a server reached by IP address, for mysql2 to upgrade to TLS. mysql2 names
+ * no server for an address, and Node then checks the certificate against `localhost`; a socket that
+ * carries its address the way Node records a host name's (`_host`) has the certificate checked
+ * against that address, as for any other client (test/stack/secured-stack.test.ts covers both).
+ */
+function addressedSocket(host: string, port: number): Socket {
+  const socket = connect(port, host);
+  socket.setNoDelay(true);
+  (socket as Socket & { _host?: string })._host = host;
+  return socket;
+}
+
+/**
  * Everything mysql2 needs to open a connection or pool to the database of `url` (a validated URL
  * of PUSH_MYSQL_URL or PUSH_MYSQL_SHARDS; `key` names it in errors): its address, user and
  * database, the password of `security` when the URL has none, and TLS. A verified server is also
- * held to the name it is reached by (mysql2 checks only the chain unless told).
+ * held to the name or address it is reached by (mysql2 checks only the chain unless told).
  */
 export function mysqlClientOptions(url: string, security: MysqlSecurity = {}, key = 'PUSH_MYSQL_URL'): ConnectionOptions {
   const { connection, database } = parseMysqlUrl(url, key);
   const { tls } = security;
+  const { host, port } = connection as { host: string; port: number };
+  const verify = tls?.rejectUnauthorized === true;
   return {
     ...connection,
     password: connection.password || security.password || '',
     database,
-    ...(tls ? { ssl: { ...tls, verifyIdentity: tls.rejectUnauthorized } } : {}),
+    ...(tls ? { ssl: { ...tls, verifyIdentity: verify } } : {}),
+    ...(verify && isIP(host) !== 0 ? { stream: () => addressedSocket(host, port) } : {}),
   };
 }

@@ -155,7 +155,13 @@ function explain(service: Service, error: unknown, address: string, endpoints: E
   return error;
 }
 
-const firstMessage = (error: unknown) => chain(error).find((c) => c.message)?.message ?? errorMessage(error);
+/** The innermost message of `error` (what the socket said, not a client's summary of it), without kafkajs' prefix. */
+const firstMessage = (error: unknown) =>
+  (
+    chain(error)
+      .filter((c) => c.message)
+      .at(-1)?.message ?? errorMessage(error)
+  ).replace(/^Connection error: /, '');
 
 // Kafka ---------------------------------------------------------------------------------------
 

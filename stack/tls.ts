@@ -59,8 +59,7 @@ export function issueCertificate(ca: CertificateFiles, dir: string, name: string
   if (existsSync(files.cert) && existsSync(files.key)) return files;
   const request = join(dir, `${name}.csr`);
   const extensions = join(dir, `${name}.ext`);
-  const names =
-    'server' in use ? [...use.server.ips.map((ip) => `IP:${ip}`), ...(use.server.dnsNames ?? []).map((n) => `DNS:${n}`)].join(',') : undefined;
+  const names = 'server' in use ? [...use.server.ips.map((ip) => `IP:${ip}`), ...(use.server.dnsNames ?? []).map((n) => `DNS:${n}`)].join(',') : undefined;
   writeFileSync(
     extensions,
     [
@@ -71,7 +70,38 @@ export function issueCertificate(ca: CertificateFiles, dir: string, name: string
       '',
     ].join('\n'),
   );
-  runLogged(LOG, 'openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', files.key, '-out', request, '-subj', `/O=offline-push local stack/CN=${commonName}`]);
-  runLogged(LOG, 'openssl', ['x509', '-req', '-in', request, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-days', DAYS, '-sha256', '-extfile', extensions, '-out', files.cert]);
+  runLogged(LOG, 'openssl', [
+    'req',
+    '-new',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    files.key,
+    '-out',
+    request,
+    '-subj',
+    `/O=offline-push local stack/CN=${commonName}`,
+  ]);
+  runLogged(LOG, 'openssl', [
+    'x509',
+    '-req',
+    '-in',
+    request,
+    '-CA',
+    ca.cert,
+    '-CAkey',
+    ca.key,
+    '-CAcreateserial',
+    '-days',
+    DAYS,
+    '-sha256',
+    '-extfile',
+    extensions,
+    '-out',
+    files.cert,
+  ]);
   return files;
 }
