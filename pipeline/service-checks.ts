@@ -24,6 +24,7 @@ export type ServiceCheckCode =
   | 'TLS_UNTRUSTED'
   | 'TLS_HOSTNAME_MISMATCH'
   | 'TLS_CERT_EXPIRED'
+  | 'TLS_CLIENT_CERT_REFUSED'
   | 'SECURITY_PROTOCOL_MISMATCH'
   | 'SASL_MECHANISM_UNSUPPORTED'
   | 'AUTHENTICATION_FAILED'
@@ -49,11 +50,11 @@ export interface ServiceCheckOptions {
   readonly kafkaTopics?: readonly string[];
 }
 
-/** The keys that set each service's trust, address and security protocol. */
-const KEYS: Readonly<Record<Service, { readonly ca: string; readonly address: string; readonly protocol: string }>> = {
-  kafka: { ca: 'PUSH_KAFKA_TLS_CA_FILE', address: 'PUSH_KAFKA_BROKERS', protocol: 'PUSH_KAFKA_SECURITY_PROTOCOL' },
+/** The keys that set each service's trust, client certificate, address and security protocol. */
+const KEYS: Readonly<Record<Service, { readonly ca: string; readonly cert?: string; readonly address: string; readonly protocol: string }>> = {
+  kafka: { ca: 'PUSH_KAFKA_TLS_CA_FILE', cert: 'PUSH_KAFKA_TLS_CERT_FILE', address: 'PUSH_KAFKA_BROKERS', protocol: 'PUSH_KAFKA_SECURITY_PROTOCOL' },
   registry: { ca: 'PUSH_SCHEMA_REGISTRY_TLS_CA_FILE', address: 'PUSH_SCHEMA_REGISTRY_URL', protocol: 'PUSH_SCHEMA_REGISTRY_URL' },
-  mysql: { ca: 'PUSH_MYSQL_TLS_CA_FILE', address: 'PUSH_MYSQL_URL', protocol: 'PUSH_MYSQL_TLS' },
+  mysql: { ca: 'PUSH_MYSQL_TLS_CA_FILE', cert: 'PUSH_MYSQL_TLS_CERT_FILE', address: 'PUSH_MYSQL_URL', protocol: 'PUSH_MYSQL_TLS' },
   clickhouse: { ca: 'PUSH_CLICKHOUSE_TLS_CA_FILE', address: 'PUSH_CLICKHOUSE_URL', protocol: 'PUSH_CLICKHOUSE_URL' },
 };
 
@@ -80,7 +81,7 @@ function chain(error: unknown): Array<{ code: string; message: string; name: str
 }
 
 /** What is wrong with a peer's certificate, from the error's codes or, where a client kept only the text (mysql2), its messages. */
-function certificateTrouble(error: unknown): { trouble: 'untrusted' | 'hostname' | 'expired'; detail: string } | undefined {
+function certificateTrouble(error: unknown): { trouble: 'untrusted' | 'hostname' | 'expired' | 'client'; detail: string } | undefined {
   const links = chain(error);
   for (const { code } of links) {
     if (UNTRUSTED.has(code)) return { trouble: 'untrusted', detail: code };
@@ -92,6 +93,9 @@ function certificateTrouble(error: unknown): { trouble: 'untrusted' | 'hostname'
       return { trouble: 'untrusted', detail: message };
     if (/Hostname\/IP does not match|altnames/i.test(message)) return { trouble: 'hostname', detail: message };
     if (/certificate has expired|certificate is not yet valid/i.test(message)) return { trouble: 'expired', detail: message };
+    // The server's TLS alerts about the client's certificate: 42 bad_certificate, 116 certificate_required.
+    const alert = /alert (bad certificate|certificate required|unknown ca)|SSL alert number (42|116|48)\b/i.exec(message);
+    if (alert) return { trouble: 'client', detail: `TLS alert: ${alert[1] ?? `number ${alert[2]}`}` };
   }
   return undefined;
 }
@@ -128,6 +132,16 @@ function explainTls(service: Service, error: unknown, address: string, caSet: bo
         `presents a certificate out of its validity (${detail})`,
         `renew the server's certificate (trusted through ${keys.ca})`,
       );
+    case 'client':
+      return new ServiceCheckError(
+        service,
+        'TLS_CLIENT_CERT_REFUSED',
+        address,
+        `refused this client's certificate, or its lack of one (${detail})`,
+        keys.cert
+          ? `set ${keys.cert} (and its key) to a certificate an authority the server trusts signed`
+          : 'the server asks for client certificates, which this client does not present',
+      );
   }
 }
 
@@ -146,6 +160,7 @@ function isProtocolMismatch(error: unknown): boolean {
 /** `error` of a failed check as the error to report: explained when it is one of the known causes, else as it is. */
 function explain(service: Service, error: unknown, address: string, endpoints: Endpoints, caSet: boolean, protocolFix: string): unknown {
   if (error instanceof ServiceCheckError) return error;
+  if (chain(error).some((c) => c.code === 'ETIMEDOUT' || /connection timeout|timed out/i.test(c.message))) return timedOut(service, endpoints);
   const unreachable = explainConnectionError(error, endpoints);
   if (unreachable && unreachable.service === service) return unreachable;
   const tls = explainTls(service, error, address, caSet);
