@@ -55,7 +55,8 @@ const usesSasl = (protocol: KafkaSecurityProtocol) => protocol.startsWith('SASL_
 
 function readSasl(env: Env, protocol: KafkaSecurityProtocol): KafkaSasl {
   const mechanism = readKey(env, KEYS.PUSH_KAFKA_SASL_MECHANISM);
-  const required = (key: { key: string }) => new ConfigError(key.key, `required with PUSH_KAFKA_SECURITY_PROTOCOL=${protocol} and PUSH_KAFKA_SASL_MECHANISM=${mechanism}`);
+  const required = (key: { key: string }) =>
+    new ConfigError(key.key, `required with PUSH_KAFKA_SECURITY_PROTOCOL=${protocol} and PUSH_KAFKA_SASL_MECHANISM=${mechanism}`);
   if (mechanism === 'OAUTHBEARER') {
     const tokenFile = env.PUSH_KAFKA_SASL_OAUTHBEARER_TOKEN_FILE || undefined;
     // Read once here too: a missing or unreadable file fails at start, naming the key.
@@ -84,7 +85,8 @@ export function readKafkaSecurity(env: Env = process.env): KafkaSecurity {
   if (!usesSasl(protocol)) {
     const saslKeys = [KEYS.PUSH_KAFKA_SASL_USERNAME, KEYS.PUSH_KAFKA_SASL_PASSWORD, KEYS.PUSH_KAFKA_SASL_OAUTHBEARER_TOKEN].map((k) => k.key);
     const stray = saslKeys.find((k) => env[k] || env[`${k}_FILE`]);
-    if (stray) throw new ConfigError(stray, `set, but PUSH_KAFKA_SECURITY_PROTOCOL=${protocol} does not authenticate with SASL (SASL_SSL and SASL_PLAINTEXT do)`);
+    if (stray)
+      throw new ConfigError(stray, `set, but PUSH_KAFKA_SECURITY_PROTOCOL=${protocol} does not authenticate with SASL (SASL_SSL and SASL_PLAINTEXT do)`);
   }
   const tls = usesTls(protocol) ? readTlsMaterial(env, KAFKA_TLS_KEYS) : undefined;
   const sasl = usesSasl(protocol) ? readSasl(env, protocol) : undefined;

@@ -23,7 +23,8 @@ export function readRegistryAccess(env: Env, url: string): RegistryAccess {
   if (username === '' && password !== '') throw new ConfigError(KEYS.PUSH_SCHEMA_REGISTRY_USERNAME.key, 'required with PUSH_SCHEMA_REGISTRY_PASSWORD');
   if (username !== '' && password === '') throw new ConfigError(KEYS.PUSH_SCHEMA_REGISTRY_PASSWORD.key, 'required with PUSH_SCHEMA_REGISTRY_USERNAME');
   const tls = readTlsMaterial(env, { ca: KEYS.PUSH_SCHEMA_REGISTRY_TLS_CA_FILE });
-  if (tls && !url.startsWith('https:')) throw new ConfigError(KEYS.PUSH_SCHEMA_REGISTRY_TLS_CA_FILE.key, 'set, but PUSH_SCHEMA_REGISTRY_URL is not an https: URL');
+  if (tls && !url.startsWith('https:'))
+    throw new ConfigError(KEYS.PUSH_SCHEMA_REGISTRY_TLS_CA_FILE.key, 'set, but PUSH_SCHEMA_REGISTRY_URL is not an https: URL');
   return Object.freeze({ ...(username === '' ? {} : { auth: { username, password } }), ...(tls ? { tls } : {}) });
 }
 

@@ -20,27 +20,34 @@ export interface CertificateFiles {
 const DAYS = '825';
 const LOG = 'tls';
 
-/** A self-signed certificate authority under `dir` (`<name>.pem`, `<name>-key.pem`), made unless present. */
-export function certificateAuthority(dir: string, name = 'ca', subject = '/O=offline-push local stack/CN=offline-push local CA'): CertificateFiles {
-  ensureDir(dir);
-  const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}-key.pem`) };
-  if (existsSync(files.cert) && existsSync(files.key)) return files;
+/** `openssl req` making a new unencrypted P-256 key into `keyFile`, and `out` (a certificate or a request) for `subject`. */
+function newKeyRequest(keyFile: string, out: string, subject: string, extra: readonly string[]): void {
   runLogged(LOG, 'openssl', [
     'req',
-    '-x509',
+    ...extra,
     '-newkey',
     'ec',
     '-pkeyopt',
     'ec_paramgen_curve:P-256',
     '-nodes',
     '-keyout',
-    files.key,
+    keyFile,
     '-out',
-    files.cert,
-    '-days',
-    DAYS,
+    out,
     '-subj',
     subject,
+  ]);
+}
+
+/** A self-signed certificate authority under `dir` (`<name>.pem`, `<name>-key.pem`), made unless present. */
+export function certificateAuthority(dir: string, name = 'ca', subject = '/O=offline-push local stack/CN=offline-push local CA'): CertificateFiles {
+  ensureDir(dir);
+  const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}-key.pem`) };
+  if (existsSync(files.cert) && existsSync(files.key)) return files;
+  newKeyRequest(files.key, files.cert, subject, [
+    '-x509',
+    '-days',
+    DAYS,
     '-addext',
     'basicConstraints=critical,CA:TRUE',
     '-addext',
@@ -70,21 +77,7 @@ export function issueCertificate(ca: CertificateFiles, dir: string, name: string
       '',
     ].join('\n'),
   );
-  runLogged(LOG, 'openssl', [
-    'req',
-    '-new',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    files.key,
-    '-out',
-    request,
-    '-subj',
-    `/O=offline-push local stack/CN=${commonName}`,
-  ]);
+  newKeyRequest(files.key, request, `/O=offline-push local stack/CN=${commonName}`, ['-new']);
   runLogged(LOG, 'openssl', [
     'x509',
     '-req',
