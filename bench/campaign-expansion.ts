@@ -10,8 +10,8 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { Kafka, logLevel } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger } from '../common/log.ts';
 import { KafkaEntryPublisher } from '../entry/publisher.ts';
@@ -46,8 +46,8 @@ const TOPICS: readonly TopicKey[] = ['campaigns', 'requests', 'campaignControl',
 export async function measureCampaignExpansion(o: CampaignBenchOptions = {}): Promise<CampaignBenchResult> {
   const uids = o.uids ?? 200_000;
   const endpoints = readEndpoints();
-  const kafka = new Kafka({ clientId: 'campaign-bench', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const kafka = kafkaClient(endpoints, { clientId: 'campaign-bench' });
+  const registry = schemaRegistryClient(endpoints);
   const prefix = `bench-campaign-${suffix()}.`;
   const applicationId = `bench-campaigns-${suffix()}`;
   const dir = mkdtempSync(`${tmpdir()}/campaign-bench-`);
@@ -64,6 +64,7 @@ export async function measureCampaignExpansion(o: CampaignBenchOptions = {}): Pr
       expansion: { ratePerSecond: 1_000_000, maxUids: Math.max(1, uids), readUidFile: uidFileReader(dir) },
     }),
     brokers: endpoints.kafkaBrokers,
+    kafkaSecurity: readEndpoints().kafkaSecurity,
     dlqTopic: topicName('dlq', prefix),
     commitIntervalMs: o.commitIntervalMs ?? 100,
     logger: createLogger({ service: 'campaign-bench' }, 'error'),

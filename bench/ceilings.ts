@@ -17,7 +17,7 @@
  * reader, so a hop is what is left after a produce and a consume, divided by the hops. What the pipeline's workers pay kafkajs per persisted message is
  * at least its records produced × produce + fetched × consume (bench/report.ts, "client floor").
  */
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { errorMessage } from '../common/errors.ts';
 import { createLogger } from '../common/log.ts';
@@ -96,7 +96,7 @@ export async function measureCeilings(options: CeilingOptions): Promise<CeilingR
   const valueBytes = options.valueBytes ?? 200;
   const commitIntervalMs = options.commitIntervalMs ?? 100;
   const say = options.onProgress ?? (() => undefined);
-  const kafka = new Kafka({ clientId: 'bench-ceilings', brokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient({ kafkaBrokers: brokers, kafkaSecurity: readEndpoints().kafkaSecurity }, { clientId: 'bench-ceilings' });
   const admin = kafka.admin();
   await admin.connect();
   const run = suffix();
@@ -128,6 +128,7 @@ export async function measureCeilings(options: CeilingOptions): Promise<CeilingR
         applicationId: `bench-eos-chain-${run}-${i}`,
         topology: identityTopology(chain[i]!, chain[i + 1]!),
         brokers,
+        kafkaSecurity: readEndpoints().kafkaSecurity,
         processingGuarantee: 'exactly_once',
         commitIntervalMs,
         dlqTopic: `bench-eos-dlq-${run}`,

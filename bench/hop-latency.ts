@@ -16,6 +16,7 @@ import { createLogger } from '../common/log.ts';
 import { StreamsApp } from '../topology/runtime.ts';
 import { quantile } from './probes.ts';
 import { createTopics, identityTopology, suffix, waitForPartitions } from './runtime-bench.ts';
+import { readEndpoints } from '../common/endpoints.ts';
 
 export interface HopLatencyOptions {
   readonly brokers: string[];
@@ -54,6 +55,7 @@ export async function measureHopLatency(kafka: Kafka, admin: Admin, options: Hop
     applicationId: `bench-hop-latency-${run}`,
     topology: identityTopology(input, output),
     brokers: options.brokers,
+    kafkaSecurity: readEndpoints().kafkaSecurity,
     processingGuarantee: 'exactly_once',
     commitIntervalMs: options.commitIntervalMs,
     caughtUpCommitMs: options.caughtUpCommitMs,

@@ -21,7 +21,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { TopologyBuilder, type Topology } from '../topology/builder.ts';
@@ -215,7 +215,7 @@ async function phaseOpen(o: Required<MemoryBenchOptions>): Promise<object> {
 
 /** Child phase `fill`: the stage's changelog records for the windows, produced to the broker. */
 async function phaseFill(o: Required<MemoryBenchOptions>, appId: string): Promise<object> {
-  const kafka = new Kafka({ clientId: `${appId}-fill`, brokers: o.brokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient({ kafkaBrokers: o.brokers, kafkaSecurity: readEndpoints().kafkaSecurity }, { clientId: `${appId}-fill` });
   const admin = kafka.admin();
   await admin.connect();
   const topology = mergeBenchTopology(o.mode, runInputTopic(appId));
@@ -267,6 +267,7 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
     applicationId: appId,
     topology: mergeBenchTopology(o.mode, runInputTopic(appId)),
     brokers: o.brokers,
+    kafkaSecurity: readEndpoints().kafkaSecurity,
     dlqTopic: TOPICS.dlq.name,
     logger: watch(base),
     metricsListener: {
@@ -288,7 +289,7 @@ async function phaseRestore(o: Required<MemoryBenchOptions>, appId: string): Pro
 
 /** Removes the topics of a restore run: its input topic and its changelogs. */
 async function deleteBenchTopics(brokers: string[], appId: string): Promise<void> {
-  const admin = new Kafka({ clientId: `${appId}-cleanup`, brokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient({ kafkaBrokers: brokers, kafkaSecurity: readEndpoints().kafkaSecurity }, { clientId: `${appId}-cleanup` }).admin();
   await admin.connect();
   try {
     const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${appId}-`));

@@ -11,6 +11,8 @@ import { groupStatus } from '../pipeline/group-status.ts';
 import { STAGES, type StageName } from '../pipeline/apps/index.ts';
 import { topicName } from '../pipeline/topics.ts';
 import { readPid } from '../stack/process.ts';
+import { readEndpoints } from '../common/endpoints.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
 
 let clockTicks: number | undefined;
 
@@ -157,7 +159,7 @@ const SQL_STATUS: Record<keyof SqlCounters, string> = {
 export async function sqlCounters(url: string): Promise<SqlCounters | undefined> {
   let connection: mysql.Connection | undefined;
   try {
-    connection = await mysql.createConnection({ uri: url, connectTimeout: 5_000 });
+    connection = await mysql.createConnection({ ...mysqlClientOptions(url, readEndpoints().mysqlSecurity), connectTimeout: 5_000 });
     const [rows] = await connection.query<mysql.RowDataPacket[]>('SHOW GLOBAL STATUS WHERE Variable_name IN (?)', [Object.values(SQL_STATUS)]);
     const status = new Map(rows.map((r) => [String(r.Variable_name), Number(r.Value)]));
     return Object.fromEntries(Object.entries(SQL_STATUS).map(([k, name]) => [k, status.get(name) ?? 0])) as unknown as SqlCounters;

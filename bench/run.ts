@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { readInt, readKey } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
@@ -108,7 +108,7 @@ function extraWorkerEnv(): Record<string, string> {
 }
 
 async function deleteRunTopics(prefixes: string[]): Promise<void> {
-  const admin = new Kafka({ clientId: 'bench-cleanup', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient(readEndpoints(), { clientId: 'bench-cleanup' }).admin();
   await admin.connect();
   try {
     const topics = (await admin.listTopics()).filter((t) => prefixes.some((p) => t.startsWith(p)));
@@ -234,7 +234,7 @@ export async function main(args: string[]): Promise<number> {
   const peakRssMb = new Map<number, number>();
   const rssAtEnd = new Map<number, number | null>();
   let outcome: Awaited<ReturnType<typeof runPipelinePhases>>;
-  const admin = new Kafka({ clientId: 'bench-lag', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient(readEndpoints(), { clientId: 'bench-lag' }).admin();
   try {
     try {
       await env.waitReady();

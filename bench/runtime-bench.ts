@@ -9,7 +9,8 @@
  * CLI: `node --import tsx bench/runtime-bench.ts [--records 200000] [--partitions 4] [--value-bytes 200]`
  */
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import type { Kafka, Admin } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger } from '../common/log.ts';
 import { TopologyBuilder } from '../topology/builder.ts';
@@ -148,6 +149,7 @@ async function runtimeHop(
     applicationId: `bench-${guarantee.replace(/_/g, '-')}-${suffix()}`,
     topology: identityTopology(input, output),
     brokers,
+    kafkaSecurity: readEndpoints().kafkaSecurity,
     processingGuarantee: guarantee,
     commitIntervalMs,
     partitionsConsumedConcurrently: partitions,
@@ -181,7 +183,7 @@ export async function runRuntimeBench(opts: RuntimeBenchOptions = {}): Promise<R
   const partitions = opts.partitions ?? 4;
   const valueBytes = opts.valueBytes ?? 200;
   const commitIntervalMs = opts.commitIntervalMs ?? 100;
-  const kafka = new Kafka({ clientId: 'runtime-bench', brokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient({ kafkaBrokers: brokers, kafkaSecurity: readEndpoints().kafkaSecurity }, { clientId: 'runtime-bench' });
   const admin = kafka.admin();
   await admin.connect();
   const input = `bench-in-${suffix()}`;

@@ -10,9 +10,11 @@
  * run the shard counts alternate (1, 4, 4, 1) and each figure is the mean of its runs: the machine is shared.
  */
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import mysql from 'mysql2/promise';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger } from '../common/log.ts';
 import { startEmulators } from '../emulators/index.ts';
@@ -28,6 +30,7 @@ import { MysqlPushTaskLedger } from '../sinks/mysql/tasks.ts';
 import { createVendorRegistry } from '../sinks/vendors/registry.ts';
 import { StreamsApp } from '../topology/runtime.ts';
 import { createTopics, measureOutputSpan, suffix } from './runtime-bench.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
 
 export interface ShardBenchOptions {
   /** Dispatches drained per measured run. Default 1 500. */
@@ -75,8 +78,8 @@ export async function measureShardedFanOut(options: ShardBenchOptions = {}): Pro
   const dispatches = options.dispatches ?? 1_500;
   const partitions = options.partitions ?? 6;
   const commitIntervalMs = options.commitIntervalMs ?? 100;
-  const kafka = new Kafka({ clientId: 'shards-bench', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const kafka = kafkaClient(endpoints, { clientId: 'shards-bench' });
+  const registry = schemaRegistryClient(endpoints);
   const em = await startEmulators();
   const vendors = createVendorRegistry(em.appsConfig);
   const counts = options.shardCounts ?? [1, 4];
@@ -126,7 +129,7 @@ async function drainOnce(
   const admin = kafka.admin();
   await admin.connect();
   const topics = FAN_OUT_TOPICS.map((t) => topicName(t, prefix));
-  const pools = openShardedPools(urls, { connectionLimit: 8 });
+  const pools = openShardedPools(urls, readEndpoints().mysqlSecurity, { connectionLimit: 8 });
   const ledger = new MysqlPushTaskLedger({ shards: pools });
   let app: StreamsApp | undefined;
   try {
@@ -139,6 +142,7 @@ async function drainOnce(
       applicationId: `bench-shards-${id}`,
       topology: buildFanOutTopology({ valueSerdes, topicPrefix: prefix, fanOut: { vendors, ledger } }),
       brokers: readEndpoints().kafkaBrokers,
+      kafkaSecurity: readEndpoints().kafkaSecurity,
       processingGuarantee: 'exactly_once',
       commitIntervalMs: plan.commitIntervalMs,
       partitionsConsumedConcurrently: plan.partitions,
@@ -164,7 +168,8 @@ async function drainOnce(
     await app?.close();
     ledger.close();
     await pools.end();
-    const db = await mysql.createConnection({ uri: readEndpoints().mysqlUrl });
+    const endpoints = readEndpoints();
+    const db = await mysql.createConnection(mysqlClientOptions(endpoints.mysqlUrl, endpoints.mysqlSecurity));
     for (const name of names) await db.query(`DROP DATABASE IF EXISTS \`${name}\``);
     await db.end();
     await admin

@@ -3,8 +3,9 @@
  * registry) and push.dlq (original bytes plus reason headers), read_committed, from the beginning,
  * kept in memory for the verdict. Also the raw producer for malformed inputs.
  */
-import { Kafka, logLevel, type Consumer } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { Consumer } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { errorMessage } from '../common/errors.ts';
 import { registryValueSerdes } from '../pipeline/serdes.ts';
@@ -27,8 +28,7 @@ export interface Collector<T> {
   close(): Promise<void>;
 }
 
-const kafka = () =>
-  new Kafka({ clientId: 'chaos-reader', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 50, maxRetryTime: 5000 } });
+const kafka = () => kafkaClient(readEndpoints(), { clientId: 'chaos-reader', retry: { retries: 50, maxRetryTime: 5000 } });
 
 async function collect<T>(
   topic: string,
@@ -59,7 +59,7 @@ async function collect<T>(
 
 /** Every push-outcome record of the run, decoded. */
 export async function collectOutcomes(topicPrefix: string, groupId: string): Promise<Collector<PushOutcome>> {
-  const serde = registryValueSerdes(new SchemaRegistry({ host: readEndpoints().schemaRegistryUrl }), topicPrefix)('outcomes');
+  const serde = registryValueSerdes(schemaRegistryClient(readEndpoints()), topicPrefix)('outcomes');
   return collect(topicName('outcomes', topicPrefix), groupId, async (value) => (await serde.deserialize('', value)) as PushOutcome);
 }
 

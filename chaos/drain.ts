@@ -3,7 +3,8 @@
  * consumer group stop moving (under exactly-once a partition ends in commit markers, so lag alone
  * never reaches 0) and the caller's own signals are quiet.
  */
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import type { Admin } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { errorMessage } from '../common/errors.ts';
 import { groupStatus, type GroupStatus } from '../pipeline/group-status.ts';
@@ -13,10 +14,8 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /** An admin client of the stack's broker (retries through a broker restart). */
 export function chaosAdmin(): Admin {
-  return new Kafka({
+  return kafkaClient(readEndpoints(), {
     clientId: 'chaos-admin',
-    brokers: readEndpoints().kafkaBrokers,
-    logLevel: logLevel.NOTHING,
     retry: { retries: 20, maxRetryTime: 5000 },
   }).admin();
 }

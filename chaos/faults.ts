@@ -5,8 +5,8 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { registryValueSerdes } from '../pipeline/serdes.ts';
 import { topicName } from '../pipeline/topics.ts';
@@ -98,12 +98,10 @@ export interface MalformedProducer {
  */
 export async function malformedProducer(topicPrefix: string, appId: string): Promise<MalformedProducer> {
   const endpoints = readEndpoints();
-  const serdes = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), topicPrefix);
+  const serdes = registryValueSerdes(schemaRegistryClient(endpoints), topicPrefix);
   const persistedTopic = topicName('persisted', topicPrefix);
-  const producer = new Kafka({
+  const producer = kafkaClient(endpoints, {
     clientId: 'chaos-malformed',
-    brokers: endpoints.kafkaBrokers,
-    logLevel: logLevel.NOTHING,
     retry: { retries: 30, maxRetryTime: 5000 },
     // Idempotent, as an IM service's producer must be: a batch retried after a broker loss is
     // written once, so the malformed inputs counted here are exactly those on the topic.

@@ -37,6 +37,8 @@ export interface RunOptions {
   readonly forwardStores?: boolean;
   /** Print progress. Default false. */
   readonly verbose?: boolean;
+  /** Bring the local stack up first (EnvironmentOptions.startStack). Default true. */
+  readonly startStack?: boolean;
 }
 
 export interface ArrivalComparison {
@@ -153,7 +155,13 @@ export async function startRun(options: RunOptions): Promise<PipelineRun> {
     workerEnv.PUSH_MYSQL_URL = mysqlTarget.toString();
     workerEnv.PUSH_CLICKHOUSE_URL = `http://127.0.0.1:${stores.clickhouse.port}`;
   }
-  const env = await startEnvironment({ instances: options.instances, partitions: options.partitions ?? 6, workerEnv, verbose: options.verbose === true });
+  const env = await startEnvironment({
+    instances: options.instances,
+    partitions: options.partitions ?? 6,
+    workerEnv,
+    verbose: options.verbose === true,
+    ...(options.startStack === undefined ? {} : { startStack: options.startStack }),
+  });
   const scenarioAt = (startMs: number): ScenarioOptions => ({
     users: options.users,
     durationMs: options.durationMs,

@@ -3,7 +3,8 @@
  * what a changelog holds, read with a plain consumer rather than the runtime's restore or the
  * repartition's own reader, and the partition of a uid as the producers choose it.
  */
-import { Kafka, logLevel, Partitioners, type PartitionMetadata } from 'kafkajs';
+import { Partitioners, type PartitionMetadata } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { randomBytes } from 'node:crypto';
 import { readEndpoints } from '../common/endpoints.ts';
 
@@ -15,7 +16,7 @@ export interface ChangelogEntry {
 
 /** Latest value per (partition, key) of a changelog, tombstones applied, read to its end (read_committed). */
 export async function readChangelog(topic: string): Promise<ChangelogEntry[]> {
-  const kafka = new Kafka({ clientId: 'repartition-model', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(readEndpoints(), { clientId: 'repartition-model' });
   const admin = kafka.admin();
   await admin.connect();
   const ends = new Map((await admin.fetchTopicOffsets(topic)).filter((p) => Number(p.high) > Number(p.low)).map((p) => [p.partition, Number(p.high)]));

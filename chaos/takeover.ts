@@ -20,6 +20,7 @@ import { taskId } from '../processors/model/ids.ts';
 import { TASK_STATUS } from '../processors/model/task-status.ts';
 import type { Scenario } from './scenario.ts';
 import { messageOf } from './verify.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
 
 /** A task row as the killed worker left it: its status and its recorded answers (channel_trail). */
 export interface TaskRowAtKill {
@@ -52,7 +53,8 @@ export interface TakeoverCheck {
 
 /** Reads the run's task rows (users `<run>-u…`) from MySQL directly, not through the run's forwarder. */
 export async function taskRowsOf(run: string): Promise<Map<string, TaskRowAtKill>> {
-  const db = await mysql.createConnection({ uri: readEndpoints().mysqlUrl });
+  const endpoints = readEndpoints();
+  const db = await mysql.createConnection(mysqlClientOptions(endpoints.mysqlUrl, endpoints.mysqlSecurity));
   try {
     const [rows] = await db.query('SELECT task_id, status, channel_trail FROM im_push_task WHERE uid LIKE ?', [`${run}-u%`]);
     return new Map(

@@ -1,6 +1,9 @@
 import { readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS, configKeys } from '../common/config-keys.ts';
-import { readEndpoints } from '../common/endpoints.ts';
+import { readClickhouseTls, readEndpoints } from '../common/endpoints.ts';
+import { readKafkaSecurity } from '../common/kafka-client.ts';
+import { readMysqlSecurity } from '../common/mysql-url.ts';
+import { readRegistryAccess } from '../common/registry-client.ts';
 import { ConfigError } from '../common/errors.ts';
 import { compilePolicyOptions, parseQuotas } from '../processors/policy/options.ts';
 import { readWorkerConfig } from '../pipeline/worker-config.ts';
@@ -10,8 +13,8 @@ import { BUSINESS_KEYS } from '../common/config-keys-business.ts';
 
 /**
  * Every configuration error of `env` at once: each declared PUSH_* key (common/config-keys.ts)
- * against its declaration, then the checks that read several keys or parse a value (the local
- * stack's ports, PUSH_VENDOR_QUOTAS, PUSH_QUOTA_TIME_ZONE, the business strategies and templates, the restart backoff's maximum against
+ * against its declaration, then the checks that read several keys or parse a value (the security
+ * settings and their TLS files, the local stack's ports, PUSH_VENDOR_QUOTAS, PUSH_QUOTA_TIME_ZONE, the business strategies and templates, the restart backoff's maximum against
  * its initial wait; with `worker`, what `pushctl run` needs beside: PUSH_APPS_CONFIG), each
  * reported once per key.
  */
@@ -30,6 +33,11 @@ export function configurationErrors(env: Env, options: { worker?: boolean } = {}
     }
   };
   for (const key of configKeys()) attempt(() => readKey(env, key as never));
+  // The security settings against each other and their files, each service on its own so all are reported.
+  attempt(() => readKafkaSecurity(env));
+  attempt(() => readRegistryAccess(env, readKey(env, CONFIG_KEYS.PUSH_SCHEMA_REGISTRY_URL)));
+  attempt(() => readMysqlSecurity(env));
+  attempt(() => readClickhouseTls(env, readKey(env, CONFIG_KEYS.PUSH_CLICKHOUSE_URL)));
   attempt(() => readEndpoints(env));
   attempt(() => parseQuotas(readKey(env, CONFIG_KEYS.PUSH_VENDOR_QUOTAS)));
   attempt(() => compilePolicyOptions({ quotaTimeZone: readKey(env, CONFIG_KEYS.PUSH_QUOTA_TIME_ZONE) }));

@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { checkConfiguration } from './config-check.ts';
-import { checkReachable, explainConnectionError } from '../pipeline/connections.ts';
+import { explainConnectionError } from '../pipeline/connections.ts';
+import { checkServices } from '../pipeline/service-checks.ts';
+import { scrubSecrets } from '../common/secret-values.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
 import { checkArgs, UsageError } from './args.ts';
@@ -53,7 +55,8 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (name !== 'config') checkConfiguration(process.env);
-  if (command.needs) await checkReachable(command.needs(checked), readEndpoints());
+  // Each service the command needs, reached as its clients reach it (TLS, credentials), each failure named with its key.
+  if (command.needs) await checkServices(command.needs(checked), readEndpoints());
   const { run } = await command.load();
   try {
     return await run(checked);
@@ -79,7 +82,8 @@ function failureMessage(error: unknown): string {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(`pushctl: ${failureMessage(error)}`);
+    // A client's message may quote what it was given: no secret this process read is printed.
+    console.error(`pushctl: ${scrubSecrets(failureMessage(error))}`);
     process.exit(1);
   },
 );

@@ -1,15 +1,16 @@
 /**
  * How a `PUSH_*` key is described: its kinds (int, string, bool, enum, list) with their ranges and
  * values, the README section it is listed in, and the builders the declarations use. The keys
- * themselves are declared in common/config-keys.ts (and, spread into it, config-keys-entry.ts and
- * config-keys-business.ts).
+ * themselves are declared in common/config-keys.ts (and, spread into it, config-keys-security.ts,
+ * config-keys-entry.ts and config-keys-business.ts).
  */
 
 /** The README table a key is listed in. */
-export type ConfigSection = 'endpoints' | 'workers' | 'decisions' | 'fan-out' | 'business';
+export type ConfigSection = 'endpoints' | 'security' | 'workers' | 'decisions' | 'fan-out' | 'business';
 
 export const CONFIG_SECTIONS: Readonly<Record<ConfigSection, string>> = {
   endpoints: 'Endpoints',
+  security: 'Secured connections (docs/operations.md, "Connecting to a secured cluster")',
   workers: 'Workers (`pushctl run`) and the receiver',
   decisions: 'Decisions (docs/design.md §2.1–2.3)',
   'fan-out': 'Fan-out (docs/design.md §2.4)',
@@ -23,7 +24,10 @@ interface KeyBase {
   readonly doc: string;
   /** How the default reads when it is not a constant (e.g. it follows another key). */
   readonly defaultDoc?: string;
-  /** Never printed with a value. */
+  /**
+   * Never printed with a value, nor logged (common/secret-values.ts); may instead be given as a
+   * file named by `<KEY>_FILE`, as containers and secret stores mount them (common/config.ts).
+   */
   readonly secret?: boolean;
 }
 

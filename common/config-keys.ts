@@ -8,6 +8,7 @@
 
 import { BUSINESS_KEYS } from './config-keys-business.ts';
 import { ENTRY_KEYS } from './config-keys-entry.ts';
+import { SECURITY_KEYS } from './config-keys-security.ts';
 import { bool, DAY, HOUR, int, list, MINUTE, oneOf, SECOND, str, type ConfigKey } from './config-key-kinds.ts';
 
 export { CONFIG_SECTIONS } from './config-key-kinds.ts';
@@ -475,6 +476,7 @@ export const CONFIG_KEYS = {
     max: 100_000,
     doc: 'dispatches in flight per task before back pressure',
   }),
+  ...SECURITY_KEYS,
   ...ENTRY_KEYS,
   ...BUSINESS_KEYS,
 };

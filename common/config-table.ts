@@ -47,6 +47,11 @@ export function formatRange(key: ConfigKey): string | undefined {
   }
 }
 
+/** What a key means; a secret's also says it is never printed and may come from a file. */
+function meaning(key: ConfigKey): string {
+  return key.secret ? `${key.doc}; a secret: never printed, and read from the file \`${key.key}_FILE\` names when that is set` : key.doc;
+}
+
 function bySection(): [ConfigSection, ConfigKey[]][] {
   return (Object.keys(CONFIG_SECTIONS) as ConfigSection[]).map((section) => [section, configKeys().filter((k) => k.section === section)]);
 }
@@ -56,7 +61,7 @@ export function renderConfigTable(): string {
   const parts: string[] = [];
   for (const [section, keys] of bySection()) {
     parts.push(`**${CONFIG_SECTIONS[section]}**`, '', '| key | default | meaning | allowed |', '|---|---|---|---|');
-    for (const key of keys) parts.push(`| \`${key.key}\` | ${formatDefault(key)} | ${key.doc.replaceAll('|', '\\|')} | ${formatRange(key) ?? 'any'} |`);
+    for (const key of keys) parts.push(`| \`${key.key}\` | ${formatDefault(key)} | ${meaning(key).replaceAll('|', '\\|')} | ${formatRange(key) ?? 'any'} |`);
     parts.push('');
   }
   return parts.join('\n').trimEnd();
@@ -77,6 +82,20 @@ export function readmeConfigTable(readme: string): string | undefined {
   return begin < 0 || end < begin ? undefined : readme.slice(begin + TABLE_BEGIN.length, end).trim();
 }
 
+/** `value` with the password of any URL in it masked (a mysql:// URL may carry one). */
+export function maskUrlPasswords(value: string): string {
+  return value.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s,]*:)[^@\s,]*@/gi, '$1***@');
+}
+
+/** What `pushctl config` shows of a key set in `env`: secrets as `***` (and the file they come from), URLs without passwords. */
+function shownValue(key: ConfigKey, env: Env): string {
+  const set = env[key.key];
+  const file = key.secret ? env[`${key.key}_FILE`] : undefined;
+  if (file) return `  (set: *** from ${key.key}_FILE=${file})`;
+  if (set === undefined || set === '') return '';
+  return `  (set: ${key.secret ? '***' : maskUrlPasswords(set)})`;
+}
+
 /** Plain text for `pushctl config`: every key with its default, allowed values and meaning; keys set in `env` show their value. */
 export function renderConfigText(env: Env = {}): string {
   const plain = (s: string) => s.replaceAll('`', '');
@@ -84,9 +103,8 @@ export function renderConfigText(env: Env = {}): string {
   for (const [section, keys] of bySection()) {
     lines.push(plain(CONFIG_SECTIONS[section]));
     for (const key of keys) {
-      const set = env[key.key];
-      const value = set === undefined || set === '' ? '' : `  (set: ${key.secret ? '***' : set})`;
-      lines.push(`  ${key.key}  default ${plain(formatDefault(key))}; ${plain(formatRange(key) ?? 'any')}${value}`, `      ${plain(key.doc)}`);
+      const value = shownValue(key, env);
+      lines.push(`  ${key.key}  default ${plain(formatDefault(key))}; ${plain(formatRange(key) ?? 'any')}${value}`, `      ${plain(meaning(key))}`);
     }
     lines.push('');
   }

@@ -1,11 +1,14 @@
-import { ConfigError } from './errors.ts';
+import { readFileSync } from 'node:fs';
+import { ConfigError, errorMessage } from './errors.ts';
 import type { BoolKey, ConfigKey, EnumKey, IntKey, ListKey, StringKey } from './config-keys.ts';
+import { rememberSecret } from './secret-values.ts';
 
 /**
  * Typed readers for `PUSH_*` environment keys. Each reader validates once, at start, and throws a
  * ConfigError naming the key and the allowed range, so a bad deployment fails before it consumes.
  * Keys are declared in common/config-keys.ts and read with `readKey`; the untyped readers remain for
- * command-line flags.
+ * command-line flags. A secret key is read from the file its `<KEY>_FILE` names when that is set
+ * (`secretValue`).
  */
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -61,6 +64,7 @@ export function readKey(env: Env, key: StringKey, fallback?: string): string;
 export function readKey(env: Env, key: BoolKey, fallback?: boolean): boolean;
 export function readKey(env: Env, key: ListKey, fallback?: readonly string[]): string[];
 export function readKey(env: Env, key: ConfigKey, fallback?: unknown, range?: { min: number; max: number }): unknown {
+  if (key.secret) env = { [key.key]: secretValue(env, key.key) };
   switch (key.kind) {
     case 'int':
       return readInt(env, key.key, (fallback as number | undefined) ?? key.default, range ?? key);
@@ -73,6 +77,33 @@ export function readKey(env: Env, key: ConfigKey, fallback?: unknown, range?: { 
     case 'list':
       return checkKey(key, readList(env, key.key, (fallback as readonly string[] | undefined) ?? key.default));
   }
+}
+
+/**
+ * The raw value of a secret key: the key itself, or the contents of the file that `<key>_FILE`
+ * names (the convention of container and secret-store mounts; one trailing newline is dropped).
+ * Setting both is refused; an unreadable file fails naming `<key>_FILE` and the path, never a
+ * value. Whatever is read is remembered, so logs and error messages are scrubbed of it
+ * (common/secret-values.ts).
+ */
+export function secretValue(env: Env, key: string): string | undefined {
+  const fileKey = `${key}_FILE`;
+  const direct = env[key];
+  const path = env[fileKey];
+  if (path === undefined || path === '') {
+    if (direct !== undefined) rememberSecret(direct);
+    return direct;
+  }
+  if (direct !== undefined && direct !== '') throw new ConfigError(key, `set either ${key} or ${fileKey}, not both`);
+  let content: string;
+  try {
+    content = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(fileKey, `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? errorMessage(error)}`);
+  }
+  const value = content.replace(/\r?\n$/, '');
+  rememberSecret(value);
+  return value;
 }
 
 /**

@@ -1,10 +1,12 @@
 /**
  * A small structured logger (one JSON object per line on stderr). Fields whose names mark them as
- * secrets or device tokens are redacted before anything is written, so a careless call site cannot
- * leak them.
+ * secrets or device tokens are redacted before anything is written, and so is every secret value the
+ * process read from its configuration wherever it appears (common/secret-values.ts), so a careless
+ * call site, or a client's error message quoting a password, cannot leak them.
  */
 import { readKey } from './config.ts';
 import { CONFIG_KEYS, type LOG_LEVELS } from './config-keys.ts';
+import { scrubSecrets } from './secret-values.ts';
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -37,7 +39,7 @@ export function createLogger(base: object = {}, level: LogLevel = readKey(proces
   const write = (lvl: LogLevel, message: string, fields?: object) => {
     if (LEVELS[lvl] < threshold) return;
     const line = { t: new Date().toISOString(), level: lvl, msg: message, ...(redact({ ...base, ...fields }) as object) };
-    process.stderr.write(JSON.stringify(line) + '\n');
+    process.stderr.write(scrubSecrets(JSON.stringify(line)) + '\n');
   };
   return {
     debug: (m, f) => write('debug', m, f),

@@ -30,6 +30,11 @@ export interface EnvironmentOptions {
   /** Print what is happening. Default true. */
   readonly verbose?: boolean;
   /**
+   * Bring the local stack up first. Default true; false when the PUSH_* endpoints name services
+   * started otherwise (the secured stack, test/stack/secured-stack.test.ts, or a cluster of one's own).
+   */
+  readonly startStack?: boolean;
+  /**
    * Run the stages off the IM event path (receipts with the receipt receiver, the ClickHouse sink,
    * the business lane) in a worker process of their own (the last one, index `instances`, at a
    * lower CPU priority), the other workers running decisions and fan-out only, as docs/operations.md
@@ -92,8 +97,10 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const appId = `app-${run}`;
   const partitions = options.partitions ?? 6;
 
-  say('[env] local stack ...');
-  await stackUp();
+  if (options.startStack !== false) {
+    say('[env] local stack ...');
+    await stackUp();
+  }
   say('[env] migrations ...');
   await migrateAll();
   await createPipelineTopics({ partitions, prefix: topicPrefix });

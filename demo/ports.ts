@@ -49,3 +49,16 @@ export async function freePort(): Promise<number> {
   }
   throw new Error(`no free port in ${PICK_LOW}-${high - 1} after 1000 tries`);
 }
+
+/** `count` consecutive ports nothing listens on now (a service that takes its ports from one base), below the ephemeral range. */
+export async function freePortRange(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const base = await freePort();
+    let all = true;
+    for (let p = base + 1; p < base + count && all; p++) all = !issuedPorts.has(p) && (await canListen(p));
+    if (!all) continue;
+    for (let p = base + 1; p < base + count; p++) issuedPorts.add(p);
+    return base;
+  }
+  throw new Error(`no ${count} consecutive free ports after 100 tries`);
+}

@@ -3,8 +3,9 @@
  * real time, Avro-encoded through the schema registry exactly as the IM logic would, and watching
  * the pipeline's outcomes come back.
  */
-import { Kafka, logLevel, type Producer, type Consumer } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { Producer, Consumer } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { registryValueSerdes, type ValueSerdes } from '../pipeline/serdes.ts';
 import { registerSchemas } from '../pipeline/schemas.ts';
@@ -20,12 +21,12 @@ export interface TrafficProducer {
 
 export async function trafficProducer(topicPrefix: string): Promise<TrafficProducer> {
   const endpoints = readEndpoints();
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const registry = schemaRegistryClient(endpoints);
   await registerSchemas(registry, { prefix: topicPrefix });
   const serdes: ValueSerdes = registryValueSerdes(registry, topicPrefix);
   // Idempotent, as the IM backend's producer should be: a send retried across a broker's loss is
   // written once and in order, never twice or (after the retries) not at all.
-  const producer: Producer = new Kafka({ clientId: 'im-traffic', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).producer({
+  const producer: Producer = kafkaClient(endpoints, { clientId: 'im-traffic' }).producer({
     allowAutoTopicCreation: false,
     idempotent: true,
     maxInFlightRequests: 1,
@@ -81,9 +82,9 @@ export interface OutcomeWatcher {
 
 export async function watchOutcomes(topicPrefix: string, groupId: string): Promise<OutcomeWatcher> {
   const endpoints = readEndpoints();
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const registry = schemaRegistryClient(endpoints);
   const serde = registryValueSerdes(registry, topicPrefix)('outcomes');
-  const consumer: Consumer = new Kafka({ clientId: 'outcome-watcher', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({ groupId });
+  const consumer: Consumer = kafkaClient(endpoints, { clientId: 'outcome-watcher' }).consumer({ groupId });
   const counts = new Map<string, number>();
   const acceptedLatencies: number[] = [];
   let total = 0;

@@ -1,5 +1,6 @@
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import type { Endpoints } from '../common/endpoints.ts';
 import { PushError, errorMessage } from '../common/errors.ts';
 import { registryValueSerdes, type ValueSerdes } from '../pipeline/serdes.ts';
@@ -28,9 +29,9 @@ export class KafkaEntryPublisher implements EntryPublisher {
     endpoints: Endpoints,
     private readonly topicPrefix = '',
   ) {
-    const kafka = new Kafka({ clientId: 'push-entry', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+    const kafka = kafkaClient(endpoints, { clientId: 'push-entry' });
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
-    this.serdes = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), topicPrefix);
+    this.serdes = registryValueSerdes(schemaRegistryClient(endpoints), topicPrefix);
   }
 
   request(record: PushRequestRecord): Promise<void> {

@@ -20,6 +20,9 @@ import { EntryServer } from './server.ts';
 import { transferCheck } from './validate.ts';
 import { businessOptionsFromEnv } from '../pipeline/apps/business-config.ts';
 import { compileIngestRules, ingestOptionsFromEnv } from '../processors/model/ingest.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
+import { checkServices } from '../pipeline/service-checks.ts';
+import { topicName } from '../pipeline/topics.ts';
 
 export interface RunningEntry {
   readonly port: number;
@@ -31,7 +34,7 @@ export interface RunningEntry {
  * (the first of PUSH_MYSQL_SHARDS, else PUSH_MYSQL_URL), where the campaigns stage writes progress.
  */
 function pool(endpoints: Endpoints): Pool {
-  return mysql.createPool({ uri: endpoints.mysqlShards[0]!, connectionLimit: 4, timezone: 'Z' });
+  return mysql.createPool({ ...mysqlClientOptions(endpoints.mysqlShards[0]!, endpoints.mysqlSecurity), connectionLimit: 4, timezone: 'Z' });
 }
 
 /**
@@ -43,9 +46,13 @@ export async function startEntry(env: Env = process.env, logger: Logger = create
   const config = readEntryConfig(env);
   assertKafkajsPatched();
   const endpoints = readEndpoints(env);
+  const topicPrefix = readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
+  await checkServices(['kafka', 'registry', 'mysql', 'clickhouse'], endpoints, {
+    kafkaTopics: [topicName('requests', topicPrefix), topicName('campaigns', topicPrefix)],
+  });
   const db = pool(endpoints);
   const clickhouse = createClickhouseClient(connectionFromEndpoints(endpoints));
-  const publisher = new KafkaEntryPublisher(endpoints, readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX));
+  const publisher = new KafkaEntryPublisher(endpoints, topicPrefix);
   const campaigns = new CampaignProgressReader(new MysqlCampaignProgress(db), clickhouse);
   // What the business transfer checks (templates, lengths, times) is answered 400 here, not dead-lettered later.
   const check = transferCheck(businessOptionsFromEnv(env)?.templates ?? {}, compileIngestRules(ingestOptionsFromEnv(env)));

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError, ContractError, errorMessage } from '../common/errors.ts';
-import { parseMysqlUrl } from '../common/mysql-url.ts';
+import { mysqlClientOptions, parseMysqlUrl, type MysqlSecurity } from '../common/mysql-url.ts';
 import type { Logger } from '../common/log.ts';
 import { chIdent, chString, clickhouseQuery, type ClickHouseTarget } from './clickhouse-http.ts';
 import { readMigrations, type MigrationFile } from './files.ts';
@@ -26,6 +26,8 @@ export interface MigrateOptions {
    * order, instead of `mysqlUrl` alone. The same files, so every shard has the same tables.
    */
   mysqlShards?: readonly string[];
+  /** The password of URLs without one, and TLS (PUSH_MYSQL_PASSWORD, PUSH_MYSQL_TLS*). Default none. */
+  mysqlSecurity?: MysqlSecurity;
   /** ClickHouse HTTP target (PUSH_CLICKHOUSE_*); omit to migrate MySQL only. */
   clickhouse?: ClickHouseTarget;
   /** Default migrations/mysql. */
@@ -89,9 +91,11 @@ const MYSQL_VERSIONS_DDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`;
 
 async function migrateMysql(options: MigrateOptions): Promise<AppliedSide> {
-  const { connection, database } = parseMysqlUrl(options.mysqlUrl);
+  const { database } = parseMysqlUrl(options.mysqlUrl);
   const files = readMigrations(options.mysqlDir ?? MYSQL_MIGRATIONS_DIR);
-  const conn = await mysql.createConnection(connection);
+  // Without the database: the first statement creates it.
+  const { database: _created, ...server } = mysqlClientOptions(options.mysqlUrl, options.mysqlSecurity);
+  const conn = await mysql.createConnection(server);
   const lockName = `offline_push_migrate_${database}`;
   try {
     await conn.query(`CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
@@ -178,8 +182,17 @@ export async function migrateAll(options: { mysqlOnly?: boolean } = {}): Promise
   return migrate({
     mysqlUrl: e.mysqlUrl,
     mysqlShards: e.mysqlShards,
+    mysqlSecurity: e.mysqlSecurity,
     ...(options.mysqlOnly
       ? {}
-      : { clickhouse: { url: e.clickhouseUrl, database: e.clickhouseDatabase, user: e.clickhouseUser, password: e.clickhousePassword } }),
+      : {
+          clickhouse: {
+            url: e.clickhouseUrl,
+            database: e.clickhouseDatabase,
+            user: e.clickhouseUser,
+            password: e.clickhousePassword,
+            ...(e.clickhouseTls ? { tls: e.clickhouseTls } : {}),
+          },
+        }),
   });
 }

@@ -1,13 +1,16 @@
 // The broker delay probe's thread (pipeline/broker-delay.ts): its own event loop, so what it times
 // is the brokers' answer and this process's share of the CPU, not the worker's busy main loop.
-// Plain JavaScript: a worker thread loads it without the TypeScript loader.
+// A worker thread does not inherit the main thread's `--import tsx`: it registers tsx itself to
+// load the one Kafka client factory (common/kafka-client.ts), secured as the worker is.
 import { parentPort, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { setTimeout } from 'node:timers';
-import { Kafka, logLevel } from 'kafkajs';
+import { register } from 'tsx/esm/api';
 
-const { brokers, topic, intervalMs, periodMs } = workerData;
-const admin = new Kafka({ clientId: 'push-broker-delay', brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+register();
+const { kafkaClient } = await import('../common/kafka-client.ts');
+const { brokers, kafkaSecurity, topic, intervalMs, periodMs } = workerData;
+const admin = kafkaClient({ kafkaBrokers: brokers, kafkaSecurity }, { clientId: 'push-broker-delay', retry: { retries: 0 } }).admin();
 let stopped = false;
 let wake;
 // Every intervalMs while a campaign is being expanded (an 'expanding' message in the last two

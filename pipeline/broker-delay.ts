@@ -14,10 +14,13 @@
  * idle worker keeps learning the base delay without waking several times a second for it.
  */
 import { Worker } from 'node:worker_threads';
+import type { KafkaSecurity } from '../common/kafka-client.ts';
 import type { Logger } from '../common/log.ts';
 
 export interface BrokerDelayProbeOptions {
   readonly brokers: readonly string[];
+  /** TLS and SASL, as the worker's own clients (plain data, handed to the thread as it is). Default plain text. */
+  readonly kafkaSecurity?: KafkaSecurity;
   readonly topic: string;
   /** Between requests, ms. Default 200. */
   readonly intervalMs?: number;
@@ -49,7 +52,7 @@ export class BrokerDelayProbe {
     const o = this.options;
     const periodMs = o.periodMs ?? 1_000;
     const thread = new Worker(o.threadUrl ?? new URL('./broker-delay-thread.mjs', import.meta.url), {
-      workerData: { brokers: [...o.brokers], topic: o.topic, intervalMs: o.intervalMs ?? 200, periodMs },
+      workerData: { brokers: [...o.brokers], kafkaSecurity: o.kafkaSecurity, topic: o.topic, intervalMs: o.intervalMs ?? 200, periodMs },
     });
     thread.on('message', (m: ProbeMessage) => {
       if (m.type === 'period') o.onPeriod(m.delayMs, m.now, m.active);

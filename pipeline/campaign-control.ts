@@ -9,7 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import type { Endpoints } from '../common/endpoints.ts';
 import type { Logger } from '../common/log.ts';
 import type { CampaignCancellations } from '../processors/campaigns/cancellations.ts';
@@ -31,7 +32,7 @@ export class KafkaCampaignCancellations implements CampaignCancellations {
 
   constructor(private readonly options: CampaignControlOptions) {
     this.topic = topicName('campaignControl', options.topicPrefix);
-    const kafka = new Kafka({ clientId: 'push-campaign-control', brokers: options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+    const kafka = kafkaClient(options.endpoints, { clientId: 'push-campaign-control' });
     this.consumer = kafka.consumer({ groupId: `push-campaign-control-${randomUUID()}`, maxWaitTimeInMs: 250, readUncommitted: false });
   }
 
@@ -41,7 +42,7 @@ export class KafkaCampaignCancellations implements CampaignCancellations {
 
   /** Subscribes from the beginning; resolves once every record the topic held at the call is read. */
   async start(): Promise<void> {
-    const admin = new Kafka({ clientId: 'push-campaign-control', brokers: this.options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+    const admin = kafkaClient(this.options.endpoints, { clientId: 'push-campaign-control' }).admin();
     await admin.connect();
     // The high watermark under read_committed reading: records before it are read or aborted.
     const ends = await admin.fetchTopicOffsets(this.topic).finally(() => admin.disconnect());

@@ -16,7 +16,10 @@ export const SERVICES = {
 } as const;
 export type Service = keyof typeof SERVICES;
 
-/** A service pushctl cannot reach; the message names it, where it was looked for and the key to fix. */
+/**
+ * A service pushctl cannot reach; the message names it, where it was looked for and the key to fix.
+ * Retriable: a worker starting while its broker restarts tries again.
+ */
 export class ServiceUnreachableError extends PushError {
   constructor(
     readonly service: Service,
@@ -26,6 +29,7 @@ export class ServiceUnreachableError extends PushError {
     super(
       'SERVICE_UNREACHABLE',
       `cannot reach ${SERVICES[service].name} at ${address} (${why}): set ${SERVICES[service].key} to where it runs, or start the local stack with pushctl stack up`,
+      { retriable: true },
     );
   }
 }

@@ -13,6 +13,8 @@ import { receiptParserFromRegistry } from '../receipts/parsers.ts';
 import { KafkaReceiptPublisher } from '../receipts/publisher.ts';
 import { ReceiptReceiver } from '../receipts/server.ts';
 import { topicName } from './topics.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
+import { checkServices } from './service-checks.ts';
 
 export interface RunningReceiver {
   readonly port: number;
@@ -36,13 +38,15 @@ export async function startReceiptReceiver(
   const appsPath = readKey(env, CONFIG_KEYS.PUSH_APPS_CONFIG);
   if (appsPath === '') throw new ConfigError('PUSH_APPS_CONFIG', 'expected the path of the vendor apps JSON file');
   const endpoints = readEndpoints(env);
+  const topic = topicName('receiptsRaw', readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX));
+  await checkServices(['kafka', 'registry', 'mysql'], endpoints, { kafkaTopics: [topic] });
   const registry = createVendorRegistry(loadAppsConfig(appsPath));
   // The nonce table is not per user: shard 0 holds it (the first of PUSH_MYSQL_SHARDS, else PUSH_MYSQL_URL).
-  const pool = mysql.createPool({ uri: endpoints.mysqlShards[0]!, connectionLimit: 4, timezone: 'Z' });
+  const pool = mysql.createPool({ ...mysqlClientOptions(endpoints.mysqlShards[0]!, endpoints.mysqlSecurity), connectionLimit: 4, timezone: 'Z' });
   const nonces = new MysqlNonceStore({ pool, ttlMs: 2 * config.hmsMaxSkewMs });
   const publisher = new KafkaReceiptPublisher({
     endpoints,
-    topic: topicName('receiptsRaw', readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX)),
+    topic,
     ...(metrics?.kafkaRequest ? { onRequest: (api: string) => metrics.kafkaRequest!(api) } : {}),
   });
   const receiver = new ReceiptReceiver({ config, publisher, parse: receiptParserFromRegistry(registry), nonces, metrics, logger });

@@ -5,10 +5,11 @@
  * plain options (times already resolved to epoch ms) and report their counts through `progress`
  * as they go, so the caller prints each step when it happens.
  */
-import { Kafka, logLevel } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import mysql from 'mysql2/promise';
 import { randomBytes } from 'node:crypto';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../common/endpoints.ts';
 import { readKey } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
@@ -21,6 +22,7 @@ import type { DispatchKind, PushDispatch } from '../processors/model/records.ts'
 import { decodeTaskPayload } from '../sinks/mysql/tasks.ts';
 import { shardUrlOf } from '../sinks/mysql/shards.ts';
 import { VENDOR_CHANNELS } from '../sinks/vendors/channels.ts';
+import { mysqlClientOptions, type MysqlSecurity } from '../common/mysql-url.ts';
 
 /** Reads push.dispatch from `fromMs` to its current end and keeps the dispatches of `taskIds`. */
 async function findDispatches(
@@ -170,7 +172,7 @@ export async function replayTasks(options: TaskReplayOptions, progress: TaskRepl
   const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
   const silentTrailing = readKey(process.env, CONFIG_KEYS.PUSH_MERGE_MODE) === 'leading';
   // The user's shard with --uid, else every shard (sinks/mysql/shards.ts); a task's tokens are on its user's shard.
-  const shards = await openShards(endpoints.mysqlShards, uid);
+  const shards = await openShards(endpoints.mysqlShards, endpoints.mysqlSecurity, uid);
   try {
     // Submitted, delivered and failed tasks (a pending one is still in the fan-out's hands); by
     // (uid, status, created_at) with --uid, else by created_at.
@@ -211,10 +213,11 @@ export async function replayTasks(options: TaskReplayOptions, progress: TaskRepl
  * A connection to each shard in shard order, or to `uid`'s shard alone (sinks/mysql/shards.ts).
  * All or nothing: a shard that cannot be reached fails the operation before anything is changed.
  */
-async function openShards(urls: readonly string[], uid?: string): Promise<mysql.Connection[]> {
+async function openShards(urls: readonly string[], security: MysqlSecurity, uid?: string): Promise<mysql.Connection[]> {
   const connections: mysql.Connection[] = [];
   try {
-    for (const url of uid === undefined ? urls : [shardUrlOf(urls, uid)]) connections.push(await mysql.createConnection({ uri: url, timezone: 'Z' }));
+    for (const url of uid === undefined ? urls : [shardUrlOf(urls, uid)])
+      connections.push(await mysql.createConnection({ ...mysqlClientOptions(url, security), timezone: 'Z' }));
     return connections;
   } catch (error) {
     await Promise.allSettled(connections.map((db) => db.end()));
@@ -257,7 +260,7 @@ export async function replayFailed(options: FailedReplayOptions, progress: Faile
   const endpoints = readEndpoints();
   const prefix = readKey(process.env, CONFIG_KEYS.PUSH_TOPIC_PREFIX);
   const silentTrailing = readKey(process.env, CONFIG_KEYS.PUSH_MERGE_MODE) === 'leading';
-  const shards = await openShards(endpoints.mysqlShards);
+  const shards = await openShards(endpoints.mysqlShards, endpoints.mysqlSecurity);
   try {
     const failed: Array<{ db: mysql.Connection; tasks: StoredTaskRow[] }> = [];
     for (const db of shards) {
@@ -271,8 +274,8 @@ export async function replayFailed(options: FailedReplayOptions, progress: Faile
     progress.onFailed?.(total);
     if (total === 0) return 0;
 
-    const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-    const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
+    const kafka = kafkaClient(endpoints, { clientId: 'pushctl-replay' });
+    const serde = registryValueSerdes(schemaRegistryClient(endpoints), prefix)('dispatch');
     const topic = topicName('dispatch', prefix);
     // A dispatch is decided before it fails; look back one more hour for its record.
     const dispatches = await findDispatches(
@@ -340,8 +343,8 @@ async function resend(targets: readonly ResetTarget[], statuses: readonly number
 
 /** Produces the dispatches to push.dispatch with the replay header (the fan-out reads their task rows again). */
 async function produceReplays({ endpoints, prefix, replayable, now }: Replay): Promise<void> {
-  const kafka = new Kafka({ clientId: 'pushctl-replay', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-  const serde = registryValueSerdes(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), prefix)('dispatch');
+  const kafka = kafkaClient(endpoints, { clientId: 'pushctl-replay' });
+  const serde = registryValueSerdes(schemaRegistryClient(endpoints), prefix)('dispatch');
   const topic = topicName('dispatch', prefix);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();

@@ -3,8 +3,8 @@
  * im_push_token, and the operator's invalidation, published as INVALID token reports (source
  * OPERATOR) to push.tokens. Returns data; the command prints it, each token only as a fingerprint.
  */
-import { Kafka, logLevel } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import mysql from 'mysql2/promise';
 import { ConfigError } from '../common/errors.ts';
 import { readEndpoints } from '../common/endpoints.ts';
@@ -15,6 +15,7 @@ import { registerSchemas } from './schemas.ts';
 import { registryValueSerdes } from './serdes.ts';
 import { topicName } from './topics.ts';
 import { shardUrlOf } from '../sinks/mysql/shards.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
 
 /** A row of im_push_token (migrations/mysql/003_im_push_token.sql). `token` is a secret: never print it. */
 export interface TokenRow {
@@ -33,7 +34,8 @@ export interface TokenRow {
 
 /** The user's tokens from im_push_token (on the user's shard, sinks/mysql/shards.ts), by device and vendor. */
 export async function tokensOf(uid: string): Promise<TokenRow[]> {
-  const connection = await mysql.createConnection({ uri: shardUrlOf(readEndpoints().mysqlShards, uid), timezone: 'Z' });
+  const endpoints = readEndpoints();
+  const connection = await mysql.createConnection({ ...mysqlClientOptions(shardUrlOf(endpoints.mysqlShards, uid), endpoints.mysqlSecurity), timezone: 'Z' });
   try {
     const [rows] = await connection.query(
       'SELECT uid, device_id, vendor, platform, app_id, token, status, consecutive_failures, invalid_reason, refreshed_at, invalidated_at FROM im_push_token WHERE uid = ? ORDER BY device_id, vendor',
@@ -86,11 +88,11 @@ export async function invalidateTokens(uid: string, rows: readonly TokenRow[], o
 /** Produces the reports to push.tokens (schemas registered first, as a fresh stack may not have them yet). */
 async function produceTokenReports(prefix: string, reports: readonly TokenReport[]): Promise<void> {
   const endpoints = readEndpoints();
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const registry = schemaRegistryClient(endpoints);
   await registerSchemas(registry, { prefix });
   const serde = registryValueSerdes(registry, prefix)('tokens');
   const topic = topicName('tokens', prefix);
-  const producer = new Kafka({ clientId: 'pushctl-tokens', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).producer({
+  const producer = kafkaClient(endpoints, { clientId: 'pushctl-tokens' }).producer({
     allowAutoTopicCreation: false,
   });
   await producer.connect();

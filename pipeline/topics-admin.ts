@@ -2,7 +2,8 @@
  * Creating and inspecting the pipeline's topics (pipeline/topics.ts) on a cluster: used by the
  * worker at start, by `pushctl topics` and by the demo.
  */
-import { Kafka, logLevel, type Admin, type ITopicConfig } from 'kafkajs';
+import type { Admin, ITopicConfig } from 'kafkajs';
+import { kafkaClient, type KafkaAccess } from '../common/kafka-client.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { ConfigError } from '../common/errors.ts';
 import { createTopicsWithLeaders, replicatedTopic, TopicCreationError, type TopicReplication } from '../topology/create-topics.ts';
@@ -21,14 +22,14 @@ export interface TopicPlan {
 export type TopicSize =
   { readonly name: string; readonly exists: false } | { readonly name: string; readonly exists: true; readonly partitions: number; readonly records: number };
 
-function admin(brokers: string[]) {
-  return new Kafka({ clientId: 'pushctl', brokers, logLevel: logLevel.NOTHING }).admin();
+function admin(access: KafkaAccess) {
+  return kafkaClient(access, { clientId: 'pushctl' }).admin();
 }
 
 /** Creates the pipeline's topics that are missing (idempotent); returns the names it created. */
-export async function createPipelineTopics(plan: TopicPlan, brokers = readEndpoints().kafkaBrokers): Promise<string[]> {
+export async function createPipelineTopics(plan: TopicPlan, access: KafkaAccess = readEndpoints()): Promise<string[]> {
   const replication = plan.replication ?? readReplication();
-  const client = admin(brokers);
+  const client = admin(access);
   await client.connect();
   try {
     const existing = new Set(await client.listTopics());
@@ -76,8 +77,8 @@ async function assertPartitionCount(client: Admin, plan: TopicPlan): Promise<voi
 }
 
 /** Every pipeline topic with its partition count and the records it holds (end minus start offsets). */
-export async function pipelineTopicSizes(prefix: string, brokers = readEndpoints().kafkaBrokers): Promise<TopicSize[]> {
-  const client = admin(brokers);
+export async function pipelineTopicSizes(prefix: string, access: KafkaAccess = readEndpoints()): Promise<TopicSize[]> {
+  const client = admin(access);
   await client.connect();
   try {
     const existing = new Set(await client.listTopics());

@@ -10,6 +10,7 @@ import { connectionFromEndpoints, createClickhouseClient, sqlString } from '../s
 import { parseDetail } from '../processors/model/outcomes.ts';
 import { parseDuration } from './duration.ts';
 import { eventWords, vendorName } from './trace-words.ts';
+import { mysqlClientOptions } from '../common/mysql-url.ts';
 
 /** One line of the timeline (`--json` prints these, one per line; the fields are stable). */
 export interface TraceLine {
@@ -236,7 +237,8 @@ ORDER BY event_ms, event_id`;
 
 async function readMysql(uid: string, conv: string | undefined, sinceMs: number): Promise<{ tasks: TraceTask[]; tokens: TraceToken[] }> {
   // The user's shard (sinks/mysql/shards.ts) holds their tasks and tokens.
-  const connection = await mysql.createConnection({ uri: shardUrlOf(readEndpoints().mysqlShards, uid), timezone: 'Z' });
+  const endpoints = readEndpoints();
+  const connection = await mysql.createConnection({ ...mysqlClientOptions(shardUrlOf(endpoints.mysqlShards, uid), endpoints.mysqlSecurity), timezone: 'Z' });
   try {
     // SELECT *: merge_kind is read where the table has it (migrations/mysql/006_im_push_task_row.sql).
     const [taskRows] = await connection.query(

@@ -4,9 +4,9 @@
  * many as you like with the same PUSH_APPLICATION_ID: partitions (and their state, through the
  * changelogs) spread over them.
  */
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient, type KafkaAccess } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import { assertKafkajsPatched } from '../common/kafkajs-patch.ts';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Env } from '../common/config.ts';
 import { readEndpoints } from '../common/endpoints.ts';
 import { createLogger, type Logger } from '../common/log.ts';
@@ -25,6 +25,7 @@ import { createTopicsWithLeaders, replicatedTopic, type TopicReplication } from 
 import { registerSchemas } from './schemas.ts';
 import { buildStage, type Stage } from './apps/index.ts';
 import { topicName } from './topics.ts';
+import { checkServices, ServiceCheckError } from './service-checks.ts';
 
 export interface RunningWorker {
   readonly config: WorkerConfig;
@@ -55,9 +56,9 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   assertKafkajsPatched();
   const endpoints = readEndpoints(env);
   const metrics = new PipelineMetrics();
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const registry = schemaRegistryClient(endpoints);
   // One pool per uid shard (PUSH_MYSQL_SHARDS; PUSH_MYSQL_URL alone by default); shard 0 also holds the tables that are not per user.
-  const shards = openShardedPools(endpoints.mysqlShards, { connectionLimit: 8 });
+  const shards = openShardedPools(endpoints.mysqlShards, endpoints.mysqlSecurity, { connectionLimit: 8 });
   const vendors: VendorRegistry | undefined = config.appsConfigPath ? createVendorRegistry(loadAppsConfig(config.appsConfigPath)) : undefined;
 
   // Building the stages validates every option, so a bad configuration fails before anything is touched.
@@ -89,10 +90,15 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   let reportFailure!: (error: unknown) => void;
   const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
   try {
-    await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix, replication: config.replication }, endpoints.kafkaBrokers);
+    // Every service as the stages' clients reach it: refused credentials, an untrusted certificate,
+    // another security protocol or a missing ACL on an input topic fail here, named, not in a client's retries.
+    await checkServices(config.stages.includes('clickhouse') ? ['kafka', 'registry', 'mysql', 'clickhouse'] : ['kafka', 'registry', 'mysql'], endpoints, {
+      kafkaTopics: [...new Set(stages.flatMap((s) => s.topology.sourceTopics))],
+    });
+    await createPipelineTopics({ partitions: config.partitions, prefix: config.topicPrefix, replication: config.replication }, endpoints);
     await registerSchemas(registry, { prefix: config.topicPrefix });
     await ensureInternalTopics(
-      endpoints.kafkaBrokers,
+      endpoints,
       stages.flatMap((s) => s.internalTopics),
       config.partitions,
       config.replication,
@@ -103,6 +109,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         applicationId: `${config.applicationId}-${stage.name}`,
         topology: stage.topology,
         brokers: endpoints.kafkaBrokers,
+        kafkaSecurity: endpoints.kafkaSecurity,
         processingGuarantee: stage.atLeastOnce ? 'at_least_once' : config.guarantee,
         commitIntervalMs: commitIntervals[stage.commitLane],
         ...(stage.commitLane === 'background' ? backgroundFetch(config.backgroundCommitIntervalMs) : {}),
@@ -158,15 +165,17 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
 
 /** Kafka (and network) errors another attempt may get past: a broker restarting, a leader moving. */
 export function isTransientStartError(error: unknown): boolean {
+  // A service that answered but cannot be used (credentials, certificates, protocol) will not change by itself.
+  if (error instanceof ServiceCheckError) return false;
   if (error && typeof error === 'object' && (error as { retriable?: unknown }).retriable === true) return true;
   return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|not the leader|does not host this topic-partition|Connection error|Connection timeout|Broker not connected|coordinator is (loading|not available)/i.test(
     String((error as Error)?.message ?? error),
   );
 }
 
-async function ensureInternalTopics(brokers: string[], topics: readonly string[], partitions: number, replication: TopicReplication): Promise<void> {
+async function ensureInternalTopics(access: KafkaAccess, topics: readonly string[], partitions: number, replication: TopicReplication): Promise<void> {
   if (topics.length === 0) return;
-  const admin = new Kafka({ clientId: 'push-worker', brokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient(access, { clientId: 'push-worker' }).admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel, type Message, type Producer } from 'kafkajs';
+import type { Message, Producer } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
+import { schemaRegistryClient } from '../common/registry-client.ts';
 import { PushError, errorMessage } from '../common/errors.ts';
 import type { Endpoints } from '../common/endpoints.ts';
 import { registryAvroSerde } from '../topology/registry-serde.ts';
@@ -70,12 +71,12 @@ export class KafkaReceiptPublisher implements ReceiptPublisher {
 
   constructor(options: KafkaReceiptPublisherOptions) {
     this.topic = options.topic;
-    const kafka = new Kafka({ clientId: options.clientId ?? 'push-receipts', brokers: options.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+    const kafka = kafkaClient(options.endpoints, { clientId: options.clientId ?? 'push-receipts' });
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
     const onRequest = options.onRequest;
     if (onRequest) this.producer.on(this.producer.events.REQUEST, ({ payload }) => onRequest(payload.apiName));
     this.serde = registryAvroSerde<ReceiptRawRecord>({
-      registry: new SchemaRegistry({ host: options.endpoints.schemaRegistryUrl }),
+      registry: schemaRegistryClient(options.endpoints),
       schema: RECEIPT_RAW_SCHEMA,
     });
   }

@@ -1,5 +1,5 @@
-import { Kafka, logLevel } from 'kafkajs';
 import { readInt, readString } from '../common/config.ts';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { stackPath } from './paths.ts';
 import { kafkaService, stopKafka, type KafkaInstance } from './kafka.ts';
 import { readPid, waitFor } from './process.ts';
@@ -56,7 +56,7 @@ export function clusterClientEnv(env: NodeJS.ProcessEnv = process.env): Record<s
 
 /** Broker ids the cluster answers with as registered (an empty list when no node answers). */
 export async function registeredBrokers(brokers: string[]): Promise<number[]> {
-  const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 1000 }).admin();
+  const admin = kafkaClient({ kafkaBrokers: brokers }, { retry: { retries: 0 }, connectionTimeout: 1000 }).admin();
   try {
     await admin.connect();
     return (await admin.describeCluster()).brokers.map((b) => b.nodeId).sort((a, b) => a - b);

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient, type KafkaSecurity } from '../common/kafka-client.ts';
 import { ROOT, ensureDir, stackPath } from './paths.ts';
 import { delay, isAlive, logFile, portOpen, readPid, runLogged, startDetached, stopByPidFile, waitFor } from './process.ts';
 import { stackPort, type ServiceStatus, type StackService } from './service.ts';
@@ -21,6 +21,83 @@ export interface KafkaInstance {
   readonly controllerPort: number;
   /** A node of a cluster (stack/kafka-cluster.ts); absent for the stack's single node. */
   readonly cluster?: ClusterNode;
+  /** Clients only over TLS with SASL or a client certificate, and ACLs (the secured stack, stack/secure.ts); absent: plain text. */
+  readonly secured?: SecuredBroker;
+}
+
+/** A user of a secured broker and its password. */
+export interface BrokerUser {
+  readonly name: string;
+  readonly password: string;
+}
+
+/**
+ * How a secured broker differs: its client listener is SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512,
+ * PLAIN and OAUTHBEARER with Kafka's unsecured JWT validator), a second one is SSL requiring a client
+ * certificate whose common name is the principal, the controller listener is SASL_SSL (PLAIN), and
+ * the StandardAuthorizer refuses every principal without ACLs but the super user.
+ */
+export interface SecuredBroker {
+  /** The mutual-TLS listener. */
+  readonly mtlsPort: number;
+  /** PEM file of the broker's private key followed by its certificate. */
+  readonly keystore: string;
+  /** PEM file of the authority that signs the broker's and the clients' certificates. */
+  readonly truststore: string;
+  /** The super user: inter-broker and controller traffic, and whoever sets ACLs up. */
+  readonly admin: BrokerUser;
+  /** Every other user, with SCRAM credentials (both hashes) from the storage format on, and as a PLAIN user. */
+  readonly users: readonly BrokerUser[];
+}
+
+/** Security properties of a secured broker's server.properties. */
+function securedProperties(port: number, controllerPort: number, s: SecuredBroker): string[] {
+  const jaas = (module: string, options: string) => `org.apache.kafka.common.security.${module} required${options ? ` ${options}` : ''};`;
+  const admin = `username="${s.admin.name}" password="${s.admin.password}"`;
+  return [
+    `listeners=SASL_SSL://127.0.0.1:${port},MTLS://127.0.0.1:${s.mtlsPort},CONTROLLER://127.0.0.1:${controllerPort}`,
+    `advertised.listeners=SASL_SSL://127.0.0.1:${port},MTLS://127.0.0.1:${s.mtlsPort}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=SASL_SSL',
+    'listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL,MTLS:SSL',
+    'sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512',
+    'sasl.mechanism.controller.protocol=PLAIN',
+    'listener.name.controller.sasl.enabled.mechanisms=PLAIN',
+    `listener.name.controller.plain.sasl.jaas.config=${jaas('plain.PlainLoginModule', `${admin} user_${s.admin.name}="${s.admin.password}"`)}`,
+    'listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER',
+    `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=${jaas('scram.ScramLoginModule', admin)}`,
+    `listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=${jaas('scram.ScramLoginModule', '')}`,
+    `listener.name.sasl_ssl.plain.sasl.jaas.config=${jaas('plain.PlainLoginModule', s.users.map((u) => `user_${u.name}="${u.password}"`).join(' '))}`,
+    // Unsigned tokens, their `sub` the principal: a stand-in for an identity provider (docs/operations.md).
+    `listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=${jaas('oauthbearer.OAuthBearerLoginModule', '')}`,
+    'listener.name.mtls.ssl.client.auth=required',
+    'listener.name.mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]+),.*$/$1/,DEFAULT',
+    'ssl.keystore.type=PEM',
+    `ssl.keystore.location=${s.keystore}`,
+    'ssl.truststore.type=PEM',
+    `ssl.truststore.location=${s.truststore}`,
+    'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    `super.users=User:${s.admin.name}`,
+    'allow.everyone.if.no.acl.found=false',
+  ];
+}
+
+/** The storage format's arguments that create the SCRAM users of a secured broker. */
+function scramUsers(s: SecuredBroker): string[] {
+  return [s.admin, ...s.users].flatMap((u) =>
+    ['SCRAM-SHA-256', 'SCRAM-SHA-512'].flatMap((mechanism) => ['--add-scram', `${mechanism}=[name=${u.name},password=${u.password}]`]),
+  );
+}
+
+/** How the stack itself reaches a broker: plain text, or as a secured broker's super user. */
+export function brokerAdminSecurity(secured: SecuredBroker | undefined): KafkaSecurity | undefined {
+  if (!secured) return undefined;
+  return {
+    protocol: 'SASL_SSL',
+    tls: { ca: readFileSync(secured.truststore) },
+    sasl: { mechanism: 'SCRAM-SHA-512', username: secured.admin.name, password: secured.admin.password },
+    connectTimeoutMs: 5000,
+  };
 }
 
 /** How one node of a multi-node cluster differs from the single node. */
@@ -63,18 +140,22 @@ function ensureJars(): void {
 }
 
 /** The node's server.properties lines (exported for the stack test that checks the cluster's). */
-export function serverProperties({ name, port, controllerPort, cluster }: KafkaInstance): string[] {
+export function serverProperties({ name, port, controllerPort, cluster, secured }: KafkaInstance): string[] {
   const rf = cluster?.replicationFactor ?? 1;
   const isr = cluster?.minInsyncReplicas ?? 1;
   return [
     'process.roles=broker,controller',
     `node.id=${cluster?.nodeId ?? 1}`,
     `controller.quorum.voters=${cluster?.voters ?? `1@127.0.0.1:${controllerPort}`}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-    'controller.listener.names=CONTROLLER',
-    'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    ...(secured
+      ? securedProperties(port, controllerPort, secured)
+      : [
+          `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+          `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+          'controller.listener.names=CONTROLLER',
+          'inter.broker.listener.name=PLAINTEXT',
+          'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+        ]),
     `log.dirs=${dataDir(name)}`,
     'num.partitions=1',
     `default.replication.factor=${rf}`,
@@ -105,7 +186,8 @@ export function serverProperties({ name, port, controllerPort, cluster }: KafkaI
 function writeConfig(instance: KafkaInstance): { server: string; log4j: string } {
   const dir = ensureDir(stackPath(instance.name, 'config'));
   const server = join(dir, 'server.properties');
-  writeFileSync(server, serverProperties(instance).join('\n'));
+  // A secured broker's holds its users' passwords: readable by this user only.
+  writeFileSync(server, serverProperties(instance).join('\n'), { mode: 0o600 });
   const log4j = join(dir, 'log4j.properties');
   writeFileSync(
     log4j,
@@ -131,8 +213,12 @@ function clusterId(file: string): string {
   return id;
 }
 
-export async function kafkaVersionAt(port: number): Promise<string | undefined> {
-  const kafka = new Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 1000 });
+export async function kafkaVersionAt(port: number, secured?: SecuredBroker): Promise<string | undefined> {
+  const security = brokerAdminSecurity(secured);
+  const kafka = kafkaClient(
+    { kafkaBrokers: [`127.0.0.1:${port}`], ...(security ? { kafkaSecurity: security } : {}) },
+    { retry: { retries: 0 }, connectionTimeout: 1000 },
+  );
   const admin = kafka.admin();
   try {
     await admin.connect();
@@ -144,13 +230,14 @@ export async function kafkaVersionAt(port: number): Promise<string | undefined> 
 }
 
 export function kafkaService(instance: KafkaInstance = stackKafka()): StackService {
-  const { name, port } = instance;
+  const { name, port, secured } = instance;
+  const answers = async () => (await kafkaVersionAt(port, secured)) !== undefined;
   return {
     name,
     port,
     async up() {
       if (await portOpen(port)) {
-        await waitFor(name, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 60_000 });
+        await waitFor(name, answers, { timeoutMs: 60_000 });
         return 'reused';
       }
       ensureJars();
@@ -161,7 +248,15 @@ export function kafkaService(instance: KafkaInstance = stackKafka()): StackServi
         console.log(`[stack] formatting ${name} storage ...`);
         ensureDir(dataDir(name));
         const idFile = instance.cluster?.clusterIdFile ?? stackPath(name, 'cluster-id');
-        runLogged(name, 'java', ['-cp', classpath, log4jFlag, 'kafka.tools.StorageTool', 'format', '-t', clusterId(idFile), '-c', server]);
+        // The SCRAM users' passwords are arguments: a failure names the command, not them.
+        runLogged(
+          name,
+          'java',
+          ['-cp', classpath, log4jFlag, 'kafka.tools.StorageTool', 'format', '-t', clusterId(idFile), '-c', server, ...(secured ? scramUsers(secured) : [])],
+          {
+            hideArgs: secured !== undefined,
+          },
+        );
       }
       const heap = instance.cluster?.heap ?? (process.env.PUSH_STACK_KAFKA_HEAP || '1g');
       const pid = startDetached(name, 'java', [
@@ -178,12 +273,12 @@ export function kafkaService(instance: KafkaInstance = stackKafka()): StackServi
         server,
       ]);
       console.log(`[stack] ${name} starting (pid ${pid}, port ${port}, log ${logFile(name)})`);
-      await waitFor(name, async () => (await kafkaVersionAt(port)) !== undefined, { timeoutMs: 120_000, pid });
+      await waitFor(name, answers, { timeoutMs: 120_000, pid });
       return 'started';
     },
     down: () => stopByPidFile(name, 30_000),
     async status(): Promise<ServiceStatus> {
-      const version = await kafkaVersionAt(port).catch(() => undefined); // not answering: reported as not healthy
+      const version = await kafkaVersionAt(port, secured).catch(() => undefined); // not answering: reported as not healthy
       return { name, port, healthy: version !== undefined, version, pid: readPid(name), detail: `data ${dataDir(name)}` };
     },
   };

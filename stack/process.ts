@@ -96,13 +96,19 @@ export function logTail(service: string, lines = 30): string {
   return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
 }
 
-/** Runs a setup command (maven, apt-get, ...) with its output in the service's log. */
-export function runLogged(service: string, command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): void {
+/**
+ * Runs a setup command (maven, apt-get, ...) with its output in the service's log. `hideArgs`: its
+ * arguments hold secrets, so a failure names the command alone.
+ */
+export function runLogged(service: string, command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; hideArgs?: boolean } = {}): void {
+  const { hideArgs, ...spawnOptions } = options;
   const out = openSync(logFile(service), 'a');
   try {
-    execFileSync(command, args, { ...options, stdio: ['ignore', out, out] });
+    execFileSync(command, args, { ...spawnOptions, stdio: ['ignore', out, out] });
   } catch (error) {
-    throw new Error(`${command} ${args.join(' ')} failed; log tail:\n${logTail(service)}`, { cause: error });
+    throw new Error(`${command} ${hideArgs ? '(arguments not shown)' : args.join(' ')} failed; log tail:\n${logTail(service)}`, {
+      cause: hideArgs ? undefined : error,
+    });
   }
 }
 

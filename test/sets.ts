@@ -62,6 +62,7 @@ export const SLOW_UNIT_TESTS: Readonly<Record<string, string>> = {
  */
 export const EXCLUSIVE_STACK_TESTS: Readonly<Record<string, string>> = {
   'test/topology/broker-restart.test.ts': 'starts a broker of its own (a second JVM) and restarts it under three workers',
+  'test/stack/secured-stack.test.ts': 'starts a secured stack of its own (a broker, a registry, a MariaDB and a ClickHouse) and runs the pipeline on it',
   'test/chaos/chaos.test.ts': 'kills workers and cuts MySQL and ClickHouse off on a timetable, with vendor storms',
   'test/bench/run.test.ts': 'the quick benchmark: ceilings, load steps and latency phases that load both cores',
 };

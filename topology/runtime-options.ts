@@ -1,5 +1,6 @@
 import { ConfigError } from '../common/errors.ts';
 import { checkRange } from '../common/config.ts';
+import type { KafkaSecurity } from '../common/kafka-client.ts';
 import type { Logger } from '../common/log.ts';
 import type { Topology } from './builder.ts';
 import type { TopicReplication } from './create-topics.ts';
@@ -16,6 +17,8 @@ export interface StreamsAppOptions {
   topology: Topology;
   /** host:port list. */
   brokers: string[];
+  /** TLS and SASL of every client of the instance (common/kafka-client.ts). Default plain text. */
+  kafkaSecurity?: KafkaSecurity;
   /** Default `exactly_once`. */
   processingGuarantee?: ProcessingGuarantee;
   /** Commit interval in ms. Default 100 under exactly_once, 5000 under at_least_once. Range 10–600 000. */
@@ -99,7 +102,9 @@ export interface StreamsAppOptions {
   onFatalError?: (error: unknown) => void;
 }
 
-export type ResolvedStreamsAppOptions = Required<Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId' | 'replication'>> &
+export type ResolvedStreamsAppOptions = Required<
+  Omit<StreamsAppOptions, 'metricsListener' | 'logger' | 'onFatalError' | 'clientId' | 'replication' | 'kafkaSecurity'>
+> &
   StreamsAppOptions;
 
 /** The options with their defaults, validated (a bad value throws a ConfigError naming it). */

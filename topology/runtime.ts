@@ -1,4 +1,5 @@
-import { Kafka, logLevel, type Admin, type Producer, type RequestEvent } from 'kafkajs';
+import type { Admin, Kafka, Producer, RequestEvent } from 'kafkajs';
+import { kafkaClient } from '../common/kafka-client.ts';
 import { ConfigError, PushError, errorCode, errorMessage } from '../common/errors.ts';
 import { createLogger, type Logger } from '../common/log.ts';
 import { withTimeout } from '../common/retry.ts';
@@ -44,12 +45,10 @@ export class StreamsApp {
     this.log = (options.logger ?? createLogger()).child({ app: options.applicationId });
     this.metrics = safeMetrics(options.metricsListener, this.log);
     cacheCoordinatorLookups();
-    this.kafka = new Kafka({
-      clientId: options.clientId ?? options.applicationId,
-      brokers: options.brokers,
-      logLevel: logLevel.NOTHING,
-      retry: { initialRetryTime: 50, retries: 10, maxRetryTime: 3000 },
-    });
+    this.kafka = kafkaClient(
+      { kafkaBrokers: options.brokers, ...(options.kafkaSecurity ? { kafkaSecurity: options.kafkaSecurity } : {}) },
+      { clientId: options.clientId ?? options.applicationId, retry: { initialRetryTime: 50, retries: 10, maxRetryTime: 3000 } },
+    );
     const common = { options: this.options, kafka: this.kafka, log: this.log, metrics: this.metrics, countRequest: this.countRequest };
     const closing = () => this.closing;
     const failed = () => this.fatal !== undefined;

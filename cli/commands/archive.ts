@@ -18,7 +18,8 @@ function option(args: string[], name: string): string | undefined {
 export async function archiveCommand(args: string[]): Promise<number> {
   const retentionDays = readInt({ '--days': option(args, '--days') }, '--days', 7, { min: 1, max: 3650 });
   const batchSize = readInt({ '--batch': option(args, '--batch') }, '--batch', 1_000, { min: 1, max: 100_000 });
-  const shards = openShardedPools(readEndpoints().mysqlShards, { connectionLimit: 1 });
+  const endpoints = readEndpoints();
+  const shards = openShardedPools(endpoints.mysqlShards, endpoints.mysqlSecurity, { connectionLimit: 1 });
   try {
     const moved = await archiveShards(shards.all(), { retentionDays, batchSize });
     moved.forEach((n, i) => console.log(`${(shards.count === 1 ? 'mysql' : `mysql[${i}]`).padEnd(10)} moved ${n} rows older than ${retentionDays} days`));

@@ -10,10 +10,11 @@ import { distinctTotal } from '../../pipeline/arrival-queries.ts';
 import { TASK_STATUS } from '../../processors/model/task-status.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { delay } from '../../stack/process.ts';
 import { VENDORS } from '../../processors/model/vendors.ts';
+import { mysqlClientOptions } from '../../common/mysql-url.ts';
 
 export const demoHelp = `pushctl demo [--users N] [--messages N] [--seconds S] [--instances N]
 
@@ -43,7 +44,7 @@ interface PartitionOffsets {
 
 /** Committed and end offsets of every input partition of the run's consumer groups. */
 async function pipelineOffsets(applicationId: string, stages: readonly string[] = STAGES): Promise<PartitionOffsets[]> {
-  const admin = new Kafka({ clientId: 'pushctl-demo', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient(readEndpoints(), { clientId: 'pushctl-demo' }).admin();
   await admin.connect();
   try {
     const parts: PartitionOffsets[] = [];
@@ -123,8 +124,9 @@ export async function taskSummary(appId: string): Promise<TaskSummary> {
   const byStatus: Record<string, number> = {};
   const failed = new Map<string, { vendor: string; code: string; count: number }>();
   let sampleUid: string | undefined;
-  for (const uri of readEndpoints().mysqlShards) {
-    const db = await mysql.createConnection({ uri });
+  const endpoints = readEndpoints();
+  for (const url of endpoints.mysqlShards) {
+    const db = await mysql.createConnection(mysqlClientOptions(url, endpoints.mysqlSecurity));
     try {
       const [statuses] = await db.query('SELECT status, COUNT(*) AS n FROM im_push_task WHERE app_id = ? GROUP BY status', [appId]);
       for (const r of statuses as Array<{ status: number; n: number }>) {

@@ -6,6 +6,7 @@ import { closeOnSignals } from '../../topology/shutdown.ts';
 import { isTransientStartError, startWorker } from '../../pipeline/worker.ts';
 import { retry } from '../../common/retry.ts';
 import { errorMessage } from '../../common/errors.ts';
+import { scrubSecrets } from '../../common/secret-values.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
 
 export const runHelp = `pushctl run [--stages ${STAGES.join(',')}] [--instances N] [--receiver]
@@ -34,7 +35,8 @@ export async function runCommand(args: string[]): Promise<number> {
       initialDelayMs: 500,
       maxDelayMs: 10_000,
       shouldRetry: isTransientStartError,
-      onRetry: (error, attempt, delayMs) => console.error(`worker start failed (attempt ${attempt}): ${errorMessage(error)}; retrying in ${delayMs} ms`),
+      onRetry: (error, attempt, delayMs) =>
+        console.error(scrubSecrets(`worker start failed (attempt ${attempt}): ${errorMessage(error)}; retrying in ${delayMs} ms`)),
     });
     console.log(`worker running: stages ${worker.config.stages.join(',')}, metrics http://127.0.0.1:${worker.metricsPort}/metrics`);
     closeOnSignals([worker]);

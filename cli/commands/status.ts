@@ -1,4 +1,5 @@
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import type { Admin } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { readKey } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
@@ -71,7 +72,7 @@ export async function statusCommand(args: string[]): Promise<number> {
   const stage = i('--stage');
   if (stage !== undefined && !(STAGES as readonly string[]).includes(stage))
     throw new UsageError(`--stage: expected one of ${STAGES.join(' | ')}, got ${JSON.stringify(stage)}`);
-  const admin = new Kafka({ clientId: 'pushctl', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient(readEndpoints(), { clientId: 'pushctl' }).admin();
   await admin.connect();
   try {
     const groups = await statusGroups(admin, app, stage);

@@ -97,6 +97,7 @@ export function startCampaignPace(o: {
   const pace = new DelayYield({ targetDelayMs: o.yieldDelayMs });
   const probe = new BrokerDelayProbe({
     brokers: o.endpoints.kafkaBrokers,
+    kafkaSecurity: o.endpoints.kafkaSecurity,
     topic: topicName('dispatch', o.topicPrefix),
     logger: o.logger,
     onPeriod: (delayMs, now, imActive) => {

@@ -11,7 +11,8 @@
  * state). It must not run once the new generation's workers have started (they write there
  * themselves): `copyState` refuses then.
  */
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { Kafka, type Admin } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { jsonStoreSerde } from '../../topology/stores.ts';
@@ -81,7 +82,7 @@ async function refuseStartedGeneration(admin: Admin, to: Generation): Promise<vo
 
 /** Copies every changelog of `from` to `to`, re-keyed for `partitions` partitions. */
 export async function copyState(from: Generation, to: Generation, partitions: number, endpoints: Endpoints = readEndpoints()): Promise<StoreCopy[]> {
-  const kafka = new Kafka({ clientId: 'pushctl-repartition', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'pushctl-repartition' });
   const admin = repartitionAdmin(endpoints);
   await admin.connect();
   const producer = kafka.producer({

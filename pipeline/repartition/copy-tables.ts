@@ -12,7 +12,7 @@
  * changelogs gave them; they apply them by their own time stamps (a token report by reported_at,
  * settings by updated_at), so an older report read again changes nothing.
  */
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { topicName } from '../topics.ts';
 import { partitionCounts, repartitionAdmin, TABLE_TOPICS, type Generation } from './generation.ts';
@@ -30,7 +30,7 @@ export interface TableCopy {
 }
 
 export async function copyTables(from: Generation, to: Generation, endpoints: Endpoints = readEndpoints()): Promise<TableCopy[]> {
-  const kafka = new Kafka({ clientId: 'pushctl-repartition', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'pushctl-repartition' });
   const admin = repartitionAdmin(endpoints);
   await admin.connect();
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });

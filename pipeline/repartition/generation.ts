@@ -5,8 +5,9 @@
  * (docs/operations.md "Growing partitions"): never in place, because adding partitions to a
  * uid-keyed topic sends a uid's new records to another partition than its old records and its state.
  */
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { Admin } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { changelogTopicName, ensureTopics } from '../../topology/changelog.ts';
@@ -48,7 +49,7 @@ export const TABLE_TOPICS: readonly TopicKey[] = (Object.keys(TOPICS) as TopicKe
 export const partitionOf: (key: string, partitions: number) => number = keyPartition;
 
 export function repartitionAdmin(endpoints: Endpoints = readEndpoints()): Admin {
-  return new Kafka({ clientId: 'pushctl-repartition', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  return kafkaClient(endpoints, { clientId: 'pushctl-repartition' }).admin();
 }
 
 /** Partitions of each existing topic among `topics`. */
@@ -97,7 +98,7 @@ export async function prepareGeneration(
         '--to-prefix',
         `topics of the new generation exist with another partition count: ${wrong.map(([t, n]) => `${t} (${n})`).join(', ')}`,
       );
-    await createPipelineTopics({ partitions, prefix: to.prefix, replication }, endpoints.kafkaBrokers);
+    await createPipelineTopics({ partitions, prefix: to.prefix, replication }, endpoints);
     await ensureTopics(
       admin,
       [
@@ -107,7 +108,7 @@ export async function prepareGeneration(
       ],
       replication,
     );
-    await registerSchemas(new SchemaRegistry({ host: endpoints.schemaRegistryUrl }), { prefix: to.prefix });
+    await registerSchemas(schemaRegistryClient(endpoints), { prefix: to.prefix });
     return { created: all.filter((t) => !before.has(t)) };
   } finally {
     await admin.disconnect();

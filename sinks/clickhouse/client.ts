@@ -1,5 +1,6 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { Endpoints } from '../../common/endpoints.ts';
+import type { TlsMaterial } from '../../common/tls-files.ts';
 
 /** Where and as whom to reach ClickHouse's HTTP interface. */
 export interface ClickhouseConnection {
@@ -12,6 +13,8 @@ export interface ClickhouseConnection {
   readonly password?: string;
   /** Time allowed for one request, ms. Default 30 000. */
   readonly requestTimeoutMs?: number;
+  /** The authorities an `https:` URL's certificate must chain to (PUSH_CLICKHOUSE_TLS_CA_FILE); absent: the system's. */
+  readonly tls?: TlsMaterial;
 }
 
 export function connectionFromEndpoints(endpoints: Endpoints): ClickhouseConnection {
@@ -20,6 +23,7 @@ export function connectionFromEndpoints(endpoints: Endpoints): ClickhouseConnect
     database: endpoints.clickhouseDatabase,
     username: endpoints.clickhouseUser,
     password: endpoints.clickhousePassword,
+    ...(endpoints.clickhouseTls ? { tls: endpoints.clickhouseTls } : {}),
   };
 }
 
@@ -36,6 +40,7 @@ export function createClickhouseClient(connection: ClickhouseConnection, databas
     password: connection.password ?? '',
     request_timeout: connection.requestTimeoutMs ?? 30_000,
     log: { level: ClickHouseLogLevel.OFF },
+    ...(connection.tls?.ca ? { tls: { ca_cert: connection.tls.ca } } : {}),
   });
 }
 

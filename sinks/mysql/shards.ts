@@ -8,7 +8,7 @@
  */
 import { crc32 } from 'node:zlib';
 import mysql, { type Pool, type PoolOptions } from 'mysql2/promise';
-import { parseMysqlUrl } from '../../common/mysql-url.ts';
+import { mysqlClientOptions, type MysqlSecurity } from '../../common/mysql-url.ts';
 import { allSettledOrThrow } from '../../common/settle.ts';
 
 /** The shard of `uid` among `count`: CRC32 of its UTF-8 bytes, modulo the shard count. */
@@ -53,15 +53,17 @@ export function shardedPools(pools: readonly Pool[]): ShardedPools {
 }
 
 /**
- * A pool per URL (Endpoints.mysqlShards, already validated). `connectionLimit` is per shard. The
- * connect timeout is short so that a shard that does not answer is noticed (and its users' work
- * set aside) within seconds rather than mysql2's default 10 s.
+ * A pool per URL (Endpoints.mysqlShards, already validated), each with the password and TLS of
+ * `security` (Endpoints.mysqlSecurity). `connectionLimit` is per shard. The connect timeout is
+ * short so that a shard that does not answer is noticed (and its users' work set aside) within
+ * seconds rather than mysql2's default 10 s.
  */
-export function openShardedPools(urls: readonly string[], options: Omit<PoolOptions, 'uri'> = {}): ShardedPools {
+export function openShardedPools(urls: readonly string[], security: MysqlSecurity, options: Omit<PoolOptions, 'uri'> = {}): ShardedPools {
   return shardedPools(
     urls.map((url, i) => {
-      parseMysqlUrl(url, urls.length > 1 ? `PUSH_MYSQL_SHARDS[${i}]` : 'PUSH_MYSQL_URL'); // names the item of a URL given directly
-      return mysql.createPool({ uri: url, connectTimeout: 3_000, timezone: 'Z', ...options });
+      // The key names the item of a URL given directly.
+      const connection = mysqlClientOptions(url, security, urls.length > 1 ? `PUSH_MYSQL_SHARDS[${i}]` : 'PUSH_MYSQL_URL');
+      return mysql.createPool({ ...connection, connectTimeout: 3_000, timezone: 'Z', ...options });
     }),
   );
 }

@@ -10,8 +10,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import type { ReceivedPush } from '../../emulators/index.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName, type TopicKey } from '../../pipeline/topics.ts';
@@ -34,8 +34,8 @@ const APP = 'app-1';
 const MAX_IN_FLIGHT = 1_000;
 const CLAIM_ROWS = 500;
 const endpoints = stackEndpoints();
-const kafka = new Kafka({ clientId: 'business-batch-sends', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+const kafka = kafkaClient(endpoints, { clientId: 'business-batch-sends' });
+const registry = schemaRegistryClient(endpoints);
 
 describe('campaign sends on the vendors batch APIs (real stack)', () => {
   let stack: LaneStack;

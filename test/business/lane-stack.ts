@@ -3,8 +3,10 @@
  * that start its stages in-process as a worker runs them: a topic prefix of its own with the
  * pipeline's topics and schemas, a task table, and exactly-once StreamsApps closed at the end.
  */
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { type Kafka, type Producer } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { startEmulators, type StartEmulatorsOptions, type StartedEmulators } from '../../emulators/index.ts';
 import { createLogger } from '../../common/log.ts';
 import { registerSchemas } from '../../pipeline/schemas.ts';
@@ -30,8 +32,8 @@ export class LaneStack {
     readonly em: StartedEmulators,
     readonly db: Awaited<ReturnType<typeof taskTable>>,
   ) {
-    this.kafka = new Kafka({ clientId: prefix, brokers: this.endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-    this.registry = new SchemaRegistry({ host: this.endpoints.schemaRegistryUrl });
+    this.kafka = kafkaClient(this.endpoints, { clientId: prefix });
+    this.registry = schemaRegistryClient(this.endpoints);
     this.serdes = registryValueSerdes(this.registry, prefix);
     this.producer = this.kafka.producer();
   }
@@ -39,7 +41,7 @@ export class LaneStack {
   /** Topics of `partitions` partitions under a fresh prefix named after `name`, schemas registered, emulators started. */
   static async start(name: string, partitions: number, emulators?: StartEmulatorsOptions): Promise<LaneStack> {
     const stack = new LaneStack(`${uniqueName(name)}.`, await startEmulators(emulators), await taskTable());
-    await createPipelineTopics({ partitions, prefix: stack.prefix }, stack.endpoints.kafkaBrokers);
+    await createPipelineTopics({ partitions, prefix: stack.prefix }, stack.endpoints);
     await registerSchemas(stack.registry, { prefix: stack.prefix });
     await stack.producer.connect();
     return stack;

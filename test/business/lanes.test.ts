@@ -13,8 +13,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import { buildBusinessTopology, businessLaneVendors } from '../../pipeline/apps/business.ts';
@@ -33,8 +33,8 @@ const USERS = 5_000;
 const IM_PUSHES = 40;
 const APP = 'app-1';
 const endpoints = stackEndpoints();
-const kafka = new Kafka({ clientId: 'business-lanes', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+const kafka = kafkaClient(endpoints, { clientId: 'business-lanes' });
+const registry = schemaRegistryClient(endpoints);
 
 describe('business and IM lanes on the real stack', () => {
   let stack: LaneStack;

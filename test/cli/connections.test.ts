@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import mysql from 'mysql2/promise';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { explainConnectionError } from '../../pipeline/connections.ts';
 import { pushctl } from './pushctl-process.ts';
@@ -71,7 +71,7 @@ test("a client's own connection error is explained the same way (the errors of m
     /^cannot reach MySQL at 127\.0\.0\.1:\d+ \(connection refused\): set PUSH_MYSQL_URL/,
   );
 
-  const admin = new Kafka({ clientId: 'test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+  const admin = kafkaClient(endpoints, { clientId: 'test', retry: { retries: 0 } }).admin();
   const kafkaError = await admin.connect().then(
     () => assert.fail('connected to a closed port'),
     (e: unknown) => e,

@@ -6,14 +6,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { BrokerDelayProbe } from '../../pipeline/broker-delay.ts';
 import { createLogger } from '../../common/log.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const endpoints = stackEndpoints();
-const kafka = new Kafka({ clientId: 'broker-delay-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+const kafka = kafkaClient(endpoints, { clientId: 'broker-delay-test' });
 
 interface Period {
   readonly delayMs: number | null;

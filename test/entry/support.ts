@@ -5,7 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import mysql, { type Pool } from 'mysql2/promise';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { type Producer } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { migrate } from '../../migrations/migrate.ts';
 import { clickhouseQuery } from '../../migrations/clickhouse-http.ts';
@@ -174,7 +175,7 @@ export async function readAll<V>(
   const pending = new Map(ends.filter((p) => Number(p.high) > Number(p.low)).map((p) => [p.partition, Number(p.high)]));
   const out: Array<{ key: string; value: V; timestamp: number }> = [];
   if (pending.size === 0) return out;
-  const consumer = new Kafka({ clientId: 'entry-test-reader', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({
+  const consumer = kafkaClient(endpoints, { clientId: 'entry-test-reader' }).consumer({
     groupId: uniqueName('entry-reader'),
     maxWaitTimeInMs: 100,
     readUncommitted: false,

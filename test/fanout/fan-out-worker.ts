@@ -6,7 +6,6 @@
  * FANOUT_COMMIT_INTERVAL_MS (default 200),
  * plus the PUSH_* endpoints (PUSH_MYSQL_SHARDS: the task rows go to their uid's shard). Prints {"event":"started"} and {"event":"committed",...} lines.
  */
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { createLogger } from '../../common/log.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
@@ -19,6 +18,7 @@ import { loadAppsConfig } from '../../sinks/vendors/apps-config.ts';
 import { createVendorRegistry } from '../../sinks/vendors/registry.ts';
 import { StreamsApp, type ProcessingGuarantee } from '../../topology/runtime.ts';
 import { closeOnSignals } from '../../topology/shutdown.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 
 const env = process.env;
 const say = (event: object) => process.stdout.write(JSON.stringify(event) + '\n');
@@ -27,9 +27,9 @@ const endpoints = readEndpoints(env);
 const prefix = env.FANOUT_TOPIC_PREFIX ?? '';
 
 const vendors = createVendorRegistry(loadAppsConfig(env.FANOUT_APPS_CONFIG!));
-const shards = openShardedPools(endpoints.mysqlShards, { connectionLimit: 4 });
+const shards = openShardedPools(endpoints.mysqlShards, endpoints.mysqlSecurity, { connectionLimit: 4 });
 const ledger = new MysqlPushTaskLedger({ shards, table: env.FANOUT_TASK_TABLE ?? 'im_push_task' });
-const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+const registry = schemaRegistryClient(endpoints);
 
 const app = new StreamsApp({
   applicationId: env.FANOUT_APP_ID!,

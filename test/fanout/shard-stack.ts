@@ -32,7 +32,7 @@ export async function shardDatabases(label: string, count: number): Promise<Shar
   const names = Array.from({ length: count }, (_, i) => `${base}_${i}`);
   const urls = names.map((name) => urlOf(name));
   const migrated = await migrate({ mysqlUrl: urls[0]!, mysqlShards: urls });
-  const pools = openShardedPools(urls, { connectionLimit: 2 });
+  const pools = openShardedPools(urls, stackEndpoints().mysqlSecurity, { connectionLimit: 2 });
   return {
     names,
     urls,

@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import type { PushDispatch, PushOutcome } from '../../processors/model/records.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 
 const endpoints = stackEndpoints();
-export const kafka = new Kafka({ clientId: 'fanout-tests', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-export const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+export const kafka = kafkaClient(endpoints, { clientId: 'fanout-tests' });
+export const registry = schemaRegistryClient(endpoints);
 
 /** Produces dispatches (Confluent Avro through the registry) keyed by uid. */
 export async function produceDispatches(prefix: string, dispatches: readonly PushDispatch[]): Promise<void> {

@@ -10,7 +10,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { startRun, type PipelineRun } from '../../chaos/harness.ts';
 import { messageOf, recordings } from '../../chaos/verify.ts';
@@ -28,6 +27,7 @@ import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
 import { VENDORS, type Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import type { ReceivedPush } from '../../emulators/index.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 
 type ReceiptOutcome = 'delivered' | 'failed' | 'dead-token';
 interface Figures {
@@ -189,7 +189,7 @@ test(
       assert.ok(acceptedWithReceipts > 0 && total(afterOutage, 'delivered') < acceptedWithReceipts, 'some receipts said failed or dead token');
 
       // 3. A second ClickHouse sink replays push.outcomes and push.receipts from the beginning.
-      const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+      const registry = schemaRegistryClient(endpoints);
       const serdes = registryValueSerdes(registry, r.env.topicPrefix);
       writer = new PushEventWriter({ connection: connectionFromEndpoints(endpoints) });
       const replayId = `${r.env.applicationId}-replay-clickhouse`;

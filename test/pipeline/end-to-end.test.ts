@@ -7,14 +7,14 @@
  */
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { startRun, type PipelineRun, type RunVerdict } from '../../chaos/harness.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { topicName } from '../../pipeline/topics.ts';
 
 /** Records on the run's push.dispatch, all partitions. */
 async function dispatchRecords(run: PipelineRun): Promise<number> {
-  const admin = new Kafka({ clientId: 'end-to-end-test', brokers: readEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = kafkaClient(readEndpoints(), { clientId: 'end-to-end-test' }).admin();
   await admin.connect();
   try {
     const offsets = await admin.fetchTopicOffsets(topicName('dispatch', run.env.topicPrefix));

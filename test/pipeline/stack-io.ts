@@ -1,7 +1,8 @@
 /** Producing to and reading from the real stack for the decisions integration tests. */
 import { after, before } from 'node:test';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { type Admin } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { registerSchemas } from '../../pipeline/schemas.ts';
 import { registryValueSerdes, type ValueSerdes } from '../../pipeline/serdes.ts';
@@ -9,8 +10,8 @@ import { TOPICS, topicName, type TopicKey } from '../../pipeline/topics.ts';
 import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 export const endpoints = stackEndpoints();
-export const kafka = new Kafka({ clientId: 'decisions-tests', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-export const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+export const kafka = kafkaClient(endpoints, { clientId: 'decisions-tests' });
+export const registry = schemaRegistryClient(endpoints);
 
 /** An admin client, connected before the file's tests and disconnected after them. */
 export function useAdmin(): Admin {

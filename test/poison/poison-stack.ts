@@ -10,8 +10,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, Partitioners, logLevel, type Consumer, type IHeaders, type Producer } from 'kafkajs';
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { type Kafka, Partitioners, type Consumer, type IHeaders, type Producer } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { startEnvironment, type Environment } from '../../demo/environment.ts';
 import { freePort } from '../../demo/ports.ts';
 import { messageOf, recordings } from '../../chaos/verify.ts';
@@ -108,8 +110,8 @@ export class PoisonStack {
     readonly mysql: TestMysql & { readonly user: string },
   ) {
     const endpoints = stackEndpoints();
-    this.kafka = new Kafka({ clientId: 'poison-suite', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-    this.registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+    this.kafka = kafkaClient(endpoints, { clientId: 'poison-suite' });
+    this.registry = schemaRegistryClient(endpoints);
     this.serdes = registryValueSerdes(this.registry, env.topicPrefix);
   }
 

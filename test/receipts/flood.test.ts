@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import { hmsCallbackHeader } from '../../receipts/verify.ts';
 import { freePort } from '../../demo/ports.ts';
@@ -43,7 +43,7 @@ describe('receipt receiver under a flood', { timeout: 180_000 }, () => {
   const endpoints = stackEndpoints();
   const prefix = `${uniqueName('rcv-flood')}.`;
   const topic = topicName('receiptsRaw', prefix);
-  const kafka = new Kafka({ clientId: 'receiver-flood-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'receiver-flood-test' });
   let mysql: TestMysql;
   let child: ChildProcess;
   let output = '';

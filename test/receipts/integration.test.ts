@@ -2,8 +2,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { createLogger } from '../../common/log.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from '../../pipeline/apps/receipts.ts';
@@ -51,8 +51,8 @@ describe('receipts end to end', { timeout: 240_000 }, () => {
     byUid: receiptsByUidTopic(prefix),
   };
   const dlq = topicName('dlq', prefix);
-  const kafka = new Kafka({ clientId: 'receipts-e2e', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
-  const schemaRegistry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const kafka = kafkaClient(endpoints, { clientId: 'receipts-e2e' });
+  const schemaRegistry = schemaRegistryClient(endpoints);
   const valueSerdes = registryValueSerdes(schemaRegistry, prefix);
 
   const vendorRegistry = parsingRegistry();

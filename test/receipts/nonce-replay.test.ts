@@ -1,8 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { createPool, type Pool } from 'mysql2/promise';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
@@ -28,7 +28,7 @@ describe('HMS nonce memory across receivers', () => {
   const endpoints = stackEndpoints();
   const prefix = `${uniqueName('rcv-nonce')}.`;
   const topic = topicName('receiptsRaw', prefix);
-  const kafka = new Kafka({ clientId: 'nonce-replay-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'nonce-replay-test' });
   const path = `/receipts/hms/${TEST_APP}`;
   let mysql: TestMysql;
   let registry: VendorRegistry;
@@ -124,7 +124,7 @@ describe('HMS nonce memory across receivers', () => {
   });
 
   test('push.receipts.raw holds exactly the accepted callbacks', async () => {
-    const schemaRegistry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+    const schemaRegistry = schemaRegistryClient(endpoints);
     const consumer = kafka.consumer({ groupId: uniqueName('nonce-replay') });
     const seen: string[] = [];
     await consumer.connect();

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { KafkaReceiptPublisher, type KeyedReceiptRaw, type ReceiptRawRecord } from '../../receipts/publisher.ts';
 import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
@@ -9,7 +9,7 @@ import { stackEndpoints, uniqueName } from '../support/stack.ts';
 describe('receipt publisher: callbacks verified while a request is in flight go together in the next one', () => {
   const endpoints = stackEndpoints();
   const topic = uniqueName('receipts-raw-batching');
-  const kafka = new Kafka({ clientId: 'publisher-batching-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'publisher-batching-test' });
   const produces: number[] = [];
   let publisher: KafkaReceiptPublisher;
 
@@ -39,7 +39,7 @@ describe('receipt publisher: callbacks verified while a request is in flight go 
 
   /** Every record on the topic, decoded, by receipt id. */
   async function onTopic(expected: number): Promise<Map<string, ReceiptRawRecord>> {
-    const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+    const registry = schemaRegistryClient(endpoints);
     const consumer = kafka.consumer({ groupId: uniqueName('publisher-batching') });
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
 import { MemoryNonceStore } from '../../receipts/nonces.ts';
@@ -53,7 +53,7 @@ describe('receipt receiver: receipts with absurd times are refused', () => {
   const endpoints = stackEndpoints();
   const prefix = `${uniqueName('receipt-rules')}.`;
   const topic = topicName('receiptsRaw', prefix);
-  const kafka = new Kafka({ clientId: 'receipt-rules-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'receipt-rules-test' });
   const metrics = new ReceiptCounters();
   let registry: VendorRegistry;
   let publisher: KafkaReceiptPublisher;

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { compileReceiverConfig, readReceiverConfig, type ReceiptReceiverOptions } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
 import { MemoryNonceStore } from '../../receipts/nonces.ts';
@@ -27,7 +27,7 @@ import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 describe('receipt receiver limits', () => {
   const endpoints = stackEndpoints();
   const prefix = `${uniqueName('rcv-limits')}.`;
-  const kafka = new Kafka({ clientId: 'receiver-limits-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'receiver-limits-test' });
   let registry: VendorRegistry;
   let publisher: KafkaReceiptPublisher;
   const receivers: ReceiptReceiver[] = [];

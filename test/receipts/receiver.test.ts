@@ -2,8 +2,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 import { compileReceiverConfig } from '../../receipts/config.ts';
 import { ReceiptCounters } from '../../receipts/metrics.ts';
 import { receiptParserFromRegistry } from '../../receipts/parsers.ts';
@@ -47,7 +47,7 @@ describe('receipt receiver', () => {
   const endpoints = stackEndpoints();
   const prefix = `${uniqueName('receipts')}.`;
   const topic = topicName('receiptsRaw', prefix);
-  const kafka = new Kafka({ clientId: 'receiver-test', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+  const kafka = kafkaClient(endpoints, { clientId: 'receiver-test' });
   const metrics = new ReceiptCounters();
   let registry: VendorRegistry;
   let publisher: KafkaReceiptPublisher;
@@ -212,7 +212,7 @@ describe('receipt receiver', () => {
     await admin.disconnect();
     assert.equal(Number(offsets!.high), genuine.length, 'records on the topic');
 
-    const schemaRegistry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+    const schemaRegistry = schemaRegistryClient(endpoints);
     const consumer = kafka.consumer({ groupId: uniqueName('receiver-test') });
     const seen: ReceiptRawRecord[] = [];
     const keys: string[] = [];

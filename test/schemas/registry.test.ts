@@ -4,13 +4,14 @@
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { SchemaType } from '@kafkajs/confluent-schema-registry';
 import { registerSchemas, topicValueSchema, valueSubject } from '../../pipeline/schemas.ts';
 import { TOPICS, type TopicKey } from '../../pipeline/topics.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { SAMPLES } from './samples.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 
-const registry = new SchemaRegistry({ host: stackEndpoints().schemaRegistryUrl });
+const registry = schemaRegistryClient(stackEndpoints());
 const plain = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
 
 describe('schema registry', () => {

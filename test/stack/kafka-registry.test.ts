@@ -1,12 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel, type EachMessagePayload } from 'kafkajs';
-import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import type { EachMessagePayload } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
+import { SchemaType } from '@kafkajs/confluent-schema-registry';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 
 const endpoints = stackEndpoints();
-const kafka = new Kafka({ clientId: 'stack-smoke', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
+const kafka = kafkaClient(endpoints, { clientId: 'stack-smoke' });
 
 async function createTopics(...topics: string[]): Promise<void> {
   const admin = kafka.admin();
@@ -45,7 +47,7 @@ async function consumeAll(topic: string, count: number, isolation: 'read_committ
 test('an Avro record registered in the schema registry round-trips through Kafka', async () => {
   const topic = uniqueName('smoke-avro');
   await createTopics(topic);
-  const registry = new SchemaRegistry({ host: endpoints.schemaRegistryUrl });
+  const registry = schemaRegistryClient(endpoints);
   const schema = {
     type: 'record',
     name: 'SmokeMessage',

@@ -10,11 +10,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo } from 'node:net';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { type Admin, type Producer } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { assertKafkajsPatched } from '../../common/kafkajs-patch.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 
-const kafka = new Kafka({ clientId: 'request-queue-test', brokers: stackEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING });
+const kafka = kafkaClient(stackEndpoints(), { clientId: 'request-queue-test' });
 const topic = uniqueName('request-queue');
 const producers: Producer[] = [];
 let admin: Admin;
@@ -80,13 +81,7 @@ test('a request the broker never answers still times out, and the error says so'
   const silent = createServer(() => undefined);
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const port = (silent.address() as AddressInfo).port;
-  const client = new Kafka({
-    clientId: 'request-timeout-test',
-    brokers: [`127.0.0.1:${port}`],
-    requestTimeout: 300,
-    retry: { retries: 0 },
-    logLevel: logLevel.NOTHING,
-  });
+  const client = kafkaClient({ kafkaBrokers: [`127.0.0.1:${port}`] }, { clientId: 'request-timeout-test', requestTimeout: 300, retry: { retries: 0 } });
   const hanging = client.admin();
   const started = Date.now();
   try {

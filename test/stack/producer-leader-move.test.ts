@@ -11,14 +11,15 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { type Admin, type Producer } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { clusterBrokers, kafkaClusterService } from '../../stack/kafka-cluster.ts';
 import { assertKafkajsPatched } from '../../common/kafkajs-patch.ts';
 import { uniqueName } from '../support/stack.ts';
 
 const cluster = kafkaClusterService();
 let started = false;
-const kafka = new Kafka({ clientId: 'leader-move-test', brokers: clusterBrokers(), logLevel: logLevel.NOTHING });
+const kafka = kafkaClient({ kafkaBrokers: clusterBrokers() }, { clientId: 'leader-move-test' });
 let admin: Admin;
 
 before(async () => {

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { serverProperties } from '../../stack/kafka.ts';
 import { CLUSTER_REPLICATION, clusterClientEnv, clusterNodes } from '../../stack/kafka-cluster.ts';
 import { stackBrokers, stackServices } from '../../stack/index.ts';
@@ -99,7 +99,7 @@ test(
   { timeout: 60_000 },
   async () => {
     const prefix = `${uniqueName('repl')}.`;
-    const admin = new Kafka({ clientId: 'replication-test', brokers: stackEndpoints().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+    const admin = kafkaClient(stackEndpoints(), { clientId: 'replication-test' }).admin();
     await admin.connect();
     try {
       const created = await createPipelineTopics({ partitions: 2, prefix, replication: { factor: 1, minInsyncReplicas: 1 } });

@@ -37,7 +37,8 @@ test('the README configuration tables are the ones common/config-keys.ts renders
 });
 
 test('every PUSH_* key the product names is declared in common/config-keys.ts, so users can set and look up each one', () => {
-  const declared = new Set<string>(configKeys().map((k) => k.key));
+  // A secret key's file variant (`<KEY>_FILE`, common/config.ts) is declared with it.
+  const declared = new Set<string>(configKeys().flatMap((k) => (k.secret ? [k.key, `${k.key}_FILE`] : [k.key])));
   const undeclared: string[] = [];
   for (const file of SOURCE_DIRS.flatMap((d) => sources(join(ROOT, d)))) {
     for (const match of readFileSync(file, 'utf8').matchAll(KEY)) {

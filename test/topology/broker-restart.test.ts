@@ -7,7 +7,8 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from '../../demo/ports.ts';
 import { rmSync } from 'node:fs';
-import { Kafka, logLevel } from 'kafkajs';
+import { type Kafka } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { kafkaService, restartKafka, type KafkaInstance } from '../../stack/kafka.ts';
 import { stackPath } from '../../stack/paths.ts';
 import { uniqueName } from '../support/stack.ts';
@@ -26,12 +27,7 @@ before(async () => {
   await kafkaService(broker).down();
   rmSync(stackPath(broker.name), { recursive: true, force: true });
   await kafkaService(broker).up();
-  client = new Kafka({
-    clientId: 'broker-restart-test',
-    brokers: [`127.0.0.1:${broker.port}`],
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 20, maxRetryTime: 5000 },
-  });
+  client = kafkaClient({ kafkaBrokers: [`127.0.0.1:${broker.port}`] }, { clientId: 'broker-restart-test', retry: { retries: 20, maxRetryTime: 5000 } });
 });
 
 after(async () => {

@@ -1,7 +1,8 @@
 import { after, before } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
+import { type Admin, type IHeaders } from 'kafkajs';
+import { kafkaClient } from '../../common/kafka-client.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { avroSerde } from '../../topology/serdes.ts';
 import { wordSchema, type WordCount, type WordEvent } from './fixtures.ts';
@@ -9,7 +10,7 @@ import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
 import type { StreamsApp } from '../../topology/runtime.ts';
 
 export const brokers = stackEndpoints().kafkaBrokers;
-export const kafka = new Kafka({ clientId: 'topology-tests', brokers, logLevel: logLevel.NOTHING });
+export const kafka = kafkaClient({ kafkaBrokers: brokers }, { clientId: 'topology-tests' });
 
 /**
  * For a test file: an admin client connected before its tests, and the list of apps they start;

@@ -1,7 +1,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { SchemaType } from '@kafkajs/confluent-schema-registry';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { StreamsApp } from '../../topology/runtime.ts';
 import { registryAvroSerde } from '../../topology/registry-serde.ts';
@@ -9,9 +9,10 @@ import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { createLogger } from '../../common/log.ts';
 import { countingTopology, wordSchema, type WordEvent } from './fixtures.ts';
 import { brokers, createTopics, decodeCounts, kafka, readTopic } from './kafka-helpers.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 
 const admin = kafka.admin();
-const registry = new SchemaRegistry({ host: stackEndpoints().schemaRegistryUrl });
+const registry = schemaRegistryClient(stackEndpoints());
 let app: StreamsApp | undefined;
 
 before(() => admin.connect());

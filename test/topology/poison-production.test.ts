@@ -2,7 +2,6 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { StreamsApp, type StreamsAppOptions } from '../../topology/runtime.ts';
 import { registryAvroSerde } from '../../topology/registry-serde.ts';
@@ -19,6 +18,7 @@ import { createLogger } from '../../common/log.ts';
 import { wordSchema, type WordEvent } from './fixtures.ts';
 import { brokers, createTopics, kafka, produceWords, readTopic, type ReadRecord } from './kafka-helpers.ts';
 import { padTopology, releaseTopology, scalerTopology } from './poison-fixtures.ts';
+import { schemaRegistryClient } from '../../common/registry-client.ts';
 
 /**
  * Production errors and restarts on the real stack (docs/design.md §4): an output that cannot be
@@ -27,7 +27,7 @@ import { padTopology, releaseTopology, scalerTopology } from './poison-fixtures.
  */
 
 const admin = kafka.admin();
-const registry = new SchemaRegistry({ host: stackEndpoints().schemaRegistryUrl });
+const registry = schemaRegistryClient(stackEndpoints());
 const running: Array<{ app: StreamsApp; metrics: PipelineMetrics }> = [];
 
 before(() => admin.connect());
