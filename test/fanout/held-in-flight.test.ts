@@ -21,8 +21,9 @@ import { parseMysqlUrl } from '../../migrations/migrate.ts';
 import { stackEndpoints } from '../support/stack.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import type { SinkNode, SourceNode } from '../../topology/builder.ts';
-import { StreamTask, type OutputRecord } from '../../topology/task.ts';
+import type { OutputRecord, StreamTask } from '../../topology/task.ts';
 import { dispatch, fanOutStack, taskRow } from './support.ts';
+import { standaloneTask } from '../support/task.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PARKED_CHANGELOG = `held-${FAN_OUT_STORES.parked}-changelog`;
@@ -44,16 +45,7 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
       valueSerdes: rawAvroValueSerdes(),
       fanOut: { vendors: fx.registry, ledger, fused: true, commitWaitMs: 50, retryPollMs: 10, ...options },
     });
-    const task = new StreamTask({
-      applicationId: 'held',
-      topology,
-      subtopology: topology.subtopologies[0]!,
-      partition: 0,
-      clock: () => Date.now(),
-      dlqTopic: 'dlq',
-      processingErrorPolicy: 'fail',
-      changelogTopic: (store) => `held-${store}-changelog`,
-    });
+    const task = standaloneTask(topology, 'held', () => Date.now());
     const source = topology.nodes.get(FAN_OUT_NODES.source) as SourceNode;
     const reads = topology.nodes.get(FAN_OUT_NODES.reads) as SourceNode;
     const sink = topology.nodes.get(FAN_OUT_NODES.outcomes) as SinkNode;

@@ -8,12 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
-import { StreamTask, type OutputRecord } from '../../topology/task.ts';
+import { type OutputRecord } from '../../topology/task.ts';
 import { merge } from '../../processors/merge/merge.ts';
 import type { KeyValueStore } from '../../topology/stores.ts';
 import type { PresenceDecision, PushCandidate, PushMerged, PushOutcome } from '../../processors/model/records.ts';
 import { carry, type ConvWindows } from '../../processors/merge/window.ts';
 import { convWindowsStoreSerde, decodeConvWindows, dueOfEncoded, encodeConvWindows } from '../../processors/merge/window-codec.ts';
+import type { StreamTask } from '../../topology/task.ts';
+import { standaloneTask } from '../support/task.ts';
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
 const IN = 'merge-restore.candidates';
@@ -25,16 +27,7 @@ function mergeTask(clock: { now: number }): StreamTask {
     .addSink('merged-sink', { topic: 'merged', keySerde: stringSerde, valueSerde: jsonSerde<PushMerged>() }, 'merge')
     .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<PushOutcome>() }, 'merge')
     .build();
-  return new StreamTask({
-    applicationId: 'merge-restore',
-    topology,
-    subtopology: topology.subtopologies[0]!,
-    partition: 0,
-    clock: () => clock.now,
-    dlqTopic: 'dlq',
-    processingErrorPolicy: 'fail',
-    changelogTopic: (s) => `merge-restore-${s}-changelog`,
-  });
+  return standaloneTask(topology, 'merge-restore', () => clock.now);
 }
 
 function trigger(uid: string, conv: string, device: string, seq: number, at: number): PushCandidate {

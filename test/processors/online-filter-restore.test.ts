@@ -9,10 +9,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
-import { StreamTask, type OutputRecord } from '../../topology/task.ts';
+import { type OutputRecord } from '../../topology/task.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
 import { ONLINE_FILTER_STORE_NAMES as OF } from '../../processors/online-filter/options.ts';
 import type { MessagePersisted, PresenceEvent, PushCandidate, TokenReport } from '../../processors/model/records.ts';
+import type { StreamTask } from '../../topology/task.ts';
+import { standaloneTask } from '../support/task.ts';
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
 const TOPICS = { persisted: 'of-restore.persisted', presence: 'of-restore.presence', tokens: 'of-restore.tokens' };
@@ -31,16 +33,7 @@ function filterTask(clock: { now: number }): StreamTask {
     .addSink('candidates-sink', { topic: 'candidates', keySerde: stringSerde, valueSerde: jsonSerde<PushCandidate>() }, 'online-filter')
     .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<unknown>() }, 'online-filter');
   const topology = b.build();
-  return new StreamTask({
-    applicationId: 'of-restore',
-    topology,
-    subtopology: topology.subtopologies[0]!,
-    partition: 0,
-    clock: () => clock.now,
-    dlqTopic: 'dlq',
-    processingErrorPolicy: 'fail',
-    changelogTopic: (s) => `of-restore-${s}-changelog`,
-  });
+  return standaloneTask(topology, 'of-restore', () => clock.now);
 }
 
 const token: TokenReport = {

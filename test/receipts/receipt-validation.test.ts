@@ -24,12 +24,12 @@ import { messageKey } from '../../processors/receipt-join/rekey.ts';
 import type { MessageEntry } from '../../processors/receipt-join/entry.ts';
 import { TOPICS as PIPELINE_TOPICS, topicName } from '../../pipeline/topics.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
-import { StreamTask } from '../../topology/task.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { DAY, ReceiptsHarness, T0, TOPICS, useReceiptsHarness } from '../tokens/harness.ts';
 import { RECEIPT_SECRETS, TEST_APP, parsingRegistry, receiptApps, receiptBodies } from './support.ts';
 import { createTopicsWithLeaders } from '../../topology/create-topics.ts';
+import { standaloneTask } from '../support/task.ts';
 
 const MINUTE = 60_000;
 
@@ -200,15 +200,9 @@ describe('receipt-parse: raw callbacks breaking an ingest rule go to the DLQ', (
 
   test('pending receipts restored from state written before the rules are dropped, so expiry writes nothing it cannot', async () => {
     let clock = T0;
-    const task = new StreamTask({
-      applicationId: 'receipt-rules-restore',
-      topology: h.topology,
+    const task = standaloneTask(h.topology, 'receipt-rules-restore', () => clock, {
       subtopology: h.topology.subtopologyOfStore(RECEIPT_JOIN_STORES.messages)!,
-      partition: 0,
-      clock: () => clock,
       dlqTopic: PIPELINE_TOPICS.dlq.name,
-      processingErrorPolicy: 'fail',
-      changelogTopic: (name) => `receipt-rules-restore-${name}-changelog`,
     });
     const receipt = (at: number) => ({
       vendor: 'hms',

@@ -6,8 +6,9 @@ import { messageKey } from '../../processors/receipt-join/rekey.ts';
 import { compositeKey } from '../../processors/model/keys.ts';
 import { TOKEN_LIFECYCLE_STORES } from '../../processors/token-lifecycle/lifecycle.ts';
 import { TOPICS as PIPELINE_TOPICS } from '../../pipeline/topics.ts';
-import { StreamTask } from '../../topology/task.ts';
 import { DAY, ReceiptsHarness, T0, TOPICS, useReceiptsHarness } from '../tokens/harness.ts';
+import type { StreamTask } from '../../topology/task.ts';
+import { standaloneTask } from '../support/task.ts';
 
 const MINUTE = 60_000;
 
@@ -24,15 +25,9 @@ describe('restoring state written by the previous version', () => {
 
   /** A task of the sub-topology owning `store`, restored from `changelog` (values as the old version wrote them), then initialised. */
   async function restoredTask(store: string, changelog: ReadonlyArray<readonly [string, object]>): Promise<StreamTask> {
-    const task = new StreamTask({
-      applicationId: 'restore-test',
-      topology: h.topology,
+    const task = standaloneTask(h.topology, 'restore-test', () => clock, {
       subtopology: h.topology.subtopologyOfStore(store)!,
-      partition: 0,
-      clock: () => clock,
       dlqTopic: PIPELINE_TOPICS.dlq.name,
-      processingErrorPolicy: 'fail',
-      changelogTopic: (name) => `restore-test-${name}-changelog`,
     });
     for (const [key, value] of changelog) task.stores.get(store)!.restore(key, Buffer.from(JSON.stringify(value)));
     await task.init();

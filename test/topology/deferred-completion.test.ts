@@ -7,8 +7,9 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../topology/builder.ts';
 import { stringSerde } from '../../topology/serdes.ts';
-import { StreamTask } from '../../topology/task.ts';
 import type { Processor, ProcessorContext } from '../../topology/api.ts';
+import type { StreamTask } from '../../topology/task.ts';
+import { standaloneTask } from '../support/task.ts';
 
 /** Defers every record whose value starts with `slow`; finishes them when the test says, releasing outputs in input order. */
 function slowEcho() {
@@ -43,16 +44,7 @@ function task(echo: ReturnType<typeof slowEcho>) {
     .addProcessor('echo', echo.supplier, 'in')
     .addSink('out', { topic: 'out', keySerde: stringSerde, valueSerde: stringSerde }, 'echo')
     .build();
-  return new StreamTask({
-    applicationId: 'deferred',
-    topology,
-    subtopology: topology.subtopologies[0]!,
-    partition: 0,
-    clock: () => 0,
-    dlqTopic: 'dlq',
-    processingErrorPolicy: 'fail',
-    changelogTopic: (store) => `deferred-${store}-changelog`,
-  });
+  return standaloneTask(topology, 'deferred', () => 0);
 }
 
 async function pipe(t: StreamTask, offset: number, value: string) {

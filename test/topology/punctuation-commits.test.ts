@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../topology/builder.ts';
 import { stringSerde } from '../../topology/serdes.ts';
 import { keyValueStore, type KeyValueStore } from '../../topology/stores.ts';
-import { StreamTask } from '../../topology/task.ts';
 import type { ProcessorContext, StreamRecord } from '../../topology/api.ts';
+import { standaloneTask } from '../support/task.ts';
 
 type Action = 'nothing' | 'forward' | 'store';
 
@@ -39,16 +39,7 @@ function taskWith(clock: { now: number }, next: { action: Action }) {
     .addStateStore(keyValueStore<number>('seen'), 'p')
     .addSink('out', { topic: 'out', keySerde: stringSerde, valueSerde: stringSerde }, 'p')
     .build();
-  return new StreamTask({
-    applicationId: 'punctuation-commits',
-    topology,
-    subtopology: topology.subtopologies[0]!,
-    partition: 0,
-    clock: () => clock.now,
-    dlqTopic: 'dlq',
-    processingErrorPolicy: 'dlq',
-    changelogTopic: (store) => `punctuation-commits-${store}-changelog`,
-  });
+  return standaloneTask(topology, 'punctuation-commits', () => clock.now);
 }
 
 test('a punctuation that forwards nothing and changes no store leaves nothing to commit; one that does leaves work', async () => {
