@@ -157,8 +157,10 @@ describe('fused fan-out: a commit holds the vendor calls still in flight', () =>
       [['ACCEPTED', 'fcm', d.task_id]],
     );
     assert.equal((await taskRow(fx.db.pool, fx.db.table, d.task_id))!.status, 1);
-    // The call in flight when the process died is made again (same collapse id): the vendor shows one notification.
-    await sleep(1_600);
+    // The call in flight when the process died is made again (same collapse id): the vendor shows one
+    // notification. Its first copy is answered 1.5 s after it was sent: wait until every request the
+    // emulator took is answered (a busy machine stretches that), then count.
+    for (const until = Date.now() + 10_000; fx.em.fcm.received.length < fx.em.fcm.sendRequests && Date.now() < until;) await sleep(50);
     const calls = fx.em.fcm.received.filter((r) => r.token === d.channels[0]!.token);
     assert.deepEqual(
       calls.map((r) => r.collapseId),
