@@ -52,9 +52,12 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
    * Schedules a punctuator. Stream-time punctuators fire as record timestamps advance the task's
    * stream time; wall-clock punctuators fire by system time, at the multiples of their interval on
    * the wall clock (the first within one interval of scheduling). Missed intervals are skipped and
-   * the schedule stays on its grid.
+   * the schedule stays on its grid. A punctuator that polls (a timer store checked every 100 ms)
+   * returns `false` when it found nothing due: unless it forwarded a record or changed a changelogged
+   * store all the same, the task then has nothing new to commit, and an idle task commits nothing.
+   * Any other return counts as work a commit must follow (a processor's flush may release it).
    */
-  schedule(intervalMs: number, type: PunctuationType, punctuator: (timestamp: number) => void | Promise<void>): Cancellable;
+  schedule(intervalMs: number, type: PunctuationType, punctuator: (timestamp: number) => void | boolean | Promise<void | boolean>): Cancellable;
   getStateStore<S>(name: string): S;
   /** Highest record timestamp seen by this task; never decreases. -1 before the first record. */
   streamTimeMs(): number;

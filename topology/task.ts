@@ -63,7 +63,7 @@ interface Schedule {
   readonly type: PunctuationType;
   readonly intervalMs: number;
   readonly node: string;
-  readonly fn: (timestamp: number) => void | Promise<void>;
+  readonly fn: (timestamp: number) => void | boolean | Promise<void | boolean>;
   nextMs: number;
   cancelled: boolean;
 }
@@ -180,10 +180,10 @@ export class StreamTask {
   }
 
   /**
-   * True when records were processed or punctuators wrote outputs or changed a store since the last
-   * drain, or deferred records are unfinished. A punctuation that found nothing to do (most of them:
-   * the merge and hold timers poll every 100 ms) leaves nothing to commit, so an idle task commits
-   * nothing.
+   * True when records were processed or punctuators ran since the last drain, or deferred records
+   * are unfinished. A punctuation whose punctuator said it found nothing due (returned `false`:
+   * the merge and hold timers poll every 100 ms) and that forwarded nothing and changed no
+   * changelogged store does not count, so an idle task commits nothing.
    */
   hasUncommittedWork(): boolean {
     // Deferred records may have finished since: a commit's flush forwards them.
@@ -404,16 +404,17 @@ export class StreamTask {
       s.nextMs += s.intervalMs * (Math.floor((nowMs - s.nextMs) / s.intervalMs) + 1);
       this.origin = `punctuator:${s.node}`;
       const outputsBefore = this.outputs.length;
+      let found: boolean | undefined;
       try {
         const r = s.fn(nowMs);
-        if (isPromise(r)) await r;
+        found = (isPromise(r) ? await r : r) ?? undefined;
         await this.drain();
       } catch (error) {
         this.pending = undefined;
         throw new TaskFailedError(this.id, error);
       } finally {
         this.origin = 'task';
-        if (this.punctuationWrote(outputsBefore)) this.uncommitted = true;
+        if (found !== false || this.punctuationWrote(outputsBefore)) this.uncommitted = true;
       }
     }
   }

@@ -184,8 +184,10 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
    * `until`. An entry whose (uid, conv) has since moved to another due time (or gone) is stale and
    * skipped: the entry for the current due time is in the schedule too (see `store`).
    */
-  private onTimers(now: number): void {
-    for (const { key, dueMs } of this.timers.popDue(now)) {
+  /** Closes the windows now due; false when none was (the runtime then has nothing to commit for it). */
+  private onTimers(now: number): boolean {
+    const due = this.timers.popDue(now);
+    for (const { key, dueMs } of due) {
       const encoded = this.windows.get(key);
       if (encoded === undefined || dueOfEncoded(encoded) !== dueMs) continue;
       const conv = decodeConvWindows(encoded);
@@ -197,6 +199,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
       }
       this.store(key, conv, sent);
     }
+    return due.length > 0;
   }
 
   /**

@@ -118,8 +118,11 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
   }
 
   /** Releases every hold window that is due by the wall clock. */
-  private releaseDue(now: number): void {
-    for (const { key } of this.holds.popDue(now)) this.releaseHold(key, now);
+  /** Releases the holds now due; false when none was (the runtime then has nothing to commit for it). */
+  private releaseDue(now: number): boolean {
+    const due = this.holds.popDue(now);
+    for (const { key } of due) this.releaseHold(key, now);
+    return due.length > 0;
   }
 
   private onMessage(message: MessagePersisted): void {

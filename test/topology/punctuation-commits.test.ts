@@ -1,9 +1,11 @@
 /**
- * What a wall-clock punctuation leaves to commit (topology/task.ts): a task whose punctuators found
- * nothing to do has nothing to commit, so an idle application sends no transactions and takes no
- * commit turns; one that forwarded or changed a changelogged store does. And wall-clock schedules
- * run on their interval's grid of the wall clock, so every task's punctuators of one interval fall
- * due at the same moment (the runtime wakes once for them).
+ * What a wall-clock punctuation leaves to commit (topology/task.ts): a punctuator that polls says
+ * when it found nothing due (returns false), and then, unless it forwarded a record or changed a
+ * changelogged store all the same, the task has nothing to commit, so an idle application sends no
+ * transactions and takes no commit turns. Any other punctuation counts as work (a processor's flush
+ * may release what it started). And wall-clock schedules run on their interval's grid of the wall
+ * clock, so every task's punctuators of one interval fall due at the same moment (the runtime wakes
+ * once for them).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +15,8 @@ import { keyValueStore, type KeyValueStore } from '../../topology/stores.ts';
 import type { ProcessorContext, StreamRecord } from '../../topology/api.ts';
 import { standaloneTask } from '../support/task.ts';
 
-type Action = 'nothing' | 'forward' | 'store';
+/** What the punctuator does: `idle` finds nothing due (returns false); `silent` does nothing and says nothing. */
+type Action = 'idle' | 'silent' | 'forward' | 'store';
 
 /** A task of one processor whose 100 ms wall-clock punctuator does what `next` says. */
 function taskWith(clock: { now: number }, next: { action: Action }) {
@@ -27,8 +30,10 @@ function taskWith(clock: { now: number }, next: { action: Action }) {
           init: (c: ProcessorContext<string, string>) => {
             ctx = c;
             ctx.schedule(100, 'wall-clock', (now) => {
+              // Forwarding or changing the store while saying "nothing due" still counts as work.
               if (next.action === 'forward') ctx.forward({ key: 'k', value: 'tick', timestamp: now });
               if (next.action === 'store') ctx.getStateStore<KeyValueStore<number>>('seen').put('k', now);
+              if (next.action !== 'silent') return false;
             });
           },
           process: (r: StreamRecord<string, string>) => ctx.forward(r),
@@ -42,36 +47,31 @@ function taskWith(clock: { now: number }, next: { action: Action }) {
   return standaloneTask(topology, 'punctuation-commits', () => clock.now);
 }
 
-test('a punctuation that forwards nothing and changes no store leaves nothing to commit; one that does leaves work', async () => {
+test('a punctuation that found nothing due leaves nothing to commit; one that forwarded, changed a store or did not say does', async () => {
   const clock = { now: 1_000_050 };
-  const next = { action: 'nothing' as Action };
+  const next = { action: 'idle' as Action };
   const task = taskWith(clock, next);
   await task.init();
   assert.equal(task.hasUncommittedWork(), false, 'a fresh task');
-
-  for (let i = 0; i < 5; i++) {
+  const punctuate = async (action: Action) => {
+    next.action = action;
     clock.now += 100;
     await task.punctuateWallClock(clock.now);
-  }
-  assert.equal(task.hasUncommittedWork(), false, 'five punctuations that did nothing');
+    return task.hasUncommittedWork();
+  };
 
-  next.action = 'forward';
-  clock.now += 100;
-  await task.punctuateWallClock(clock.now);
-  assert.equal(task.hasUncommittedWork(), true, 'a punctuation that forwarded a record');
+  for (let i = 0; i < 5; i++) assert.equal(await punctuate('idle'), false, 'a punctuation that found nothing due');
+  assert.equal(await punctuate('forward'), true, 'one that forwarded a record');
   assert.equal(task.drainOutputs().records.length, 1);
-  assert.equal(task.hasUncommittedWork(), false, 'drained');
-
-  next.action = 'store';
-  clock.now += 100;
-  await task.punctuateWallClock(clock.now);
-  assert.equal(task.hasUncommittedWork(), true, 'a punctuation that changed a changelogged store');
+  assert.equal(await punctuate('idle'), false);
+  assert.equal(await punctuate('store'), true, 'one that changed a changelogged store');
   assert.equal(task.drainOutputs().changelog.length, 1);
+  assert.equal(await punctuate('silent'), true, 'one that did not say it found nothing: a flush may release what it started');
 });
 
 test("wall-clock schedules run on their interval's grid of the wall clock, whenever the task started", async () => {
   for (const start of [1_000_001, 1_000_050, 1_000_099]) {
-    const task = taskWith({ now: start }, { action: 'nothing' });
+    const task = taskWith({ now: start }, { action: 'idle' });
     await task.init();
     assert.equal(task.nextWallClockMs(), 1_000_100, `a task started at ${start}`);
   }
