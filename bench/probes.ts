@@ -4,7 +4,7 @@
  * every stage group of a run.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import type { Admin } from 'kafkajs';
 import mysql from 'mysql2/promise';
 import { groupStatus } from '../pipeline/group-status.ts';
@@ -116,15 +116,57 @@ function findProcess(names: readonly string[]): number | undefined {
 }
 
 /**
- * CPU time so far of each service of the local stack, ms (PID files of `stack up`; MariaDB may be
- * the machine's own server, found by name). A service not found reads 0.
+ * The process listening on TCP `port` (IPv4 or IPv6): the socket's inode from /proc/net/tcp{,6},
+ * then the process holding it among /proc/<pid>/fd. Undefined when none is found (or not readable).
+ */
+function listeningPid(port: number): number | undefined {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local address "ADDR:PORT", state 0A = LISTEN, inode in the tenth column
+      if (f.length > 9 && f[1]!.endsWith(`:${hexPort}`) && f[3] === '0A') inodes.add(f[9]!);
+    }
+  }
+  if (inodes.size === 0) return undefined;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      for (const fd of readdirSync(`/proc/${entry}/fd`)) {
+        const target = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${entry}/fd/${fd}`))?.[1];
+        if (target !== undefined && inodes.has(target)) return Number(entry);
+      }
+    } catch {
+      // gone since the listing, or not ours to read
+    }
+  }
+  return undefined;
+}
+
+/** The port of `host:port` or of a URL. */
+const portOf = (address: string): number => Number(/:(\d+)(?:\/|$)/.exec(address)?.[1]);
+
+/**
+ * CPU time so far of each service of the local stack, ms. Each is the process listening on the
+ * service's port (so a stack started by another checkout is charged too), else the PID file of this
+ * checkout's `stack up`; MariaDB may be the machine's own server, found by name. A service not found
+ * reads 0.
  */
 export function serviceCpuMs(): Record<Service, number> {
+  const endpoints = readEndpoints();
+  const at = (address: string | undefined) => (address === undefined ? undefined : listeningPid(portOf(address)));
   const pids: Record<Service, number | undefined> = {
-    broker: readPid('kafka'),
-    registry: readPid('registry'),
+    broker: at(endpoints.kafkaBrokers[0]) ?? readPid('kafka'),
+    registry: at(endpoints.schemaRegistryUrl) ?? readPid('registry'),
     mariadb: readPid('mariadb') ?? findProcess(['mariadbd', 'mysqld']),
-    clickhouse: readPid('clickhouse'),
+    clickhouse: at(endpoints.clickhouseUrl) ?? readPid('clickhouse'),
   };
   const out = {} as Record<Service, number>;
   for (const service of SERVICES) out[service] = pids[service] === undefined ? 0 : (processCpuMs(pids[service]!) ?? 0);
