@@ -430,7 +430,7 @@ export class TaskManager {
 
   /**
    * Arms the timer for the task's next punctuation or commit, unless it fires sooner already. The
-   * time is rounded up to the application's timer grid (TIMER_GRID_MS), on the wall clock, so what
+   * time is rounded up to the application's timer grid (`gridMs`), on the wall clock, so what
    * falls due within one step of it (other tasks' punctuators, other applications' in the process)
    * shares one wake-up.
    */
