@@ -5,12 +5,11 @@
  * One store is durable: `online-filter-holds`, (uid, device, conv) → the held messages, each with
  * its due time. One record per key per commit says everything a restart needs. What finds a hold
  * fast is derived from it and rebuilt at init, never changelogged:
- * - the due-time index, a TimerStore of the hold keys (the store `online-filter-hold-timers`,
- *   which until this change had a changelog of its own; that topic is no longer read or written,
- *   its due times are recomputed from the holds);
+ * - the due-time index, a TimerStore of the hold keys (the store `online-filter-hold-timers`, not
+ *   changelogged: its due times are recomputed from the holds);
  * - the conversations held per device, so that a device's next event first releases its own due
- *   holds (kept until this change in the device's presence as `heldConvs`, which cost a presence
- *   write for every held message; presenceStoreSerde drops that field from older values).
+ *   holds (not in the device's presence, where it would cost a presence write for every held
+ *   message; presenceStoreSerde drops a `heldConvs` field that values written by older versions carry).
  */
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';
