@@ -8,7 +8,7 @@ import type { ReceivedPush } from '../emulators/index.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
 import { buildPopulation, setupRecords, timeline, type Population, type TimelineCounters } from '../demo/workload.ts';
 import { leadingPushLatency, stormFigures, type LatencyFigures, type StormFigures } from './analysis.ts';
-import { processCpuMs, processWakeups } from './probes.ts';
+import { processesCpuMs, processesWakeups } from './probes.ts';
 import { runStep, waitDrained, type PipelineUnderTest, type StepResult } from './steps.ts';
 import { formatSegments } from './worker-metrics.ts';
 import { describeStep } from './report.ts';
@@ -82,13 +82,15 @@ export interface PhaseResults {
 
 async function idleCpu(put: PipelineUnderTest, seconds: number): Promise<{ cpuMsPerSecond: number; wakeupsPerSecond: number }> {
   const pids = put.workerPids();
-  const sum = (read: (pid: number) => number | undefined) => pids.reduce((total, pid) => total + (read(pid) ?? 0), 0);
-  const cpu0 = sum(processCpuMs);
-  const wakeups0 = sum(processWakeups);
+  const cpu0 = processesCpuMs(pids);
+  const wakeups0 = processesWakeups(pids);
   const t0 = Date.now();
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   const elapsed = (Date.now() - t0) / 1000;
-  return { cpuMsPerSecond: Math.round((sum(processCpuMs) - cpu0) / elapsed), wakeupsPerSecond: Math.round((sum(processWakeups) - wakeups0) / elapsed) };
+  return {
+    cpuMsPerSecond: Math.round((processesCpuMs(pids) - cpu0) / elapsed),
+    wakeupsPerSecond: Math.round((processesWakeups(pids) - wakeups0) / elapsed),
+  };
 }
 
 /** Takes (and forgets) what every emulator received so far. */

@@ -55,6 +55,16 @@ export function processWakeups(pid: number): number | undefined {
   }
 }
 
+/** The CPU time so far of `pids`, ms, summed (a process gone reads 0). */
+export function processesCpuMs(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
+}
+
+/** The main threads' wake-ups so far of `pids`, summed (a process gone reads 0). */
+export function processesWakeups(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + (processWakeups(pid) ?? 0), 0);
+}
+
 export interface ProcessMemory {
   /** Resident set size now, MB (VmRSS). */
   readonly rssMb: number;

@@ -12,8 +12,8 @@ import {
   boxBusyMs,
   boxBusyShare,
   boxCpu,
-  processCpuMs,
-  processWakeups,
+  processesCpuMs,
+  processesWakeups,
   processMemory,
   round1,
   sampleLag,
@@ -143,14 +143,6 @@ async function sample(put: PipelineUnderTest, attempts = 5): Promise<LagSample> 
   }
 }
 
-function workerCpu(pids: number[]): number {
-  return pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
-}
-
-function workerWakeups(pids: number[]): number {
-  return pids.reduce((sum, pid) => sum + (processWakeups(pid) ?? 0), 0);
-}
-
 function recordMemory(put: PipelineUnderTest): number[] {
   return put.workerPids().map((pid) => {
     const m = processMemory(pid);
@@ -192,9 +184,9 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const pids = put.workerPids();
   const eventPathPids = put.eventPathPids?.() ?? null;
   const metrics0 = put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
-  const cpu0 = workerCpu(pids);
-  const wakeups0 = workerWakeups(pids);
-  const eventPathCpu0 = eventPathPids && workerCpu(eventPathPids);
+  const cpu0 = processesCpuMs(pids);
+  const wakeups0 = processesWakeups(pids);
+  const eventPathCpu0 = eventPathPids && processesCpuMs(eventPathPids);
   const cpuStarted = Date.now();
   const bench0 = process.cpuUsage();
   const box0 = boxCpu();
@@ -235,10 +227,10 @@ export async function runStep(put: PipelineUnderTest, label: string, events: rea
   const inputLagAtEnd = Math.max(0, persistedMessages - consumedDuringLoad);
 
   const drainSeconds = await waitDrained(put, criteria.drainTimeoutMs ?? 60_000, criteria.settleMs ?? 0);
-  const cpu1 = workerCpu(pids);
-  const eventPathCpu1 = eventPathPids && workerCpu(eventPathPids);
+  const cpu1 = processesCpuMs(pids);
+  const eventPathCpu1 = eventPathPids && processesCpuMs(eventPathPids);
   const cpuSeconds = (Date.now() - cpuStarted) / 1000;
-  const wakeups1 = workerWakeups(pids);
+  const wakeups1 = processesWakeups(pids);
   const metrics1 = metrics0 && put.metricsPorts ? await scrapeWorkers(put.metricsPorts()) : null;
   const bench1 = process.cpuUsage(bench0);
   const services1 = serviceCpuMs();

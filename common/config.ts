@@ -79,6 +79,11 @@ export function readKey(env: Env, key: ConfigKey, fallback?: unknown, range?: { 
   }
 }
 
+/** True when `key` or, for a secret key, its `<key>_FILE` is set to something. */
+export function isKeySet(env: Env, key: string): boolean {
+  return Boolean(env[key] || env[`${key}_FILE`]);
+}
+
 /**
  * The raw value of a secret key: the key itself, or the contents of the file that `<key>_FILE`
  * names (the convention of container and secret-store mounts; one trailing newline is dropped).

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
-import { readKey, type Env } from './config.ts';
+import { isKeySet, readKey, type Env } from './config.ts';
 import { KAFKA_SASL_MECHANISMS, KAFKA_SECURITY_PROTOCOLS, SECURITY_KEYS as KEYS } from './config-keys-security.ts';
 import { ConfigError, PushError, errorMessage } from './errors.ts';
 import { rememberSecret } from './secret-values.ts';
@@ -84,7 +84,7 @@ export function readKafkaSecurity(env: Env = process.env): KafkaSecurity {
   }
   if (!usesSasl(protocol)) {
     const saslKeys = [KEYS.PUSH_KAFKA_SASL_USERNAME, KEYS.PUSH_KAFKA_SASL_PASSWORD, KEYS.PUSH_KAFKA_SASL_OAUTHBEARER_TOKEN].map((k) => k.key);
-    const stray = saslKeys.find((k) => env[k] || env[`${k}_FILE`]);
+    const stray = saslKeys.find((k) => isKeySet(env, k));
     if (stray)
       throw new ConfigError(stray, `set, but PUSH_KAFKA_SECURITY_PROTOCOL=${protocol} does not authenticate with SASL (SASL_SSL and SASL_PLAINTEXT do)`);
   }
@@ -107,14 +107,11 @@ function oauthToken(sasl: Extract<KafkaSasl, { mechanism: 'OAUTHBEARER' }>): str
 
 function saslOptions(sasl: KafkaSasl): SASLOptions {
   switch (sasl.mechanism) {
-    case 'PLAIN':
-      return { mechanism: 'plain', username: sasl.username, password: sasl.password };
-    case 'SCRAM-SHA-256':
-      return { mechanism: 'scram-sha-256', username: sasl.username, password: sasl.password };
-    case 'SCRAM-SHA-512':
-      return { mechanism: 'scram-sha-512', username: sasl.username, password: sasl.password };
     case 'OAUTHBEARER':
       return { mechanism: 'oauthbearer', oauthBearerProvider: () => Promise.resolve({ value: oauthToken(sasl) }) };
+    default:
+      // kafkajs names the mechanisms in lower case: plain, scram-sha-256, scram-sha-512.
+      return { mechanism: sasl.mechanism.toLowerCase() as 'plain' | 'scram-sha-256' | 'scram-sha-512', username: sasl.username, password: sasl.password };
   }
 }
 

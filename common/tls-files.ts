@@ -6,7 +6,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent } from 'undici';
-import { readKey, type Env } from './config.ts';
+import { isKeySet, readKey, type Env } from './config.ts';
 import type { StringKey } from './config-key-kinds.ts';
 import { ConfigError, errorMessage } from './errors.ts';
 
@@ -76,9 +76,7 @@ export function readTlsMaterial(env: Env, keys: TlsKeys): TlsMaterial | undefine
 
 /** Every key of `keys` that is set in `env` (for the checks that refuse TLS material where it would not be used). */
 export function tlsKeysSet(env: Env, keys: TlsKeys): string[] {
-  return [keys.ca, keys.cert, keys.key, keys.passphrase]
-    .filter((k): k is StringKey => k !== undefined && Boolean(env[k.key] || env[`${k.key}_FILE`]))
-    .map((k) => k.key);
+  return [keys.ca, keys.cert, keys.key, keys.passphrase].filter((k): k is StringKey => k !== undefined && isKeySet(env, k.key)).map((k) => k.key);
 }
 
 const dispatchers = new WeakMap<TlsMaterial, Agent>();

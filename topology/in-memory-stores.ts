@@ -13,7 +13,7 @@ export interface ChangeloggedStore {
   readonly changelogged: boolean;
   /** Changes since the last drain, one per key (last write wins), serialized. */
   drainChanges(): ChangelogEntry[];
-  /** True when drainChanges would have something to drain (a key changed since the last drain). */
+  /** True when drainChanges would have something to drain (a key changed since the last drain; a store without a changelog records none). */
   hasChanges(): boolean;
   /** Applies a changelog record during restore; records nothing. */
   restore(key: string, value: Buffer | null): void;

@@ -193,7 +193,7 @@ export class StreamTask {
   /** A punctuation left outputs or store changes behind: they wait for the next commit. */
   private punctuationWrote(outputsBefore: number): boolean {
     if (this.outputs.length > outputsBefore) return true;
-    for (const store of this.stores.values()) if (store.changelogged && store.hasChanges()) return true;
+    for (const store of this.stores.values()) if (store.hasChanges()) return true;
     return false;
   }
 
