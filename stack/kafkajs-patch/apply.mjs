@@ -39,9 +39,9 @@ const REQUEST_QUEUE_SCHEDULE = `  scheduleCheckPendingRequests() {
 /**
  * The published scheduleRequestTimeoutCheck runs a 100 ms interval on every connection from connect
  * to close, requests in flight or not. A worker holds a connection per transactional producer (one
- * per task), so an idle worker woke hundreds of times a second to find nothing in flight: most of
- * what the background worker burnt idle. The check now runs only while a request is in flight, every
- * second (a tenth of the default 30 s request timeout; never longer than the timeout itself).
+ * per task), so an idle worker fired ten of these a second per connection to find nothing in flight.
+ * The replacement runs the check only while a request is in flight, every second (a tenth of the
+ * default 30 s request timeout; never longer than the timeout itself).
  */
 const REQUEST_TIMEOUT_CHECK = `  scheduleRequestTimeoutCheck() {
     // ${REQUEST_QUEUE_MARK} (stack/kafkajs-patch/apply.mjs): a timeout check only while requests are in flight.
