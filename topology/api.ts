@@ -38,6 +38,17 @@ export interface Cancellable {
   cancel(): void;
 }
 
+/** How a wall-clock punctuator tells the runtime when it has work (ProcessorContext.schedule). */
+export interface ScheduleOptions {
+  /**
+   * When the punctuator next has anything to do (a timer store's earliest due time), or undefined
+   * when nothing is pending. The punctuation is skipped until then: it runs at the first point of its
+   * grid at or after that time. Asked each time the runtime arms its timer (after every turn of the
+   * task), so a timer a record set is seen at once; a time in the past means due now.
+   */
+  readonly nextDueMs?: () => number | undefined;
+}
+
 export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   readonly applicationId: string;
   /** `<subtopology>_<partition>`, e.g. `1_3`. Stable across restarts and moves. */
@@ -52,12 +63,19 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
    * Schedules a punctuator. Stream-time punctuators fire as record timestamps advance the task's
    * stream time; wall-clock punctuators fire by system time, at the multiples of their interval on
    * the wall clock (the first within one interval of scheduling). Missed intervals are skipped and
-   * the schedule stays on its grid. A punctuator that polls (a timer store checked every 100 ms)
+   * the schedule stays on its grid. A punctuator that polls (a timer store checked on each tick)
    * returns `false` when it found nothing due: unless it forwarded a record or changed a changelogged
    * store all the same, the task then has nothing new to commit, and an idle task commits nothing.
    * Any other return counts as work a commit must follow (a processor's flush may release it).
+   * A wall-clock punctuator that only acts on what falls due passes `nextDueMs` (ScheduleOptions):
+   * it is then called only once something is due, and a task with nothing pending wakes nobody.
    */
-  schedule(intervalMs: number, type: PunctuationType, punctuator: (timestamp: number) => void | boolean | Promise<void | boolean>): Cancellable;
+  schedule(
+    intervalMs: number,
+    type: PunctuationType,
+    punctuator: (timestamp: number) => void | boolean | Promise<void | boolean>,
+    options?: ScheduleOptions,
+  ): Cancellable;
   getStateStore<S>(name: string): S;
   /** Highest record timestamp seen by this task; never decreases. -1 before the first record. */
   streamTimeMs(): number;

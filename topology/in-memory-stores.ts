@@ -173,7 +173,6 @@ export class InMemoryTimerStore implements TimerStore, ChangeloggedStore {
     return slot === undefined ? undefined : this.due[slot];
   }
 
-  /** Earliest due time, or undefined when empty. */
   peekDueMs(): number | undefined {
     return this.heapSize === 0 ? undefined : this.due[this.heap[0]!];
   }
@@ -333,6 +332,10 @@ export class InMemoryScheduleStore implements ScheduleStore, ChangeloggedStore {
     this.keys.push(key);
     this.due[at] = dueMs;
     this.siftUp(at);
+  }
+
+  peekDueMs(): number | undefined {
+    return this.keys.length === 0 ? undefined : this.due[0];
   }
 
   popDue(nowMs: number, limit = Number.POSITIVE_INFINITY): Array<{ key: string; dueMs: number }> {

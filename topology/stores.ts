@@ -39,6 +39,8 @@ export interface TimerStore {
   dueTime(key: string): number | undefined;
   /** Removes and returns, in due-time order, every key due at or before `nowMs`. */
   popDue(nowMs: number, limit?: number): Array<{ key: string; dueMs: number }>;
+  /** The earliest due time held, or undefined when empty. */
+  peekDueMs(): number | undefined;
   readonly size: number;
 }
 
@@ -58,6 +60,8 @@ export interface ScheduleStore {
   add(key: string, dueMs: number): void;
   /** Removes and returns, in (due time, key) order, every entry due at or before `nowMs`. */
   popDue(nowMs: number, limit?: number): Array<{ key: string; dueMs: number }>;
+  /** The earliest entry's due time (it may be stale), or undefined when empty. */
+  peekDueMs(): number | undefined;
   /** Entries held, stale ones included. */
   readonly size: number;
 }

@@ -64,8 +64,21 @@ interface Schedule {
   readonly intervalMs: number;
   readonly node: string;
   readonly fn: (timestamp: number) => void | boolean | Promise<void | boolean>;
+  /** ScheduleOptions.nextDueMs (wall-clock only). */
+  readonly nextDueMs?: () => number | undefined;
   nextMs: number;
   cancelled: boolean;
+}
+
+/**
+ * When a wall-clock schedule runs next: its next point on the grid, or, for one that says when it
+ * has work (`nextDueMs`), the first point of its grid at or after that; undefined while it has none.
+ */
+function runsAtMs(s: Schedule): number | undefined {
+  if (!s.nextDueMs) return s.nextMs;
+  const due = s.nextDueMs();
+  if (due === undefined) return undefined;
+  return due <= s.nextMs ? s.nextMs : s.nextMs + Math.ceil((due - s.nextMs) / s.intervalMs) * s.intervalMs;
 }
 
 const isPromise = (x: unknown): x is Promise<unknown> => !!x && typeof (x as { then?: unknown }).then === 'function';
@@ -182,7 +195,7 @@ export class StreamTask {
   /**
    * True when records were processed or punctuators ran since the last drain, or deferred records
    * are unfinished. A punctuation whose punctuator said it found nothing due (returned `false`:
-   * the merge and hold timers poll every 100 ms) and that forwarded nothing and changed no
+   * a stale entry of the merge's schedule, for one) and that forwarded nothing and changed no
    * changelogged store does not count, so an idle task commits nothing.
    */
   hasUncommittedWork(): boolean {
@@ -296,7 +309,11 @@ export class StreamTask {
   /** Earliest due wall-clock punctuation, for the runtime's timer. */
   nextWallClockMs(): number | undefined {
     let next: number | undefined;
-    for (const s of this.schedules) if (!s.cancelled && s.type === 'wall-clock' && (next === undefined || s.nextMs < next)) next = s.nextMs;
+    for (const s of this.schedules) {
+      if (s.cancelled || s.type !== 'wall-clock') continue;
+      const at = runsAtMs(s);
+      if (at !== undefined && (next === undefined || at < next)) next = at;
+    }
     return next;
   }
 
@@ -398,7 +415,9 @@ export class StreamTask {
   }
 
   private async punctuate(type: PunctuationType, nowMs: number): Promise<void> {
-    const due = this.schedules.filter((s) => !s.cancelled && s.type === type && s.nextMs <= nowMs).sort((a, b) => a.nextMs - b.nextMs);
+    const due = this.schedules
+      .filter((s) => !s.cancelled && s.type === type && s.nextMs <= nowMs && (type === 'stream-time' || (runsAtMs(s) ?? Infinity) <= nowMs))
+      .sort((a, b) => a.nextMs - b.nextMs);
     for (const s of due) {
       // Missed intervals are skipped; the schedule stays on its grid.
       s.nextMs += s.intervalMs * (Math.floor((nowMs - s.nextMs) / s.intervalMs) + 1);
@@ -469,12 +488,20 @@ export class StreamTask {
         for (const child of targets) task.invoke(child, record);
         task.count(task.recordsOut, node.name, targets.length);
       },
-      schedule(intervalMs, type, fn): Cancellable {
+      schedule(intervalMs, type, fn, options): Cancellable {
         if (!(intervalMs >= 1)) throw new PushError('INVALID_SCHEDULE', `${node.name}: punctuation interval must be ≥ 1 ms`);
         // A wall-clock schedule runs on its interval's grid of the wall clock, not from now: every
         // task's schedules of one interval fall due together, and the runtime wakes once for them.
         const nextMs = type === 'stream-time' ? 0 : (Math.floor(task.options.clock() / intervalMs) + 1) * intervalMs;
-        const s: Schedule = { type, intervalMs, node: node.name, fn, nextMs, cancelled: false };
+        const s: Schedule = {
+          type,
+          intervalMs,
+          node: node.name,
+          fn,
+          nextMs,
+          cancelled: false,
+          ...(type === 'wall-clock' && options?.nextDueMs ? { nextDueMs: options.nextDueMs } : {}),
+        };
         task.schedules.push(s);
         return { cancel: () => void (s.cancelled = true) };
       },

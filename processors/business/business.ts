@@ -87,7 +87,7 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
     this.deferred = ctx.getStateStore(s.deferred);
     this.timers = ctx.getStateStore(s.deferredTimers);
     this.ledger = new QuotaLedger(ctx.getStateStore(s.quotaLedger), this.config.quotas, this.config.partitionCount, this.config.quotaTimeZone);
-    ctx.schedule(this.config.releaseCheckIntervalMs, 'wall-clock', (now) => this.release(now));
+    ctx.schedule(this.config.releaseCheckIntervalMs, 'wall-clock', (now) => this.release(now), { nextDueMs: () => this.nextDueMs() });
   }
 
   process(record: StreamRecord<string, unknown>): void {
@@ -156,7 +156,14 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
     this.timers.set(p.requestId, until);
   }
 
-  /** Decides the kept requests that are due again. */
+  /** When a kept request is due again or a remembered idempotency key expires, whichever is first. */
+  private nextDueMs(): number | undefined {
+    const kept = this.timers.peekDueMs();
+    const expiry = this.idempotency.nextExpiryMs();
+    return kept === undefined || expiry === undefined ? (kept ?? expiry) : Math.min(kept, expiry);
+  }
+
+  /** Decides the kept requests that are due again (and forgets expired idempotency keys). */
   private release(now: number): void {
     this.idempotency.expire(now, this.config.releaseBatch);
     for (const { key } of this.timers.popDue(now, this.config.releaseBatch)) {

@@ -30,6 +30,11 @@ export class IdempotencyKeys {
     return false;
   }
 
+  /** When the earliest remembered pair expires; undefined when none is. */
+  nextExpiryMs(): number | undefined {
+    return this.timers.peekDueMs();
+  }
+
   /** Forgets the pairs past their retention (at most `limit`). */
   expire(now: number, limit: number): void {
     this.timers.popDue(now, limit);

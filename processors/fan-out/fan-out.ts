@@ -97,7 +97,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
       this.config.maxParked,
     );
     this.parked.restore((taskId, p) => this.retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq));
-    context.schedule(this.config.retryPollMs, 'wall-clock', (now) => this.resumeDue(now));
+    context.schedule(this.config.retryPollMs, 'wall-clock', (now) => this.resumeDue(now), { nextDueMs: () => this.parked.nextDueMs() });
   }
 
   async process(record: StreamRecord<string, In>): Promise<void> {
@@ -112,6 +112,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
    * for them and holds those still running in the parked store (`hold`).
    */
   async flushFinished(): Promise<void> {
+    this.reportParked();
     if (this.config.fused) {
       // What goes out now has its task's result in MySQL already (`start`): nothing to flush.
       await this.running.settleOrHold(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
@@ -123,6 +124,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   }
 
   async flush(): Promise<void> {
+    this.reportParked();
     await this.running.settle(true);
     this.parked.writeHeld();
     await this.ledger.flush();
@@ -154,12 +156,23 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     this.running.drain();
   }
 
-  /** The retry punctuator: ends what is over the cap, resumes the parked dispatches now due. */
+  /**
+   * The parked gauge: at each punctuation and each commit (the punctuation runs only when a parked
+   * dispatch is due, and whatever parks or unparks one is work a commit follows).
+   */
+  private reportParked(): void {
+    this.listener?.onParked?.(this.ctx.taskId, this.parked.size);
+  }
+
+  /**
+   * The retry punctuator, called only once a parked dispatch is due or the store is over its cap
+   * (`ParkedDispatches.nextDueMs`): ends what is over the cap, resumes the parked dispatches now due.
+   */
   private async resumeDue(now: number): Promise<void> {
     if (this.options.cancellationsRead) await this.options.cancellationsRead;
     this.evictOverCap(); // a cap lowered since the store was written
     for (const p of this.parked.takeDue(now, this.config.maxInFlight)) this.start(p, false);
-    this.listener?.onParked?.(this.ctx.taskId, this.parked.size);
+    this.reportParked();
     await this.running.backpressure();
     this.running.drain();
   }

@@ -366,6 +366,11 @@ export class ParkedDispatches {
     return decodeParked(taskId, value);
   }
 
+  /** When the earliest parked dispatch is due (at once while over the cap); undefined when none is parked. */
+  nextDueMs(): number | undefined {
+    return this.size > this.maxParked ? 0 : this.timers.peekDueMs();
+  }
+
   /** Removes and returns the dispatches due at `nowMs`, earliest first, at most `limit`. */
   takeDue(nowMs: number, limit: number): DispatchProgress[] {
     const due: DispatchProgress[] = [];

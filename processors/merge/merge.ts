@@ -55,7 +55,7 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     this.timers = ctx.getStateStore(this.config.stores.windowTimers);
     // The schedule is not changelogged: after a restore it is rebuilt from the windows.
     if (this.timers.size === 0) for (const [key, encoded] of this.windows.entries()) this.timers.add(key, dueOfEncoded(encoded));
-    ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.onTimers(now));
+    ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.onTimers(now), { nextDueMs: () => this.timers.peekDueMs() });
   }
 
   process(record: StreamRecord<string, unknown>): void {

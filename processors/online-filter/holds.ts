@@ -70,6 +70,11 @@ export class Holds {
     return this.timers.popDue(nowMs);
   }
 
+  /** When the earliest hold is due; undefined when nothing is held. */
+  nextDueMs(): number | undefined {
+    return this.timers.peekDueMs();
+  }
+
   /** The conversations held for the device (compositeKey(uid, device)): a snapshot, safe to iterate while releasing. */
   heldConvs(deviceKey: string): readonly string[] {
     const convs = this.convsByDevice.get(deviceKey);

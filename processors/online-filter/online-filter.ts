@@ -78,7 +78,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     this.presence = ctx.getStateStore(this.config.stores.presence);
     this.holds = new Holds(ctx.getStateStore(this.config.stores.holds), ctx.getStateStore<TimerStore>(this.config.stores.holdTimers));
     this.holds.rebuild();
-    ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.releaseDue(now));
+    ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.releaseDue(now), { nextDueMs: () => this.holds.nextDueMs() });
   }
 
   /** Before a commit: every ACK mark still ahead of its message goes to the changelog with its presence. */

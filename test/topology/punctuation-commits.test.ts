@@ -76,3 +76,45 @@ test("wall-clock schedules run on their interval's grid of the wall clock, whene
     assert.equal(task.nextWallClockMs(), 1_000_100, `a task started at ${start}`);
   }
 });
+
+/** A task whose 100 ms punctuator says when it next has work (`pending.dueMs`; undefined: nothing pending), and counts its calls. */
+function taskWithDueTime(clock: { now: number }, pending: { dueMs: number | undefined }, calls: number[]) {
+  const topology = new TopologyBuilder()
+    .addSource('in', { topics: ['in'], keySerde: stringSerde, valueSerde: stringSerde })
+    .addProcessor(
+      'p',
+      () => ({
+        init: (ctx: ProcessorContext<string, string>) => {
+          ctx.schedule(100, 'wall-clock', (now) => void calls.push(now), { nextDueMs: () => pending.dueMs });
+        },
+        process: () => undefined,
+      }),
+      'in',
+    )
+    .build();
+  return standaloneTask(topology, 'punctuation-due-time', () => clock.now);
+}
+
+test('a punctuator that says when it has work runs only then, at the first point of its grid from that time', async () => {
+  const clock = { now: 1_000_050 };
+  const pending: { dueMs: number | undefined } = { dueMs: undefined };
+  const calls: number[] = [];
+  const task = taskWithDueTime(clock, pending, calls);
+  await task.init();
+  assert.equal(task.nextWallClockMs(), undefined, 'nothing pending: the runtime has nothing to wake for');
+  for (const now of [1_000_100, 1_000_200, 1_005_000]) await task.punctuateWallClock(now);
+  assert.deepEqual(calls, [], 'not called while nothing is pending');
+
+  pending.dueMs = 1_005_230;
+  assert.equal(task.nextWallClockMs(), 1_005_300, 'the first grid point at or after the due time');
+  await task.punctuateWallClock(1_005_240);
+  assert.deepEqual(calls, [], 'due, but its grid point has not come');
+  await task.punctuateWallClock(1_005_300);
+  assert.deepEqual(calls, [1_005_300]);
+
+  pending.dueMs = 1_000_000;
+  assert.equal(task.nextWallClockMs(), 1_005_400, 'overdue work runs at the next grid point');
+  await task.punctuateWallClock(1_005_400);
+  assert.deepEqual(calls, [1_005_300, 1_005_400]);
+  assert.equal(task.hasUncommittedWork(), true, 'a punctuation that ran and did not say it found nothing counts as work');
+});
