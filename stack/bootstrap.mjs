@@ -14,8 +14,8 @@ if (stale) {
   console.log('[bootstrap] installing Node dependencies (npm ci) ...');
   execFileSync('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
 }
-// kafkajs' producer loses records when a partition's leader moves during a send; the fix is
-// installed over it here as well as by npm's postinstall (stack/kafkajs-patch/apply.mjs).
+// The kafkajs fixes (stack/kafkajs-patch): installed here as well as by npm's postinstall, so a
+// checkout that gained a fix since its last npm ci gets it.
 const { applyKafkajsPatch } = await import('./kafkajs-patch/apply.mjs');
 try {
   applyKafkajsPatch();

@@ -140,7 +140,7 @@ export class ConsumerSupervisor {
       tasks.onAssignment(payload.memberId, payload.memberAssignment);
     });
     consumer.on(consumer.events.FETCH, ({ payload }) => {
-      // Every batch of the fetch, empty ones included (stack/kafkajs-patch/apply.mjs, FETCH_ORDER_METHODS).
+      // Every batch of the fetch, empty ones included (stack/kafkajs-patch/fetch-order.patch).
       const { batches } = payload as { batches?: Batch[] };
       if (batches && !retired()) tasks.onFetched(batches);
     });

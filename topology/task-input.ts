@@ -20,7 +20,7 @@ export type QueuedInput = InputRecord | ConsumedThrough;
 /**
  * Which fetch of the consumer handed a partition's records over, and what the broker said was left.
  * The consumer numbers each fetch when it is sent and again when it is answered, from one counter
- * (stack/kafkajs-patch/apply.mjs, FETCH_ORDER_METHODS), so `sent` of a later fetch is above
+ * (stack/kafkajs-patch/fetch-order.patch), so `sent` of a later fetch is above
  * `answered` of every fetch that ended before it was sent.
  */
 export interface FetchMark {

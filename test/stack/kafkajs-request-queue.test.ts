@@ -1,5 +1,5 @@
 /**
- * The kafkajs request-queue fix (stack/kafkajs-patch/apply.mjs; docs/operations.md, "The kafkajs
+ * The kafkajs request-queue fix (stack/kafkajs-patch/request-queue.patch; docs/operations.md, "The kafkajs
  * fixes"): kafkajs 2.2.4 as published re-armed a timer of (throttledUntil - now) on every
  * connection that got an answer, a negative delay once no throttle is in force, so each such
  * connection ran a 1 ms timer for as long as it stayed open: thousands of timers a second for a

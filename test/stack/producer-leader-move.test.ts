@@ -1,5 +1,5 @@
 /**
- * The kafkajs producer fix (stack/kafkajs-patch/sendMessages.cjs; docs/operations.md, "The kafkajs
+ * The kafkajs producer fix (stack/kafkajs-patch/producer-retry.patch; docs/operations.md, "The kafkajs
  * fixes"), on the 3-broker cluster: one send spans two brokers while the leadership of one
  * of its partitions has moved to the other broker. kafkajs 2.2.4 as published retried only brokers
  * that had not answered yet, so the moved partition's record was never written and the send still
