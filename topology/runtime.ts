@@ -116,10 +116,24 @@ export class StreamsApp {
       await this.sharedProducer.connect();
     }
     await this.supervisor.start();
-    // The tasks arm their own timer for what falls due (TaskManager.tick); this slow beat is a
-    // backstop for work that became due without a turn of its task.
-    this.tick = setInterval(() => this.tasks.tick(), Math.max(1000, this.options.commitIntervalMs));
+    this.armBackstop();
     this.log.info('streams app started', { guarantee: this.options.processingGuarantee, subtopologies: topology.subtopologies.length });
+  }
+
+  /**
+   * The tasks arm their own timer for what falls due (TaskManager.tick); this slow beat is a
+   * backstop for work that became due without a turn of its task. It beats on the wall clock's
+   * multiples of its period, so the applications of one process share its wake-ups.
+   */
+  private armBackstop(): void {
+    const periodMs = Math.max(1000, this.options.commitIntervalMs);
+    this.tick = setTimeout(
+      () => {
+        this.tasks.tick();
+        if (!this.closing && !this.fatal) this.armBackstop();
+      },
+      periodMs - (Date.now() % periodMs),
+    );
   }
 
   /**
@@ -129,7 +143,7 @@ export class StreamsApp {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    if (this.tick) clearInterval(this.tick);
+    clearTimeout(this.tick);
     this.tasks.stopTimer();
     await this.supervisor.quiesce();
     await this.tasks.commitAll();
@@ -168,7 +182,7 @@ export class StreamsApp {
     if (this.fatal) return;
     this.fatal = error;
     this.log.error('processing failed; stopping (processingErrorPolicy=fail)', { code: errorCode(error), error: errorMessage(error) });
-    if (this.tick) clearInterval(this.tick);
+    clearTimeout(this.tick);
     this.tasks.stopTimer();
     await this.supervisor.disconnect();
     await this.tasks.closeAll();
