@@ -39,7 +39,7 @@ import { buildBusinessTopology, businessLaneVendors } from './business.ts';
 import { businessOptionsFromEnv } from './business-config.ts';
 import { startCampaignCancellations } from '../campaign-control.ts';
 import { readKey } from '../../common/config.ts';
-import { CONFIG_KEYS } from '../../common/config-keys.ts';
+import { CONFIG_KEYS, STAGE_NAMES } from '../../common/config-keys.ts';
 import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
 import { buildReceiptTopology, receiptsByMessageTopic, receiptsByUidTopic } from './receipts.ts';
 import { buildClickhouseSinkTopology } from './clickhouse.ts';
@@ -47,7 +47,8 @@ import { meteredSerdes, meteredVendors } from './metering.ts';
 import { buildCampaignsTopology, campaignExpansionOptionsFromEnv, startCampaignPace } from './campaigns.ts';
 import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
 
-export const STAGES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
+/** The stages: the one list is common/config-keys.ts' (PUSH_STAGES is declared there); `buildStage` has a case for each. */
+export const STAGES = STAGE_NAMES;
 export type StageName = (typeof STAGES)[number];
 
 /** Shared resources a worker hands to the applications it runs. */
