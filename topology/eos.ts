@@ -29,6 +29,13 @@ export class TaskFencedError extends PushError {
   }
 }
 
+/** A task's commit failed (its transaction aborted, or an earlier commit of it had): the task restarts from its last commit. */
+export class CommitFailedError extends PushError {
+  constructor(message: string, cause?: unknown) {
+    super('COMMIT_FAILED', message, { retriable: true, cause });
+  }
+}
+
 /**
  * At-least-once: the group refused the input offsets while it rebalanced, or the task was revoked
  * before they were sent. The outputs are written; the offsets are not committed, so the task's
@@ -184,7 +191,7 @@ export class TransactionalCommitter implements TaskCommitter {
       // transaction to the next owner, whose fencing (init) aborts it.
       await tx.abort().catch(() => undefined);
       this.machine.to('ready');
-      throw new PushError('COMMIT_FAILED', `transaction of ${this.transactionalId} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
+      throw new CommitFailedError(`transaction of ${this.transactionalId} failed: ${errorMessage(error)}`, error);
     }
   }
 

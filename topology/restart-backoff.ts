@@ -3,6 +3,7 @@ import type { Logger } from '../common/log.ts';
 import { backoffDelay } from '../common/retry.ts';
 import type { MetricsListener } from './metrics.ts';
 import { kafkaErrorType } from './kafka-errors.ts';
+import { TaskFailedError } from './task.ts';
 
 export interface RestartBackoffOptions {
   /** Delay before the first restart of a run, ms. */
@@ -136,7 +137,7 @@ export class RestartPacer {
 /** The reason's code; a failed task's is its cause's (COMMIT_FAILED, REGISTRY_UNAVAILABLE, …), which says more. */
 function restartCode(reason: unknown): string {
   let e = reason;
-  for (let depth = 0; depth < 5 && errorCode(e) === 'TASK_FAILED' && e instanceof Error && e.cause !== undefined; depth++) e = e.cause;
+  for (let depth = 0; depth < 5 && e instanceof TaskFailedError && e.cause !== undefined; depth++) e = e.cause;
   const code = errorCode(e);
   return code === 'UNKNOWN' ? (kafkaErrorType(e) ?? code) : code;
 }

@@ -1,5 +1,4 @@
-import { PushError } from '../common/errors.ts';
-import { OffsetsRefusedError, type CommitBatch } from './eos.ts';
+import { CommitFailedError, OffsetsRefusedError, type CommitBatch } from './eos.ts';
 import type { safeMetrics } from './metrics.ts';
 import type { TaskHandle } from './task-handle.ts';
 
@@ -77,7 +76,7 @@ export class TaskCommits {
   /** Commits and waits for the broker (revocation, shutdown): after the commit in flight, if any. */
   async commitNow(handle: TaskHandle): Promise<void> {
     await handle.commitInFlight;
-    if (handle.commitFailed) throw new PushError('COMMIT_FAILED', `an earlier commit of task ${handle.id} failed`, { retriable: true });
+    if (handle.commitFailed) throw new CommitFailedError(`an earlier commit of task ${handle.id} failed`);
     const prepared = await this.prepare(handle, true);
     if (!prepared) return;
     await handle.committer.commit(prepared.batch);

@@ -1,10 +1,10 @@
 import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, Producer, RequestEvent } from 'kafkajs';
-import { PushError, errorCode, errorMessage, isRetriable } from '../common/errors.ts';
+import { PushError, errorCode, errorMessage } from '../common/errors.ts';
 import type { Logger } from '../common/log.ts';
 import { sleep, withTimeout } from '../common/retry.ts';
-import { StreamTask } from './task.ts';
+import { StreamTask, TaskFailedError } from './task.ts';
 import { changelogTopicName, restoreChangelogs, type RestoreTarget } from './changelog.ts';
-import { AtLeastOnceCommitter, TransactionalCommitter, type TaskCommitter } from './eos.ts';
+import { AtLeastOnceCommitter, CommitFailedError, TransactionalCommitter, type TaskCommitter } from './eos.ts';
 import { TaskCommits } from './task-commits.ts';
 import { taskId, type TaskId } from './assignor.ts';
 import type { MetricsListener } from './metrics.ts';
@@ -478,12 +478,14 @@ export class TaskManager {
   private onTaskError(handle: TaskHandle, error: unknown): void {
     if (this.ctx.closing()) return;
     const { log } = this.ctx;
-    const retriable = isRetriable(error) || errorCode(error) === 'TASK_FENCED' || errorCode(error) === 'COMMIT_FAILED';
-    if (!retriable && errorCode(error) === 'TASK_FAILED') {
+    // A processing failure that the error policy does not absorb, and that no retry can cure, stops
+    // the application. Anything else (a fenced producer, a failed commit, a store outage) restarts
+    // from the last commit.
+    if (error instanceof TaskFailedError && !error.retriable) {
       this.ctx.fail(error);
       return;
     }
-    const refused = errorCode(error) === 'COMMIT_FAILED' ? refusedForGood(error) : undefined;
+    const refused = error instanceof CommitFailedError ? refusedForGood(error) : undefined;
     if (refused !== undefined) {
       // Refused again after the restart, which backs off: a slow loop that metrics and pushctl status
       // show. Sinks check sizes and keys against the topic configs (re-read at each restart) first.
