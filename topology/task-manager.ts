@@ -164,6 +164,7 @@ export class TaskManager {
       changelogTopic: (store) => changelogTopicName(applicationId, store),
       topicRules: this.ctx.topicRules,
       onOutputDeadLetter: ({ topic, code }) => metrics.onDeadLetter({ applicationId, topic, partition, code }),
+      onDeferredDone: () => this.armFor(handle),
       logger: log,
     });
     const committer: TaskCommitter =

@@ -47,6 +47,12 @@ export interface TaskOptions {
    * wrote it). Dead-lettered input records are reported through ProcessOutcome instead.
    */
   readonly onOutputDeadLetter?: (event: { topic: string; code: string; origin: string }) => void;
+  /**
+   * A record whose completion a processor deferred has finished (a vendor call answered after its
+   * turn ended): the task has work to commit that no turn of its own announced, so the runtime arms
+   * its commit timer.
+   */
+  readonly onDeferredDone?: () => void;
   readonly logger?: Logger;
 }
 
@@ -378,6 +384,7 @@ export class StreamTask {
       if (entry.done) return;
       entry.done = true;
       this.uncommitted = true;
+      this.options.onDeferredDone?.();
       if (error === undefined) return;
       if (this.options.processingErrorPolicy === 'fail' || isRetriable(error) || !input) this.deferredFailure ??= error;
       else
