@@ -422,8 +422,9 @@ export class StreamTask {
   }
 
   private async punctuate(type: PunctuationType, nowMs: number): Promise<void> {
+    // A wall-clock schedule runs at its grid point, or later while it has nothing due (runsAtMs).
     const due = this.schedules
-      .filter((s) => !s.cancelled && s.type === type && s.nextMs <= nowMs && (type === 'stream-time' || (runsAtMs(s) ?? Infinity) <= nowMs))
+      .filter((s) => !s.cancelled && s.type === type && (type === 'stream-time' ? s.nextMs : (runsAtMs(s) ?? Infinity)) <= nowMs)
       .sort((a, b) => a.nextMs - b.nextMs);
     for (const s of due) {
       // Missed intervals are skipped; the schedule stays on its grid.
@@ -500,15 +501,8 @@ export class StreamTask {
         // A wall-clock schedule runs on its interval's grid of the wall clock, not from now: every
         // task's schedules of one interval fall due together, and the runtime wakes once for them.
         const nextMs = type === 'stream-time' ? 0 : (Math.floor(task.options.clock() / intervalMs) + 1) * intervalMs;
-        const s: Schedule = {
-          type,
-          intervalMs,
-          node: node.name,
-          fn,
-          nextMs,
-          cancelled: false,
-          ...(type === 'wall-clock' && options?.nextDueMs ? { nextDueMs: options.nextDueMs } : {}),
-        };
+        const nextDueMs = type === 'wall-clock' ? options?.nextDueMs : undefined;
+        const s: Schedule = { type, intervalMs, node: node.name, fn, nextMs, cancelled: false, nextDueMs };
         task.schedules.push(s);
         return { cancel: () => void (s.cancelled = true) };
       },

@@ -182,9 +182,9 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
   /**
    * Closes due windows and forgets expired ones; the due time of a (uid, conv) is its earliest
    * `until`. An entry whose (uid, conv) has since moved to another due time (or gone) is stale and
-   * skipped: the entry for the current due time is in the schedule too (see `store`).
+   * skipped: the entry for the current due time is in the schedule too (see `store`). Returns false
+   * when no entry was due (the runtime then has nothing to commit for it).
    */
-  /** Closes the windows now due; false when none was (the runtime then has nothing to commit for it). */
   private onTimers(now: number): boolean {
     const due = this.timers.popDue(now);
     for (const { key, dueMs } of due) {

@@ -117,8 +117,7 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     if (table === 'tokens' && this.devices.get(uid)) this.devices.delete(uid);
   }
 
-  /** Releases every hold window that is due by the wall clock. */
-  /** Releases the holds now due; false when none was (the runtime then has nothing to commit for it). */
+  /** Releases every hold window due by the wall clock; false when none was (the runtime then has nothing to commit for it). */
   private releaseDue(now: number): boolean {
     const due = this.holds.popDue(now);
     for (const { key } of due) this.releaseHold(key, now);

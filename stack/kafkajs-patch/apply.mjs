@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 
-/** fixes.json: `{ package, version, fixes: [{ patch, mark, published: { <path in the package>: sha256 } }] }`. */
-export const KAFKAJS_FIXES = JSON.parse(readFileSync(join(here, 'fixes.json'), 'utf8'));
+/** fixes.json (its shape: common/kafkajs-patch.ts, KafkajsFix). */
+const KAFKAJS_FIXES = JSON.parse(readFileSync(join(here, 'fixes.json'), 'utf8'));
 
 /**
  * Applies every fix not installed yet to node_modules/kafkajs. True when one was installed; false
