@@ -11,6 +11,12 @@
  * counts as undici; the microtask queue as microtasks), or V8's pseudo-frames ((garbage collector),
  * (idle), (program)). Several files are summed. `--root` names the checkout the profiled workers ran
  * from when it is not this one (its files would otherwise count as `(other)`).
+ *
+ * The same samples are also summed by activity (`ACTIVITIES`): each busy sample goes to the first
+ * activity whose code is anywhere on its stack, so a socket write under a MySQL query counts as
+ * MySQL and a serializer under a transaction's produce as Kafka produce. That says what a worker's
+ * cycles are spent on (a fetch, a claim, a vendor call, a commit), which self time by package
+ * spreads over node's streams, buffers and the native socket calls.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -19,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 interface ProfileNode {
   readonly id: number;
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  readonly children?: readonly number[];
 }
 
 export interface CpuProfile {
@@ -35,6 +42,33 @@ export interface ProfileSummary {
   readonly groups: Array<{ readonly group: string; readonly ms: number; readonly share: number; readonly busyShare: number }>;
   /** The functions with the most self time. */
   readonly functions: Array<{ readonly fn: string; readonly group: string; readonly ms: number; readonly share: number }>;
+  /** Busy time per activity (`ACTIVITIES`, then GC, (program) and `other`), ms, largest first, with its share of the busy time. */
+  readonly activities: Array<{ readonly activity: string; readonly ms: number; readonly busyShare: number }>;
+}
+
+/**
+ * What a worker's time is spent on, in the order a stack is matched against (first match wins):
+ * a frame's url and function name against the pattern. The transaction's own code (topology/eos.ts,
+ * task-production.ts, task-commits.ts) counts as Kafka produce, as the requests it sends.
+ */
+export const ACTIVITIES: ReadonlyArray<readonly [string, RegExp]> = [
+  ['MySQL', /node_modules\/mysql2\/|\/sinks\/mysql\//],
+  ['vendor calls and receipt callbacks', /undici|\/sinks\/vendors\/|node:http2|node:_http|\/receipts\//],
+  ['Kafka produce and transactions', /kafkajs\/src\/(producer|protocol\/requests\/(produce|addPartitionsToTxn|addOffsetsToTxn|txnOffsetCommit|endTxn|initProducerId))|\/topology\/(task-production|eos|task-commits)\.ts/],
+  ['Kafka fetch and records', /kafkajs\/src\/(consumer|protocol\/requests\/fetch|protocol\/recordBatch)/],
+  ['Kafka connections', /kafkajs\/src\/(network|broker|cluster)/],
+  ['ClickHouse', /@clickhouse|\/sinks\/clickhouse\//],
+  ['serdes', /node_modules\/avsc\/|confluent-schema-registry|\/(topology|pipeline)\/(registry-)?serdes\.ts/],
+  ['processors', /\/processors\//],
+  ['runtime (topology/)', /\/topology\//],
+  ['metrics', /\/sinks\/metrics\//],
+];
+
+function activityOf(stack: readonly ProfileNode['callFrame'][]): string {
+  const leaf = stack[0]?.functionName;
+  if (leaf === '(garbage collector)' || leaf === '(program)') return leaf;
+  for (const [activity, pattern] of ACTIVITIES) if (stack.some((f) => pattern.test(`${f.url} ${f.functionName}`))) return activity;
+  return 'other';
 }
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -68,9 +102,17 @@ export function groupOf(frame: { functionName: string; url: string }, root = ROO
 export function summarizeProfiles(profiles: readonly CpuProfile[], top = 20, root = ROOT): ProfileSummary {
   const groupMs = new Map<string, number>();
   const fnMs = new Map<string, { group: string; ms: number }>();
+  const activityMs = new Map<string, number>();
   let totalMs = 0;
   for (const profile of profiles) {
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parentOf = new Map<number, number>();
+    for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id);
+    const stackOf = (id: number) => {
+      const stack: ProfileNode['callFrame'][] = [];
+      for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) stack.push(byId.get(at)!.callFrame);
+      return stack;
+    };
     profile.samples.forEach((id, i) => {
       const node = byId.get(id);
       if (!node) return;
@@ -79,6 +121,10 @@ export function summarizeProfiles(profiles: readonly CpuProfile[], top = 20, roo
       totalMs += ms;
       const group = groupOf(node.callFrame, root);
       groupMs.set(group, (groupMs.get(group) ?? 0) + ms);
+      if (group !== '(idle)') {
+        const activity = activityOf(stackOf(id));
+        activityMs.set(activity, (activityMs.get(activity) ?? 0) + ms);
+      }
       const { functionName, url, lineNumber } = node.callFrame;
       const fn =
         `${functionName || '(anonymous)'} ${url ? `${url.replace(`file://${root}`, '').replace(/^(.*\/)?node_modules\//, '')}:${lineNumber + 1}` : ''}`.trim();
@@ -98,6 +144,9 @@ export function summarizeProfiles(profiles: readonly CpuProfile[], top = 20, roo
       .sort((a, b) => b[1].ms - a[1].ms)
       .slice(0, top)
       .map(([fn, { group, ms }]) => ({ fn, group, ms: Math.round(ms), share: share(ms, totalMs) })),
+    activities: [...activityMs.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([activity, ms]) => ({ activity, ms: Math.round(ms), busyShare: share(ms, busyMs) })),
   };
 }
 
@@ -108,6 +157,9 @@ export function formatSummary(s: ProfileSummary): string {
     ...s.groups.map((g) =>
       `  ${g.group.padEnd(34)} ${String(g.ms).padStart(8)} ms  ${pct(g.share)}  ${g.group === '(idle)' ? '' : pct(g.busyShare)}`.trimEnd(),
     ),
+    '',
+    'busy time by activity (each sample goes to the first of these found on its stack):',
+    ...s.activities.map((a) => `  ${a.activity.padEnd(34)} ${String(a.ms).padStart(8)} ms  ${pct(a.busyShare)}`),
     '',
     `top ${s.functions.length} functions by self time:`,
     ...s.functions.map((f) => `  ${pct(f.share)}  ${f.group.padEnd(26)} ${f.fn}`),

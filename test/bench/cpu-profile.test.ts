@@ -50,3 +50,28 @@ test("self time is the samples' time deltas, summed over profiles; busy share le
   assert.equal(s.functions.length, 3);
   assert.match(s.functions[0]!.fn, /^encode kafkajs\/a\.js:1$/);
 });
+
+test('busy time goes to the first activity found anywhere on the stack; idle goes nowhere', () => {
+  const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({ id, callFrame: { functionName, url, lineNumber: 0 }, children });
+  const profile: CpuProfile = {
+    nodes: [
+      frame(1, '(root)', '', [2, 3, 6, 8]),
+      frame(2, '(idle)', ''),
+      // a socket write under a MySQL query: MySQL, not node's streams
+      frame(3, 'claim', 'file:///work/app/sinks/mysql/tasks.ts', [4]),
+      frame(4, 'write', 'file:///work/app/node_modules/mysql2/lib/base/connection.js', [5]),
+      frame(5, 'writeBuffer', ''),
+      // an Avro serializer under a transaction's produce: Kafka produce, the first activity listed
+      frame(6, 'send', 'file:///work/app/node_modules/kafkajs/src/producer/sendMessages.js', [7]),
+      frame(7, 'toBuffer', 'file:///work/app/node_modules/avsc/lib/types.js'),
+      frame(8, '(garbage collector)', ''),
+    ],
+    samples: [2, 5, 5, 7, 8],
+    timeDeltas: [50_000, 10_000, 10_000, 20_000, 5_000],
+  };
+  const a = Object.fromEntries(summarizeProfiles([profile], 3, ROOT).activities.map((x) => [x.activity, x]));
+  assert.deepEqual(Object.keys(a).sort(), ['(garbage collector)', 'Kafka produce and transactions', 'MySQL']);
+  assert.equal(a.MySQL!.ms, 20);
+  assert.equal(a['Kafka produce and transactions']!.ms, 20);
+  assert.equal(a.MySQL!.busyShare, 0.444); // 20 of 45 busy ms
+});
