@@ -27,6 +27,18 @@ const FORBIDDEN = {
 /** Packages a processor must not use: processors are pure logic on records and stores. */
 const PROCESSOR_PACKAGES = { paths: ['kafkajs', '@kafkajs/confluent-schema-registry', 'mysql2', '@clickhouse/client'], patterns: ['kafkajs/*'] };
 
+/**
+ * What the layers above the runtime build on: its processor API, store interfaces, serdes, metrics
+ * hooks, and the partitioner a producer of its inputs keys with. The rest of topology/ (the task
+ * loop, in-memory stores, transactions) is the runtime's own; only pipeline/, which runs it,
+ * reaches further.
+ */
+const TOPOLOGY_API = ['api', 'stores', 'serdes', 'registry-serde', 'metrics', 'partitioner'];
+const topologyInternals = (layer) => ({
+  regex: `^(\\.\\./)+topology/(?!(${TOPOLOGY_API.join('|')})\\.ts$)`,
+  message: `${layer}/ imports from topology/ only its API: ${TOPOLOGY_API.map((f) => `${f}.ts`).join(', ')} (layers: docs/design.md)`,
+});
+
 /** A relative import specifier that climbs out of the file's folder into one of `folders`. */
 const into = (folders, layer) => ({
   regex: `^(\\.\\./)+(${folders.join('|')})(/|$)`,
@@ -37,7 +49,12 @@ const layerRule = (layer, forbidden, packages = { paths: [], patterns: [] }) => 
   'error',
   {
     paths: packages.paths,
-    patterns: [...packages.patterns.map((group) => ({ group: [group] })), ...(forbidden.length > 0 ? [into(forbidden, layer)] : []), into(['cli'], layer)],
+    patterns: [
+      ...packages.patterns.map((group) => ({ group: [group] })),
+      ...(forbidden.length > 0 ? [into(forbidden, layer)] : []),
+      into(['cli'], layer),
+      ...(['processors', 'sinks', 'receipts'].includes(layer) ? [topologyInternals(layer)] : []),
+    ],
   },
 ];
 

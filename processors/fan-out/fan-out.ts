@@ -15,8 +15,11 @@ import { FAILURE_REASON, readAnswer, TaskAnswers, UNREACHED_CODES } from './answ
 import { progressOf, type ChannelAt, type Next, type Walk } from './walk.ts';
 import { withFields } from '../../common/objects.ts';
 
-/** Stores of the fan-out: dispatches waiting out a long backoff, and when each is due. */
-export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers' } as const;
+/**
+ * Stores of the fan-out: dispatches waiting out a long backoff, when each is due, and (in memory
+ * only, rebuilt from the parked store at init) their order by decision time for the cap.
+ */
+export const FAN_OUT_STORES = { parked: 'fan-out-parked', retryTimers: 'fan-out-retry-timers', parkedByAge: 'fan-out-parked-by-age' } as const;
 
 export type { DispatchProgress, ParkedValue } from './parked.ts';
 
@@ -38,7 +41,7 @@ type Out = PushOutcome | TokenReport;
 
 /**
  * The fan-out stage (docs/design.md §2.4): push.dispatch → vendor submissions → push.outcomes (+ token
- * invalidations to push.tokens). Returns the supplier of `FanOutProcessor`, which declares the two
+ * invalidations to push.tokens). Returns the supplier of `FanOutProcessor`, which declares its
  * stores (FAN_OUT_STORES); options are validated here, once. The (vendor, app) gates and batchers
  * are made here too, so every task of the process shares them.
  */
@@ -48,7 +51,11 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, st
   const paths = new SubmitPaths(options.vendors, config.defaultLimits, config.clock, cancelled);
   return withStores(
     () => new FanOutProcessor(options, config, paths, cancelled),
-    [keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde), timerStore(FAN_OUT_STORES.retryTimers)],
+    [
+      keyValueStore<ParkedValue>(FAN_OUT_STORES.parked, parkedStoreSerde),
+      timerStore(FAN_OUT_STORES.retryTimers),
+      timerStore(FAN_OUT_STORES.parkedByAge, { changelog: false }),
+    ],
   );
 }
 
@@ -94,6 +101,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     this.parked = new ParkedDispatches(
       context.getStateStore<KeyValueStore<ParkedValue>>(FAN_OUT_STORES.parked),
       context.getStateStore<TimerStore>(FAN_OUT_STORES.retryTimers),
+      context.getStateStore<TimerStore>(FAN_OUT_STORES.parkedByAge),
       this.config.maxParked,
     );
     this.parked.restore((taskId, p) => this.retrying.add(RetryingDispatches.conversation(p.dispatch.uid, p.dispatch.conv_id), taskId, p.dispatch.seq));

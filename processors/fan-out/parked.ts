@@ -1,5 +1,4 @@
 import type { KeyValueStore, StoreSerde, TimerStore } from '../../topology/stores.ts';
-import { InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
 import type { PushDispatch } from '../model/records.ts';
 import type { ChannelAnswer } from './ledger.ts';
 
@@ -279,7 +278,6 @@ function encodeHeld(held: DispatchProgress[]): string {
  * and the cap does not evict it; after a restart it is parked, due at once.
  */
 export class ParkedDispatches {
-  private readonly byAge = new InMemoryTimerStore('fan-out-parked-by-age', false);
   /** Dispatches held while they run, by task id. */
   private readonly held = new Map<string, DispatchProgress>();
   /** Held entries in the store (`~held.<n>`), and whether `held` changed since they were written. */
@@ -289,6 +287,8 @@ export class ParkedDispatches {
   constructor(
     private readonly store: KeyValueStore<ParkedValue>,
     private readonly timers: TimerStore,
+    /** Parked task ids by decision time (a store without changelog: `restore` rebuilds it), for the cap. */
+    private readonly byAge: TimerStore,
     private readonly maxParked: number,
   ) {}
 

@@ -214,7 +214,7 @@ describe('fan-out: parked values', () => {
     const timers = new InMemoryTimerStore('fan-out-retry-timers');
     store.restore(old.dispatch.task_id, Buffer.from(JSON.stringify(old)));
     timers.restore(old.dispatch.task_id, Buffer.from('1000'));
-    const parked = new ParkedDispatches(store, timers, 10);
+    const parked = new ParkedDispatches(store, timers, new InMemoryTimerStore('age', false), 10);
     const restored: string[] = [];
     parked.restore((taskId) => restored.push(taskId));
     assert.deepEqual(restored, [old.dispatch.task_id]);
@@ -223,7 +223,7 @@ describe('fan-out: parked values', () => {
   });
 
   test('over the cap, the push decided first leaves, whatever the order it was parked in', () => {
-    const parked = new ParkedDispatches(new InMemoryKeyValueStore<ParkedValue>('p', parkedStoreSerde), new InMemoryTimerStore('t'), 2);
+    const parked = new ParkedDispatches(new InMemoryKeyValueStore<ParkedValue>('p', parkedStoreSerde), new InMemoryTimerStore('t'), new InMemoryTimerStore('age', false), 2);
     const at = (uid: string, decidedAt: number) => {
       const p = progress();
       return { ...p, key: uid, dispatch: { ...p.dispatch, uid, task_id: `task-${uid}`, decided_at: decidedAt } };

@@ -116,7 +116,7 @@ describe('repartition store placements', () => {
 
     // The dispatches a fused decisions task held at its last commit share one entry: each goes to its own user's partition, parked.
     const store = new InMemoryKeyValueStore<ParkedValue>('fan-out-parked', parkedStoreSerde);
-    const held = new ParkedDispatches(store, new InMemoryTimerStore('t', true), 10);
+    const held = new ParkedDispatches(store, new InMemoryTimerStore('t', true), new InMemoryTimerStore('age', false), 10);
     for (const uid of ['u7', 'u8'])
       held.hold({
         dispatch: { ...(dispatch as object), uid, task_id: `task-${uid}` } as never,

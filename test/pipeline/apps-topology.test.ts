@@ -32,7 +32,7 @@ describe('application wiring', () => {
         '      --> fan-out',
         '    Source: read-source (topics: [t.im.presence])',
         '      --> fan-out',
-        '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
+        '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers, fan-out-parked-by-age])',
         '      --> outcomes-sink, token-invalidations-sink',
         '      <-- dispatch-source, read-source',
         '    Sink: outcomes-sink (topic: t.push.outcomes)',

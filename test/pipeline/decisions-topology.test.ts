@@ -74,7 +74,7 @@ describe('decisions topology', () => {
           '    Processor: replays (stores: [])',
           '      --> fan-out',
           '      <-- replay-source',
-          '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers])',
+          '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers, fan-out-parked-by-age])',
           '      --> token-invalidations-sink, outcomes-sink',
           '      <-- policy, replays, presence-source',
           '    Sink: token-invalidations-sink (topic: t.push.tokens)',

@@ -27,8 +27,16 @@ const CASES: ReadonlyArray<{ file: string; imports: string; allowed: boolean }> 
   { file: 'pipeline/probe.ts', imports: '../entry/server.ts', allowed: false },
   { file: 'receipts/probe.ts', imports: '../entry/keys.ts', allowed: false },
   { file: 'entry/probe.ts', imports: '../demo/workload.ts', allowed: false },
+  // Above the runtime, only its API: not its in-memory stores, task loop or transactions.
+  { file: 'processors/fan-out/probe.ts', imports: '../../topology/in-memory-stores.ts', allowed: false },
+  { file: 'sinks/mysql/probe.ts', imports: '../../topology/task.ts', allowed: false },
+  { file: 'receipts/probe.ts', imports: '../topology/eos.ts', allowed: false },
   // The directions the layers allow.
   { file: 'processors/fan-out/probe.ts', imports: '../../topology/api.ts', allowed: true },
+  { file: 'processors/fan-out/probe.ts', imports: '../../topology/stores.ts', allowed: true },
+  { file: 'sinks/metrics/probe.ts', imports: '../../topology/metrics.ts', allowed: true },
+  { file: 'receipts/probe.ts', imports: '../topology/partitioner.ts', allowed: true },
+  { file: 'pipeline/probe.ts', imports: '../topology/runtime.ts', allowed: true },
   { file: 'sinks/vendors/probe.ts', imports: '../../processors/fan-out/vendor-port.ts', allowed: true },
   { file: 'pipeline/probe.ts', imports: '../receipts/parsers.ts', allowed: true },
   { file: 'bench/probe.ts', imports: '../demo/workload.ts', allowed: true },
