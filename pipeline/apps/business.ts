@@ -7,10 +7,14 @@
  *
  * Its own consumer group, stores and topics: a campaign's million requests queue here and on
  * push.dispatch.business, never in front of an IM message on im.message.persisted or push.dispatch.
- * push.tokens and push.settings are read as tables (a tombstone deletes the user's tokens or settings).
+ * push.tokens and push.settings are read as tables through ingest nodes (processors/model/inputs.ts:
+ * checked once, a tombstone deletes the user's tokens or settings); requests are tagged for the stage,
+ * which checks them itself.
  */
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { business } from '../../processors/business/business.ts';
+import { ingest, tagged } from '../../processors/model/inputs.ts';
+import type { PushRequestRecord } from '../../processors/campaigns/records.ts';
 import type { BusinessOptions } from '../../processors/business/options.ts';
 import type { VendorDirectory } from '../../processors/fan-out/options.ts';
 import type { VendorLimits } from '../../processors/fan-out/vendor-port.ts';
@@ -19,7 +23,7 @@ import type { TopicKey } from '../topics.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface BusinessTopologyOptions extends WiringOptions {
-  readonly business?: Omit<BusinessOptions, 'outputs' | 'tables'>;
+  readonly business?: Omit<BusinessOptions, 'outputs'>;
 }
 
 export const BUSINESS_TOPICS = {
@@ -32,28 +36,31 @@ export const BUSINESS_NODES = {
   requests: 'requests-source',
   tokens: 'tokens-source',
   settings: 'settings-source',
+  requestsIn: 'requests-in',
+  tokensIngest: 'tokens-ingest',
+  settingsIngest: 'settings-ingest',
   processor: 'business',
   dispatch: 'business-dispatch-sink',
   outcomes: 'outcomes-sink',
 } as const;
 
 export function buildBusinessTopology(o: BusinessTopologyOptions): Topology {
-  const { topic, source, sink } = topicIo(o);
+  const { source, sink } = topicIo(o);
   const n = BUSINESS_NODES;
   return new TopologyBuilder()
     .addSource(n.requests, source('requests'))
     .addSource(n.tokens, source('tokens'))
     .addSource(n.settings, source('settings'))
+    // Requests are checked by the stage itself (processors/business/transfer.ts, with its templates).
+    .addProcessor(n.requestsIn, tagged<'request', PushRequestRecord>('request'), n.requests)
+    .addProcessor(n.tokensIngest, ingest('token', o.business?.ingest), n.tokens)
+    .addProcessor(n.settingsIngest, ingest('settings', o.business?.ingest), n.settings)
     .addProcessor(
       n.processor,
-      business(VENDOR_CHANNELS, {
-        ...o.business,
-        tables: { tokens: topic('tokens'), settings: topic('settings') },
-        outputs: { dispatch: n.dispatch, outcomes: n.outcomes },
-      }),
-      n.requests,
-      n.tokens,
-      n.settings,
+      business(VENDOR_CHANNELS, { ...o.business, outputs: { dispatch: n.dispatch, outcomes: n.outcomes } }),
+      n.requestsIn,
+      n.tokensIngest,
+      n.settingsIngest,
     )
     .addSink(n.dispatch, sink('dispatchBusiness'), n.processor)
     .addSink(n.outcomes, sink('outcomes'), n.processor)

@@ -1,12 +1,16 @@
 /**
  * Wiring of the decision stages (docs/design.md §2, §2.1–2.3) into one topology with ONE sub-topology:
  *
- *   im.message.persisted ─┐
- *   im.presence ──────────┼─► online-filter ─► merge ─► policy ─► push.dispatch
- *   push.tokens ──────────┤         │            │        ▲   └──► push.outcomes (every stage)
- *   push.settings ────────┴─────────┼────────────┼────────┘
- *                                   ▼ (tap)      ▼ (tap)
- *                            push.candidates  push.merged      (only with `taps`)
+ *   im.message.persisted ─ ingest ─┐
+ *   im.presence ────────── ingest ─┼─► online-filter ─► merge ─► policy ─► push.dispatch
+ *   push.tokens ────────── ingest ─┤         │            │        ▲   └──► push.outcomes (every stage)
+ *   push.settings ──────── ingest ─┴─────────┼────────────┼────────┘
+ *                                            ▼ (tap)      ▼ (tap)
+ *                                     push.candidates  push.merged      (only with `taps`)
+ *
+ * Each source feeds an ingest node (processors/model/inputs.ts) that checks its topic's records
+ * once and hands the stages tagged values; the merge's notifications are tagged for the policy by
+ * `merged-in`.
  *
  * Every input is keyed by uid and so is every output; the merge keys its windows by (uid, conv_id)
  * inside the uid's task, which needs no repartition. So, as in Kafka Streams, the three processors
@@ -15,13 +19,16 @@
  * stay Avro topics as optional taps (`taps`, PUSH_DECISION_TAPS) for audit and debugging; nothing
  * reads them. Node and store names are stable: store names name the changelog topics (each stage's
  * supplier declares its stores, named by its options: the defaults here). push.tokens and
- * push.settings are compacted and read as tables: the stages get their names, so a tombstone on
- * them deletes the user's tokens or settings.
+ * push.settings are compacted and read as tables: their ingest nodes turn a tombstone into a
+ * deletion of the user's tokens or settings.
  */
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
 import { onlineFilterOptionsFromEnv, type OnlineFilterOptions } from '../../processors/online-filter/options.ts';
 import { merge } from '../../processors/merge/merge.ts';
+import { ingest, tagged } from '../../processors/model/inputs.ts';
+import { ingestOptionsFromEnv, type IngestOptions } from '../../processors/model/ingest.ts';
+import type { PushDispatch, PushMerged } from '../../processors/model/records.ts';
 import { mergeOptionsFromEnv, type MergeOptions } from '../../processors/merge/options.ts';
 import { policy } from '../../processors/policy/policy.ts';
 import { fanOut } from '../../processors/fan-out/fan-out.ts';
@@ -36,9 +43,11 @@ import type { TopicKey } from '../topics.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface DecisionsTopologyOptions extends WiringOptions {
-  onlineFilter?: Omit<OnlineFilterOptions, 'outputs' | 'stores' | 'tables'>;
+  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/model/ingest.ts). */
+  ingest?: IngestOptions;
+  onlineFilter?: Omit<OnlineFilterOptions, 'outputs' | 'stores'>;
   merge?: Omit<MergeOptions, 'outputs' | 'stores'>;
-  policy?: Omit<PolicyOptions, 'outputs' | 'stores' | 'tables'>;
+  policy?: Omit<PolicyOptions, 'outputs' | 'stores' | 'ingest'>;
   /**
    * Also write the in-process hand-overs to push.candidates (online-filter → merge) and push.merged
    * (merge → policy), for audit and debugging. Env PUSH_DECISION_TAPS; default false. Costs two
@@ -69,7 +78,7 @@ export const DECISION_TOPICS = {
 
 /** Builds the decisions topology. Processor options are validated here (ConfigError naming the PUSH_* key). */
 export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topology {
-  const { topic, source, sink } = topicIo(options);
+  const { source, sink } = topicIo(options);
   const tapped = (child: string, tap: string): string[] => (options.taps ? [child, tap] : [child]);
   const fused = options.fanOut;
   const b = new TopologyBuilder()
@@ -77,29 +86,30 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
     .addSource('presence-source', source('presence'))
     .addSource('tokens-source', source('tokens'))
     .addSource('settings-source', source('settings'))
+    .addProcessor('persisted-ingest', ingest('message', options.ingest), 'persisted-source')
+    .addProcessor('presence-ingest', ingest('presence', options.ingest), 'presence-source')
+    .addProcessor('tokens-ingest', ingest('token', options.ingest), 'tokens-source')
+    .addProcessor('settings-ingest', ingest('settings', options.ingest), 'settings-source')
     .addProcessor(
       'online-filter',
-      onlineFilter({
-        ...options.onlineFilter,
-        tables: { tokens: topic('tokens') },
-        outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' },
-      }),
-      'persisted-source',
-      'presence-source',
-      'tokens-source',
+      onlineFilter({ ...options.onlineFilter, outputs: { candidates: tapped('merge', 'candidates-tap'), outcomes: 'outcomes-sink' } }),
+      'persisted-ingest',
+      'presence-ingest',
+      'tokens-ingest',
     )
-    .addProcessor('merge', merge({ ...options.merge, outputs: { merged: tapped('policy', 'merged-tap'), outcomes: 'outcomes-sink' } }), 'online-filter')
+    .addProcessor('merge', merge({ ...options.merge, outputs: { merged: tapped('merged-in', 'merged-tap'), outcomes: 'outcomes-sink' } }), 'online-filter')
+    .addProcessor('merged-in', tagged<'merged', PushMerged>('merged'), 'merge')
     .addProcessor(
       'policy',
       policy(VENDOR_CHANNELS, {
         ...options.policy,
-        tables: { tokens: topic('tokens'), settings: topic('settings') },
-        outputs: { dispatch: fused ? tapped(FAN_OUT_NODES.processor, 'dispatch-sink') : ['dispatch-sink'], outcomes: 'outcomes-sink' },
+        ...(options.ingest ? { ingest: options.ingest } : {}),
+        outputs: { dispatch: fused ? tapped(FAN_OUT_NODES.dispatchIn, 'dispatch-sink') : ['dispatch-sink'], outcomes: 'outcomes-sink' },
       }),
-      'merge',
-      'settings-source',
-      'tokens-source',
-      'presence-source',
+      'merged-in',
+      'settings-ingest',
+      'tokens-ingest',
+      'presence-ingest',
     );
   if (!fused || options.taps) b.addSink('dispatch-sink', sink('dispatch'), 'policy');
   if (fused) {
@@ -107,13 +117,8 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
     // Replays (`pushctl replay`) still arrive on push.dispatch.
     b.addSource(REPLAY_NODES.source, source('dispatch'))
       .addProcessor(REPLAY_NODES.filter, replaysOnly(), REPLAY_NODES.source)
-      .addProcessor(
-        n.processor,
-        fanOut({ ...fused, fused: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }),
-        'policy',
-        REPLAY_NODES.filter,
-        'presence-source',
-      )
+      .addProcessor(n.dispatchIn, tagged<'dispatch', PushDispatch>('dispatch'), 'policy', REPLAY_NODES.filter)
+      .addProcessor(n.processor, fanOut({ ...fused, fused: true, outputs: { outcomes: 'outcomes-sink', tokens: n.tokens } }), n.dispatchIn, 'presence-ingest')
       .addSink(n.tokens, sink('tokens'), n.processor)
       .addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy', n.processor);
   } else b.addSink('outcomes-sink', sink('outcomes'), 'online-filter', 'merge', 'policy');
@@ -128,8 +133,9 @@ export function buildDecisionsTopology(options: DecisionsTopologyOptions): Topol
  * PUSH_PARTITIONS, PUSH_QUOTA_TIME_ZONE, PUSH_DECISION_TAPS, PUSH_INGEST_MAX_PAST_SKEW_MS,
  * PUSH_INGEST_MAX_FUTURE_SKEW_MS). A bad value throws a ConfigError naming its key.
  */
-export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
+export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsTopologyOptions, 'ingest' | 'onlineFilter' | 'merge' | 'policy' | 'taps'> {
   return {
+    ingest: ingestOptionsFromEnv(env),
     onlineFilter: onlineFilterOptionsFromEnv(env),
     merge: mergeOptionsFromEnv(env),
     policy: policyOptionsFromEnv(env),

@@ -13,7 +13,8 @@
  */
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
-import { classifyInput, classifyTombstone } from '../model/inputs.ts';
+import { ContractError } from '../../common/errors.ts';
+import type { HandOver, Ingested } from '../model/inputs.ts';
 import { canonicalZone } from '../model/ingest.ts';
 import type { DispatchKind, PushDispatch, PushOutcome, UserSettings } from '../model/records.ts';
 import { orderVendors, type VendorChannels } from '../policy/channels.ts';
@@ -27,6 +28,9 @@ import { businessDispatch, businessOutcome, type BusinessReason } from './dispat
 
 type Out = PushDispatch | PushOutcome;
 
+/** The business lane's input: a request (tagged in the wiring; `transfer` checks it), or a checked token or settings record. */
+export type BusinessInput = HandOver<'request', PushRequestRecord> | Ingested;
+
 /** Where a kept request resumes: after the night (the strategies after it), or after its rate slot (the dispatch). */
 type Resume = 'night' | 'rate';
 
@@ -38,7 +42,7 @@ interface KeptPush {
 }
 
 /** Creates the business processor supplier; options are validated here, once. `vendors`: the channel facts (sinks/vendors/channels.ts). */
-export function business(vendors: VendorChannels, options: BusinessOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
+export function business(vendors: VendorChannels, options: BusinessOptions = {}): ProcessorSupplier<string, BusinessInput, string, Out> {
   const config = compileBusinessOptions(options);
   const s = config.stores;
   return withStores(
@@ -56,9 +60,7 @@ export function business(vendors: VendorChannels, options: BusinessOptions = {})
   );
 }
 
-const isRequest = (v: unknown): v is PushRequestRecord => v !== null && typeof v === 'object' && 'idempotency_key' in v && 'sender' in v;
-
-class BusinessProcessor implements Processor<string, unknown, string, Out> {
+class BusinessProcessor implements Processor<string, BusinessInput, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private tokens!: KeyValueStore<UserTokens>;
   private settings!: KeyValueStore<UserSettings>;
@@ -90,24 +92,29 @@ class BusinessProcessor implements Processor<string, unknown, string, Out> {
     ctx.schedule(this.config.releaseCheckIntervalMs, 'wall-clock', (now) => this.release(now), { nextDueMs: () => this.nextDueMs() });
   }
 
-  process(record: StreamRecord<string, unknown>): void {
+  process(record: StreamRecord<string, BusinessInput>): void {
     const now = this.ctx.wallClockTimeMs();
-    if (record.value === null) {
-      const { table, uid } = classifyTombstone(this.ctx.recordMetadata()?.topic, record.key, this.config.tables);
-      (table === 'settings' ? this.settings : this.tokens).delete(uid);
-      return;
-    }
-    if (isRequest(record.value)) return this.onRequest(transfer(record.value, record.key, now, this.config.ingest, this.config.templates), now);
-    const input = classifyInput(record.value, record.key, now, this.config.ingest);
-    if (input.kind === 'token') {
-      const user = this.tokens.get(input.value.uid) ?? {};
-      applyTokenReport(user, input.value, now + this.config.ingest.maxFutureSkewMs);
-      this.tokens.put(input.value.uid, user);
-    } else if (input.kind === 'settings') {
-      const current = this.settings.get(input.value.uid);
-      if (!current || current.updated_at <= input.value.updated_at) this.settings.put(input.value.uid, plainSettings(input.value));
-    } else {
-      throw new Error(`business: unexpected ${input.kind} record`);
+    const input = record.value;
+    switch (input.kind) {
+      case 'request':
+        if (input.value === null) throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
+        return this.onRequest(transfer(input.value, record.key, now, this.config.ingest, this.config.templates), now);
+      case 'token': {
+        const user = this.tokens.get(input.value.uid) ?? {};
+        applyTokenReport(user, input.value, now + this.config.ingest.maxFutureSkewMs);
+        this.tokens.put(input.value.uid, user);
+        return;
+      }
+      case 'settings': {
+        const current = this.settings.get(input.value.uid);
+        if (!current || current.updated_at <= input.value.updated_at) this.settings.put(input.value.uid, plainSettings(input.value));
+        return;
+      }
+      case 'tombstone':
+        (input.table === 'settings' ? this.settings : this.tokens).delete(input.uid);
+        return;
+      default:
+        throw new Error(`business: unexpected ${input.kind} record`);
     }
   }
 

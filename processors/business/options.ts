@@ -7,7 +7,6 @@ import type { ChildNames } from '../../topology/api.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { checkRange } from '../../common/config.ts';
 import { compileIngestRules, type IngestOptions, type IngestRules } from '../model/ingest.ts';
-import type { TableTopics } from '../model/inputs.ts';
 import { isValidTimeZone } from '../policy/quiet-hours.ts';
 import type { DailyQuotas } from '../policy/quota.ts';
 import type { PushCategory } from '../campaigns/records.ts';
@@ -94,7 +93,6 @@ export interface BusinessOptions {
   /** Whether a campaign is cancelled (processors/campaigns): its kept and later requests end SUPPRESSED `campaign_cancelled`. */
   readonly cancelled?: (campaignId: string) => boolean;
   readonly ingest?: IngestOptions;
-  readonly tables?: TableTopics;
   readonly outputs?: { readonly dispatch?: ChildNames; readonly outcomes?: ChildNames };
   readonly stores?: Partial<BusinessStoreNames>;
 }
@@ -141,7 +139,6 @@ export interface BusinessConfig {
   readonly releaseBatch: number;
   readonly cancelled: (campaignId: string) => boolean;
   readonly ingest: IngestRules;
-  readonly tables: Readonly<TableTopics>;
   readonly outputs: { readonly dispatch: ChildNames; readonly outcomes: ChildNames };
   readonly stores: BusinessStoreNames;
 }
@@ -205,7 +202,6 @@ export function compileBusinessOptions(o: BusinessOptions = {}): BusinessConfig 
     releaseBatch: checkRange('business.releaseBatch', o.releaseBatch ?? 2_000, { min: 1, max: 1_000_000 }),
     cancelled: o.cancelled ?? (() => false),
     ingest: compileIngestRules(o.ingest),
-    tables: Object.freeze({ tokens: o.tables?.tokens, settings: o.tables?.settings }),
     outputs: Object.freeze({ dispatch: o.outputs?.dispatch ?? 'dispatch', outcomes: o.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...BUSINESS_STORE_NAMES, ...o.stores }),
   });

@@ -3,6 +3,7 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
 import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
+import type { HandOver } from '../model/inputs.ts';
 import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
 import { ENDED, IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
@@ -36,7 +37,11 @@ export const REPLAY_HEADER = 'push-replay';
 const STORE_UNAVAILABLE = 'TASK_STORE_UNAVAILABLE';
 const STORE_WAIT_MS = 1_000;
 
-type In = PushDispatch | PresenceEvent;
+/**
+ * The fan-out's input, tagged in the wiring (processors/model/inputs.ts): a dispatch, or an
+ * im.presence event (only READs matter here).
+ */
+export type FanOutInput = HandOver<'dispatch', PushDispatch> | HandOver<'presence', PresenceEvent>;
 type Out = PushOutcome | TokenReport;
 
 /**
@@ -45,7 +50,7 @@ type Out = PushOutcome | TokenReport;
  * stores (FAN_OUT_STORES); options are validated here, once. The (vendor, app) gates and batchers
  * are made here too, so every task of the process shares them.
  */
-export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, string, Out> {
+export function fanOut(options: FanOutOptions): ProcessorSupplier<string, FanOutInput, string, Out> {
   const config = fanOutConfig(options);
   const cancelled = options.cancellations && new CancelledCampaigns(options.cancellations);
   const paths = new SubmitPaths(options.vendors, config.defaultLimits, config.clock, cancelled);
@@ -74,7 +79,7 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, In, st
  * order the dispatches started; a periodic commit does not wait for dispatches in flight (their input
  * offsets stay out of it: `deferCompletion`; fused, they are held: `flushFinished`), `flush` does.
  */
-export class FanOutProcessor implements Processor<string, In, string, Out> {
+export class FanOutProcessor implements Processor<string, FanOutInput, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private parked!: ParkedDispatches;
   private running!: DispatchesInFlight;
@@ -108,10 +113,9 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
     context.schedule(this.config.retryPollMs, 'wall-clock', (now) => this.resumeDue(now), { nextDueMs: () => this.parked.nextDueMs() });
   }
 
-  async process(record: StreamRecord<string, In>): Promise<void> {
-    const value = record.value;
-    if (!('task_id' in value)) return this.onPresence(value);
-    return this.onDispatch(record, value);
+  async process(record: StreamRecord<string, FanOutInput>): Promise<void> {
+    const input = record.value;
+    return input.kind === 'presence' ? this.onPresence(input.value) : this.onDispatch(record, input.value);
   }
 
   /**
@@ -144,7 +148,7 @@ export class FanOutProcessor implements Processor<string, In, string, Out> {
   }
 
   /** A dispatch from push.dispatch: started now (its input offset held until it is released), then back pressure. */
-  private async onDispatch(record: StreamRecord<string, In>, d: PushDispatch): Promise<void> {
+  private async onDispatch(record: StreamRecord<string, FanOutInput>, d: PushDispatch): Promise<void> {
     this.listener?.onDispatchReceived?.(d);
     if (this.options.cancellationsRead) await this.options.cancellationsRead; // the business lane: every earlier cancellation known first
     this.running.drain();

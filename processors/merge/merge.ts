@@ -23,7 +23,6 @@
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import type { KeyValueStore, ScheduleStore } from '../../topology/stores.ts';
 import { collapseId } from '../model/ids.ts';
-import { classifyInput } from '../model/inputs.ts';
 import { compositeKey, keyParts } from '../model/keys.ts';
 import { decisionOutcome, detailString, type DecisionReason } from '../model/outcomes.ts';
 import type { Mention, PushCandidate, PushMerged, PushOutcome } from '../model/records.ts';
@@ -37,12 +36,12 @@ type Out = PushMerged | PushOutcome;
  * Creates the merge processor supplier, which declares the stage's stores (`mergeStores`); options
  * are validated here, once (ConfigError naming the key).
  */
-export function merge(options: MergeOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
+export function merge(options: MergeOptions = {}): ProcessorSupplier<string, PushCandidate, string, Out> {
   const config = compileMergeOptions(options);
   return withStores(() => new MergeProcessor(config), mergeStores(config.stores));
 }
 
-class MergeProcessor implements Processor<string, unknown, string, Out> {
+class MergeProcessor implements Processor<string, PushCandidate, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private windows!: KeyValueStore<EncodedConvWindows>;
   private timers!: ScheduleStore;
@@ -58,10 +57,9 @@ class MergeProcessor implements Processor<string, unknown, string, Out> {
     ctx.schedule(this.config.punctuateIntervalMs, 'wall-clock', (now) => this.onTimers(now), { nextDueMs: () => this.timers.peekDueMs() });
   }
 
-  process(record: StreamRecord<string, unknown>): void {
-    const input = classifyInput(record.value, record.key);
-    if (input.kind !== 'candidate') throw new Error(`merge: unexpected ${input.kind} record`);
-    const c = input.value;
+  /** A candidate of the online-filter, made from checked input (processors/model/inputs.ts). */
+  process(record: StreamRecord<string, PushCandidate>): void {
+    const c = record.value;
     if (c.kind === 'READ') this.onRead(c);
     else this.onTrigger(c, c.decided_at);
   }

@@ -1,14 +1,17 @@
 /**
- * A stage with several sources (co-partitioned topics) tells their records apart by shape, so it
- * never needs topic names. This is the decisions' validation boundary at ingest (docs/design.md,
- * "Ingest validation"): a value of no known shape, or one that decodes but breaks a rule of its
- * topic (an empty or oversized id, an integer outside its Avro or column range, a time stamp too far
- * from now, an unknown zone, a uid that is not the record key, ...), is a ContractError, which the
- * runtime routes to the DLQ with the rule in the reason instead of letting it reach state or become
- * a push decision. A tombstone (null value) on a compacted topic read as a table deletes the key's
- * state (`classifyTombstone`).
+ * The decisions' and the business lane's validation boundary at ingest (docs/design.md, "Ingest
+ * validation"). Each source topic feeds one ingest node (`ingest`), which knows the kind of record
+ * its topic carries, checks it against that kind's rules once, and hands the stages a tagged
+ * `Ingested` value; the stages switch on its `kind` and never guess a record's kind from its
+ * fields. A value of another shape, or one that decodes but breaks a rule of its topic (an empty or
+ * oversized id, an integer outside its Avro or column range, a time stamp too far from now, an
+ * unknown zone, a uid that is not the record key, ...), is a ContractError, which the runtime
+ * routes to the DLQ with the rule in the reason instead of letting it reach state or become a push
+ * decision. A tombstone (null value) on a compacted topic read as a table (push.tokens,
+ * push.settings) becomes a `tombstone` input that deletes the key's state.
  */
 import { ContractError } from '../../common/errors.ts';
+import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../../topology/api.ts';
 import {
   compileIngestRules,
   eventTime,
@@ -20,33 +23,44 @@ import {
   MAX_MUTED_CONVERSATIONS,
   text,
   versionStamp,
+  type IngestOptions,
   type IngestRules,
 } from './ingest.ts';
-import type { MessagePersisted, PresenceEvent, PushCandidate, PushMerged, TokenReport, UserSettings } from './records.ts';
+import type { MessagePersisted, PresenceEvent, TokenReport, UserSettings } from './records.ts';
 import { VENDORS } from './vendors.ts';
 
-export type DecisionInput =
-  | { kind: 'message'; value: MessagePersisted }
-  | { kind: 'presence'; value: PresenceEvent }
-  | { kind: 'token'; value: TokenReport }
-  | { kind: 'settings'; value: UserSettings }
-  | { kind: 'candidate'; value: PushCandidate }
-  | { kind: 'merged'; value: PushMerged };
-
-const has = (v: object, ...fields: string[]) => fields.every((f) => f in v);
-
-function shapeOf(value: unknown): DecisionInput {
-  if (value !== null && typeof value === 'object') {
-    if (has(value, 'token', 'vendor', 'device_id')) return { kind: 'token', value: value as TokenReport };
-    if (has(value, 'time_zone', 'muted_conversations')) return { kind: 'settings', value: value as UserSettings };
-    if (has(value, 'collapse_id', 'window_start')) return { kind: 'merged', value: value as PushMerged };
-    if (has(value, 'presence', 'decided_at', 'kind')) return { kind: 'candidate', value: value as PushCandidate };
-    if (has(value, 'kind', 'device_id', 'at')) return { kind: 'presence', value: value as PresenceEvent };
-    if (has(value, 'msg_id', 'persisted_at', 'seq', 'uid')) return { kind: 'message', value: value as MessagePersisted };
-  }
-  if (value === null) throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
-  throw new ContractError('UNEXPECTED_RECORD', 'record matches none of the stage input schemas');
+/** The records an ingest node checks, by the kind of its source topic. */
+interface IngestRecords {
+  message: MessagePersisted;
+  presence: PresenceEvent;
+  token: TokenReport;
+  settings: UserSettings;
 }
+
+export type IngestKind = keyof IngestRecords;
+
+/** The tables among them: compacted topics whose tombstone deletes the key's state. */
+export type TableKind = 'token' | 'settings';
+
+/** An input record tagged with the kind of its topic. */
+type TaggedRecord = { readonly [K in IngestKind]: { readonly kind: K; readonly value: IngestRecords[K] } }[IngestKind];
+
+/** A checked input record, tagged with its kind; or a table's tombstone for `uid`. */
+export type Ingested = TaggedRecord | { readonly kind: 'tombstone'; readonly table: TableKind; readonly uid: string };
+
+/** A record handed over in-process (`tagged`), already checked where it was made. */
+export interface HandOver<K extends string, V> {
+  readonly kind: K;
+  readonly value: V;
+}
+
+/** Fields every record of a kind has (its Avro schema's required ones this code reads first). */
+const REQUIRED_FIELDS: { readonly [K in IngestKind]: readonly string[] } = {
+  message: ['msg_id', 'persisted_at', 'seq', 'uid'],
+  presence: ['kind', 'device_id', 'at', 'uid'],
+  token: ['token', 'vendor', 'device_id', 'uid'],
+  settings: ['time_zone', 'muted_conversations', 'uid'],
+};
 
 const VENDOR_NAMES = new Set<string>(VENDORS);
 
@@ -106,12 +120,11 @@ function settings(s: UserSettings, now: number, rules: IngestRules): string | un
   return undefined;
 }
 
-/** The first ingest rule the input breaks (`<rule>: <detail>`), or undefined. */
-function violation(input: DecisionInput, key: string | null | undefined, now: number, rules: IngestRules): string | undefined {
-  const v = input.value;
-  const uid = id('uid', v.uid, MAX_LENGTH.uid);
+/** The first ingest rule the record breaks (`<rule>: <detail>`), or undefined. */
+function violation(input: TaggedRecord, key: string | null, now: number, rules: IngestRules): string | undefined {
+  const uid = id('uid', input.value.uid, MAX_LENGTH.uid);
   if (uid) return uid;
-  if (key !== undefined && key !== null && key !== v.uid) return 'key_is_uid: uid differs from the record key (topics are keyed by recipient uid)';
+  if (key !== null && key !== input.value.uid) return 'key_is_uid: uid differs from the record key (topics are keyed by recipient uid)';
   switch (input.kind) {
     case 'message':
       return message(input.value, now, rules);
@@ -121,66 +134,70 @@ function violation(input: DecisionInput, key: string | null | undefined, now: nu
       return token(input.value, now, rules);
     case 'settings':
       return settings(input.value, now, rules);
-    default:
-      // Candidates and merged notifications are hand-overs inside the decisions, built from checked input.
-      return input.value.conv_id ? undefined : 'non_empty: conv_id is empty';
   }
 }
 
 /**
- * The last value classified, and how. A token or presence record reaches two processors of the
- * same task one after the other (online-filter, policy); both must take the same verdict (a record
- * one of them kept is not also dead-lettered by the other), so the second gets the first's answer.
- * Compared by identity: the same decoded value object.
+ * The ingest node of a source topic carrying records of `kind`: checks each against the ingest
+ * rules (`options`: PUSH_INGEST_*, default their defaults) at the stage's wall clock and forwards it
+ * tagged, or throws a ContractError naming the broken rule (the runtime dead-letters the record).
+ * A tombstone passes as a `tombstone` input on a table's topic and is refused on any other.
  */
-let lastValue: unknown;
-let lastKey: string | null | undefined;
-let lastInput: DecisionInput | undefined;
+export function ingest(kind: IngestKind, options: IngestOptions = {}): ProcessorSupplier<string, unknown, string, Ingested> {
+  const rules = compileIngestRules(options);
+  return () => new IngestNode(kind, rules);
+}
 
-const DEFAULT_RULES = compileIngestRules();
+class IngestNode implements Processor<string, unknown, string, Ingested> {
+  private ctx!: ProcessorContext<string, Ingested>;
 
-/**
- * Tells the record's kind by shape and checks the ingest rules; `key` is the record key (the uid),
- * `now` the stage's wall clock (epoch ms; default Date.now()), `rules` the compiled PUSH_INGEST_*
- * options (default their defaults). Throws a ContractError naming the broken rule.
- */
-export function classifyInput(value: unknown, key?: string | null, now = Date.now(), rules: IngestRules = DEFAULT_RULES): DecisionInput {
-  if (value === lastValue && key === lastKey && lastInput) return lastInput;
-  const input = shapeOf(value);
-  const broken = violation(input, key, now, rules);
-  if (broken) throw new ContractError('CONTRACT_VIOLATION', `${input.kind} record breaks ingest rule ${broken}`);
-  lastValue = value;
-  lastKey = key;
-  lastInput = input;
-  return input;
+  constructor(
+    private readonly kind: IngestKind,
+    private readonly rules: IngestRules,
+  ) {}
+
+  init(context: ProcessorContext<string, Ingested>): void {
+    this.ctx = context;
+  }
+
+  process(record: StreamRecord<string, unknown>): void {
+    const { kind } = this;
+    const value = record.value;
+    if (value === null) {
+      if (kind !== 'token' && kind !== 'settings') throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
+      const broken = id('key', record.key, MAX_LENGTH.uid);
+      if (broken) throw new ContractError('CONTRACT_VIOLATION', `${kind === 'token' ? 'tokens' : 'settings'} tombstone breaks ingest rule ${broken}`);
+      return this.ctx.forward({ key: record.key, value: { kind: 'tombstone', table: kind, uid: record.key }, timestamp: record.timestamp, headers: record.headers });
+    }
+    if (typeof value !== 'object' || !REQUIRED_FIELDS[kind].every((f) => f in value)) {
+      throw new ContractError('UNEXPECTED_RECORD', `record is not a ${kind} record (its topic's schema)`);
+    }
+    const input = { kind, value } as TaggedRecord;
+    const broken = violation(input, record.key, this.ctx.wallClockTimeMs(), this.rules);
+    if (broken) throw new ContractError('CONTRACT_VIOLATION', `${kind} record breaks ingest rule ${broken}`);
+    this.ctx.forward({ key: record.key, value: input, timestamp: record.timestamp, headers: record.headers });
+  }
 }
 
 /**
- * The compacted topics a stage reads as tables (pipeline/topics.ts: push.tokens, push.settings),
- * by topic name as the wiring names them. A tombstone on one of them deletes the key's state.
+ * Tags an in-process hand-over (the merge's notification for the policy, a business request) with
+ * its kind, so the next stage's input is one tagged union with the ingest nodes' records. It checks
+ * nothing: what it passes was made from checked input, or is checked by the stage itself.
  */
-export interface TableTopics {
-  readonly tokens?: string;
-  readonly settings?: string;
+export function tagged<K extends string, V>(kind: K): ProcessorSupplier<string, V, string, HandOver<K, V>> {
+  return () => new Tagger<K, V>(kind);
 }
 
-/** A tombstone on a table topic: delete what is kept for `uid` from that topic. */
-export interface Tombstone {
-  readonly table: keyof TableTopics;
-  readonly uid: string;
-}
+class Tagger<K extends string, V> implements Processor<string, V, string, HandOver<K, V>> {
+  private ctx!: ProcessorContext<string, HandOver<K, V>>;
 
-/**
- * A record with a null value: a tombstone when it came from a table topic (`topic`, from the record
- * metadata) with a usable uid key; otherwise a ContractError (the DLQ), as any null value was before.
- * Both tables are keyed by uid, so a tombstone deletes the user's settings, or all of the user's
- * tokens (log compaction drops every earlier report of that key the same way); one device's token
- * is withdrawn with an INVALID report instead.
- */
-export function classifyTombstone(topic: string | undefined, key: string | null | undefined, tables: TableTopics): Tombstone {
-  const table = topic === undefined ? undefined : topic === tables.settings ? 'settings' : topic === tables.tokens ? 'tokens' : undefined;
-  if (!table) throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
-  const broken = id('key', key, MAX_LENGTH.uid);
-  if (broken) throw new ContractError('CONTRACT_VIOLATION', `${table} tombstone breaks ingest rule ${broken}`);
-  return { table, uid: key! };
+  constructor(private readonly kind: K) {}
+
+  init(context: ProcessorContext<string, HandOver<K, V>>): void {
+    this.ctx = context;
+  }
+
+  process(record: StreamRecord<string, V>): void {
+    this.ctx.forward({ key: record.key, value: { kind: this.kind, value: record.value }, timestamp: record.timestamp, headers: record.headers });
+  }
 }

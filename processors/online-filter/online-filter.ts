@@ -25,7 +25,7 @@
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';
-import { classifyInput, classifyTombstone } from '../model/inputs.ts';
+import type { Ingested } from '../model/inputs.ts';
 import { decisionOutcome, detailString, type DecisionReason } from '../model/outcomes.ts';
 import type { MessagePersisted, PresenceDecision, PresenceEvent, PushCandidate, PushOutcome } from '../model/records.ts';
 import { applyTokenReport, pushableDevices, type UserDevices } from './devices.ts';
@@ -43,7 +43,7 @@ type Out = PushCandidate | PushOutcome;
  * presence, holds and their timers, named by `options.stores`). Options are validated here, once;
  * an invalid value throws a ConfigError naming its PUSH_* key.
  */
-export function onlineFilter(options: OnlineFilterOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
+export function onlineFilter(options: OnlineFilterOptions = {}): ProcessorSupplier<string, Ingested, string, Out> {
   const config = compileOnlineFilterOptions(options);
   const names = config.stores;
   return withStores(
@@ -57,7 +57,7 @@ export function onlineFilter(options: OnlineFilterOptions = {}): ProcessorSuppli
   );
 }
 
-class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
+class OnlineFilterProcessor implements Processor<string, Ingested, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private devices!: KeyValueStore<UserDevices>;
   private presence!: KeyValueStore<DevicePresence>;
@@ -91,9 +91,8 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
     return Promise.resolve();
   }
 
-  process(record: StreamRecord<string, unknown>): void {
-    if (record.value === null) return this.onTombstone(record.key);
-    const input = classifyInput(record.value, record.key, this.ctx.wallClockTimeMs(), this.config.ingest);
+  process(record: StreamRecord<string, Ingested>): void {
+    const input = record.value;
     switch (input.kind) {
       case 'token': {
         const devices = this.devices.get(input.value.uid) ?? {};
@@ -102,6 +101,10 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
         else this.devices.put(input.value.uid, devices);
         return;
       }
+      case 'tombstone':
+        // The user's tokens are gone (push.tokens, keyed by uid): no devices to wake any more.
+        if (input.table === 'token' && this.devices.get(input.uid)) this.devices.delete(input.uid);
+        return;
       case 'presence':
         return this.onPresence(input.value);
       case 'message':
@@ -109,12 +112,6 @@ class OnlineFilterProcessor implements Processor<string, unknown, string, Out> {
       default:
         throw new Error(`online-filter: unexpected ${input.kind} record`);
     }
-  }
-
-  /** A tombstone on the token topic (keyed by uid): the user has no devices to wake any more. */
-  private onTombstone(key: string | null): void {
-    const { table, uid } = classifyTombstone(this.ctx.recordMetadata()?.topic, key, this.config.tables);
-    if (table === 'tokens' && this.devices.get(uid)) this.devices.delete(uid);
   }
 
   /** Releases every hold window due by the wall clock; false when none was (the runtime then has nothing to commit for it). */

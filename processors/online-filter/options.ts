@@ -1,8 +1,6 @@
 import type { ChildNames } from '../../topology/api.ts';
 import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
-import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../model/ingest.ts';
-import type { TableTopics } from '../model/inputs.ts';
 
 /** Options of the online-filter stage (docs/design.md §2.1). All durations in milliseconds. */
 export interface OnlineFilterOptions {
@@ -18,13 +16,6 @@ export interface OnlineFilterOptions {
   backgroundCooldownMs?: number;
   /** Wall-clock interval at which due hold windows are released, ms (no env key). Default 100; 1–60 000. */
   punctuateIntervalMs?: number;
-  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/model/ingest.ts). */
-  ingest?: IngestOptions;
-  /**
-   * The token topic as the wiring names it: a tombstone on it removes the user's devices. Default
-   * none (a null value goes to the DLQ).
-   */
-  tables?: Pick<TableTopics, 'tokens'>;
   /** Names of the child nodes the stage forwards to. Defaults `candidates` and `outcomes`. */
   outputs?: { candidates?: ChildNames; outcomes?: ChildNames };
   /** Store names; defaults are ONLINE_FILTER_STORE_NAMES. */
@@ -57,8 +48,6 @@ export interface OnlineFilterConfig {
   readonly heartbeatTimeoutMs: number;
   readonly backgroundCooldownMs: number;
   readonly punctuateIntervalMs: number;
-  readonly ingest: IngestRules;
-  readonly tables: Readonly<Pick<TableTopics, 'tokens'>>;
   readonly outputs: { readonly candidates: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<OnlineFilterStoreNames>;
 }
@@ -70,8 +59,6 @@ export function compileOnlineFilterOptions(options: OnlineFilterOptions = {}): O
     heartbeatTimeoutMs: checkKey(CONFIG_KEYS.PUSH_HEARTBEAT_TIMEOUT_MS, options.heartbeatTimeoutMs),
     backgroundCooldownMs: checkKey(CONFIG_KEYS.PUSH_BACKGROUND_COOLDOWN_MS, options.backgroundCooldownMs),
     punctuateIntervalMs: checkRange('onlineFilter.punctuateIntervalMs', options.punctuateIntervalMs ?? 100, { min: 1, max: 60_000 }),
-    ingest: compileIngestRules(options.ingest),
-    tables: Object.freeze({ tokens: options.tables?.tokens }),
     outputs: Object.freeze({ candidates: options.outputs?.candidates ?? 'candidates', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...ONLINE_FILTER_STORE_NAMES, ...options.stores }),
   });
@@ -83,6 +70,5 @@ export function onlineFilterOptionsFromEnv(env: Env = process.env): OnlineFilter
     holdWindowMs: readKey(env, CONFIG_KEYS.PUSH_HOLD_WINDOW_MS),
     heartbeatTimeoutMs: readKey(env, CONFIG_KEYS.PUSH_HEARTBEAT_TIMEOUT_MS),
     backgroundCooldownMs: readKey(env, CONFIG_KEYS.PUSH_BACKGROUND_COOLDOWN_MS),
-    ingest: ingestOptionsFromEnv(env),
   };
 }

@@ -4,8 +4,7 @@ import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts'
 import { CONFIG_KEYS, type MENTION_RULES } from '../../common/config-keys.ts';
 import { isValidTimeZone } from './quiet-hours.ts';
 import type { DailyQuotas } from './quota.ts';
-import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../model/ingest.ts';
-import type { TableTopics } from '../model/inputs.ts';
+import { compileIngestRules, type IngestOptions, type IngestRules } from '../model/ingest.ts';
 
 /**
  * How @mentions interact with the user's filters: `none` (a mention is filtered like any message),
@@ -43,13 +42,11 @@ export interface PolicyOptions {
   deferredRelease?: boolean;
   /** Wall-clock interval at which due deferred releases are sent, ms (no env key). Default 1 000; 10–600 000. */
   releaseCheckIntervalMs?: number;
-  /** The ingest rules every input record is checked against (PUSH_INGEST_*; processors/model/ingest.ts). */
-  ingest?: IngestOptions;
   /**
-   * The token and settings topics as the wiring names them: a tombstone on one deletes the user's
-   * tokens or settings. Default none (a null value goes to the DLQ).
+   * The ingest rules (PUSH_INGEST_*; processors/model/ingest.ts), the ingest nodes' before the policy:
+   * a stored version stamp beyond the future skew they accept does not outrank a newer update.
    */
-  tables?: TableTopics;
+  ingest?: IngestOptions;
   /** Child node names. Defaults `dispatch` and `outcomes`. */
   outputs?: { dispatch?: ChildNames; outcomes?: ChildNames };
   stores?: Partial<PolicyStoreNames>;
@@ -88,7 +85,6 @@ export interface PolicyConfig {
   readonly deferredRelease: boolean;
   readonly releaseCheckIntervalMs: number;
   readonly ingest: IngestRules;
-  readonly tables: Readonly<TableTopics>;
   readonly outputs: { readonly dispatch: ChildNames; readonly outcomes: ChildNames };
   readonly stores: Readonly<PolicyStoreNames>;
 }
@@ -115,7 +111,6 @@ export function compilePolicyOptions(options: PolicyOptions = {}): PolicyConfig 
     deferredRelease: checkKey(KEYS.PUSH_QUIET_HOURS_RELEASE, options.deferredRelease),
     releaseCheckIntervalMs: checkRange('policy.releaseCheckIntervalMs', options.releaseCheckIntervalMs ?? 1_000, { min: 10, max: 600_000 }),
     ingest: compileIngestRules(options.ingest),
-    tables: Object.freeze({ tokens: options.tables?.tokens, settings: options.tables?.settings }),
     outputs: Object.freeze({ dispatch: options.outputs?.dispatch ?? 'dispatch', outcomes: options.outputs?.outcomes ?? 'outcomes' }),
     stores: Object.freeze({ ...POLICY_STORE_NAMES, ...options.stores }),
   });
@@ -147,6 +142,5 @@ export function policyOptionsFromEnv(env: Env = process.env): PolicyOptions {
     quotaTimeZone: readKey(env, KEYS.PUSH_QUOTA_TIME_ZONE),
     deferredRelease: readKey(env, KEYS.PUSH_QUIET_HOURS_RELEASE),
     summaryMaxChars: readKey(env, KEYS.PUSH_SUMMARY_MAX_CHARS),
-    ingest: ingestOptionsFromEnv(env),
   };
 }

@@ -10,7 +10,7 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { firstGraphemes } from '../../common/graphemes.ts';
 import { taskId } from '../model/ids.ts';
-import { classifyInput, classifyTombstone } from '../model/inputs.ts';
+import type { HandOver, Ingested } from '../model/inputs.ts';
 import { canonicalZone } from '../model/ingest.ts';
 import { decisionOutcome, detailString, type DecisionReason } from '../model/outcomes.ts';
 import type { DispatchKind, PresenceEvent, PushDispatch, PushMerged, PushOutcome, UserSettings } from '../model/records.ts';
@@ -24,13 +24,16 @@ import { withFields } from '../../common/objects.ts';
 
 type Out = PushDispatch | PushOutcome;
 
+/** The policy's input: the merge's notification (tagged in the wiring), or a checked table or presence record. */
+export type PolicyInput = HandOver<'merged', PushMerged> | Ingested;
+
 /**
  * Creates the policy processor supplier, which declares the stage's stores (tokens, settings, quota
  * ledger, deferred pushes and their timers, named by `options.stores`); options are validated here,
  * once (ConfigError naming the key). `vendors` supplies the vendor facts of the channel choice
  * (sinks/vendors/channels.ts).
  */
-export function policy(vendors: VendorChannels, options: PolicyOptions = {}): ProcessorSupplier<string, unknown, string, Out> {
+export function policy(vendors: VendorChannels, options: PolicyOptions = {}): ProcessorSupplier<string, PolicyInput, string, Out> {
   const config = compilePolicyOptions(options);
   const names = config.stores;
   return withStores(
@@ -50,7 +53,7 @@ export function cutSummary(summary: string, max: number): string {
   return firstGraphemes(summary, max);
 }
 
-class PolicyProcessor implements Processor<string, unknown, string, Out> {
+class PolicyProcessor implements Processor<string, PolicyInput, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private tokens!: KeyValueStore<UserTokens>;
   private settings!: KeyValueStore<UserSettings>;
@@ -74,9 +77,8 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
     if (this.config.deferredRelease) ctx.schedule(this.config.releaseCheckIntervalMs, 'wall-clock', (now) => this.release(now));
   }
 
-  process(record: StreamRecord<string, unknown>): void {
-    if (record.value === null) return this.onTombstone(record.key);
-    const input = classifyInput(record.value, record.key, this.ctx.wallClockTimeMs(), this.config.ingest);
+  process(record: StreamRecord<string, PolicyInput>): void {
+    const input = record.value;
     switch (input.kind) {
       case 'token': {
         const user = this.tokens.get(input.value.uid) ?? {};
@@ -95,6 +97,8 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
         return this.decide(input.value);
       case 'presence':
         return this.onPresence(input.value);
+      case 'tombstone':
+        return this.onTombstone(input.table, input.uid);
       default:
         throw new Error(`policy: unexpected ${input.kind} record`);
     }
@@ -112,8 +116,7 @@ class PolicyProcessor implements Processor<string, unknown, string, Out> {
    * A tombstone on a table topic (both keyed by uid): the user deleted their settings (later
    * notifications are decided with the defaults), or all of the user's tokens are gone.
    */
-  private onTombstone(key: string | null): void {
-    const { table, uid } = classifyTombstone(this.ctx.recordMetadata()?.topic, key, this.config.tables);
+  private onTombstone(table: 'token' | 'settings', uid: string): void {
     const store = table === 'settings' ? this.settings : this.tokens;
     if (store.get(uid) !== undefined) store.delete(uid);
   }

@@ -17,22 +17,37 @@ const fanOutLedgerUnused = new Proxy({} as PushTaskLedger, {
 const EXPECTED = `Topologies:
   Sub-topology: 0
     Source: persisted-source (topics: [t.im.message.persisted])
-      --> online-filter
+      --> persisted-ingest
     Source: presence-source (topics: [t.im.presence])
-      --> online-filter, policy
+      --> presence-ingest
     Source: tokens-source (topics: [t.push.tokens])
-      --> online-filter, policy
+      --> tokens-ingest
     Source: settings-source (topics: [t.push.settings])
+      --> settings-ingest
+    Processor: persisted-ingest (stores: [])
+      --> online-filter
+      <-- persisted-source
+    Processor: presence-ingest (stores: [])
+      --> online-filter, policy
+      <-- presence-source
+    Processor: tokens-ingest (stores: [])
+      --> online-filter, policy
+      <-- tokens-source
+    Processor: settings-ingest (stores: [])
       --> policy
+      <-- settings-source
     Processor: online-filter (stores: [online-filter-devices, online-filter-presence, online-filter-holds, online-filter-hold-timers])
       --> merge, outcomes-sink
-      <-- persisted-source, presence-source, tokens-source
+      <-- persisted-ingest, presence-ingest, tokens-ingest
     Processor: merge (stores: [merge-windows, merge-window-timers])
-      --> policy, outcomes-sink
+      --> merged-in, outcomes-sink
       <-- online-filter
+    Processor: merged-in (stores: [])
+      --> policy
+      <-- merge
     Processor: policy (stores: [policy-tokens, policy-settings, policy-quota-ledger, policy-deferred, policy-deferred-timers])
       --> dispatch-sink, outcomes-sink
-      <-- merge, settings-source, tokens-source, presence-source
+      <-- merged-in, settings-ingest, tokens-ingest, presence-ingest
     Sink: dispatch-sink (topic: t.push.dispatch)
       <-- policy
     Sink: outcomes-sink (topic: t.push.outcomes)
@@ -53,30 +68,30 @@ describe('decisions topology', () => {
 
   test('taps add push.candidates and push.merged sinks beside the in-process hand-overs', () => {
     const tapped = EXPECTED.replace('--> merge, outcomes-sink', '--> merge, outcomes-sink, candidates-tap').replace(
-      '--> policy, outcomes-sink',
-      '--> policy, outcomes-sink, merged-tap',
+      '--> merged-in, outcomes-sink',
+      '--> merged-in, outcomes-sink, merged-tap',
     );
     assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', taps: true }).describe(), tapped + TAPS);
   });
 
   test('fused (PUSH_FAN_OUT_FUSED): the policy hands dispatches to the fan-out in the same task; push.dispatch only as a tap, read for replays', () => {
     const fanOut = { vendors: { adapter: () => undefined, limits: () => undefined }, ledger: fanOutLedgerUnused };
-    const fused = EXPECTED.replace(
-      '      --> online-filter, policy\n    Source: tokens-source',
-      '      --> online-filter, policy, fan-out\n    Source: tokens-source',
-    )
-      .replace('      --> dispatch-sink, outcomes-sink\n', '      --> fan-out, outcomes-sink\n')
+    const fused = EXPECTED.replace('      --> online-filter, policy\n      <-- presence-source', '      --> online-filter, policy, fan-out\n      <-- presence-source')
+      .replace('      --> dispatch-sink, outcomes-sink\n', '      --> dispatch-in, outcomes-sink\n')
       .replace(
         '    Sink: dispatch-sink (topic: t.push.dispatch)\n      <-- policy\n    Sink: outcomes-sink (topic: t.push.outcomes)\n      <-- online-filter, merge, policy\n',
         [
           '    Source: replay-source (topics: [t.push.dispatch])',
           '      --> replays',
           '    Processor: replays (stores: [])',
-          '      --> fan-out',
+          '      --> dispatch-in',
           '      <-- replay-source',
+          '    Processor: dispatch-in (stores: [])',
+          '      --> fan-out',
+          '      <-- policy, replays',
           '    Processor: fan-out (stores: [fan-out-parked, fan-out-retry-timers, fan-out-parked-by-age])',
           '      --> token-invalidations-sink, outcomes-sink',
-          '      <-- policy, replays, presence-source',
+          '      <-- dispatch-in, presence-ingest',
           '    Sink: token-invalidations-sink (topic: t.push.tokens)',
           '      <-- fan-out',
           '    Sink: outcomes-sink (topic: t.push.outcomes)',
@@ -87,7 +102,7 @@ describe('decisions topology', () => {
     assert.notEqual(fused, EXPECTED);
     assert.equal(buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', fanOut }).describe(), fused);
     const tapped = buildDecisionsTopology({ valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.', fanOut, taps: true }).describe();
-    assert.match(tapped, /--> dispatch-sink, fan-out, outcomes-sink\n/);
+    assert.match(tapped, /--> dispatch-sink, dispatch-in, outcomes-sink\n/);
     assert.match(tapped, /Sink: dispatch-sink \(topic: t\.push\.dispatch\)\n {6}<-- policy\n/);
   });
 

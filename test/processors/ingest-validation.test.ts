@@ -138,7 +138,7 @@ describe('ingest rules: persisted messages', () => {
 
   test('the skews are configuration: with PUSH_INGEST_MAX_FUTURE_SKEW_MS of an hour, 30 minutes ahead passes', () => {
     const ingest = decisionsOptionsFromEnv({ PUSH_INGEST_MAX_FUTURE_SKEW_MS: String(HOUR), PUSH_INGEST_MAX_PAST_SKEW_MS: String(DAY) });
-    assert.deepEqual(ingest.policy?.ingest, { maxFutureSkewMs: HOUR, maxPastSkewMs: DAY });
+    assert.deepEqual(ingest.ingest, { maxFutureSkewMs: HOUR, maxPastSkewMs: DAY });
     return withHarness(ingest, async (h) => {
       await h.token('u1', 'd1', 'fcm');
       await h.message('u1', 'c1', { persisted_at: h.now + 30 * MINUTE });
@@ -151,7 +151,7 @@ describe('ingest rules: persisted messages', () => {
   test('bad skew values fail at start naming their key', () => {
     assert.throws(() => decisionsOptionsFromEnv({ PUSH_INGEST_MAX_FUTURE_SKEW_MS: '0' }), /PUSH_INGEST_MAX_FUTURE_SKEW_MS/);
     assert.throws(() => decisionsOptionsFromEnv({ PUSH_INGEST_MAX_PAST_SKEW_MS: 'a week' }), /PUSH_INGEST_MAX_PAST_SKEW_MS/);
-    assert.throws(() => DecisionsHarness.create({ policy: { ingest: { maxFutureSkewMs: 2 * DAY } } }), /PUSH_INGEST_MAX_FUTURE_SKEW_MS/);
+    assert.throws(() => DecisionsHarness.create({ ingest: { maxFutureSkewMs: 2 * DAY } }), /PUSH_INGEST_MAX_FUTURE_SKEW_MS/);
   });
 });
 

@@ -11,6 +11,7 @@ import { TopologyBuilder } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { type OutputRecord } from '../../topology/task.ts';
 import { onlineFilter } from '../../processors/online-filter/online-filter.ts';
+import { ingest } from '../../processors/model/inputs.ts';
 import { ONLINE_FILTER_STORE_NAMES as OF } from '../../processors/online-filter/options.ts';
 import type { MessagePersisted, PresenceEvent, PushCandidate, TokenReport } from '../../processors/model/records.ts';
 import type { StreamTask } from '../../topology/task.ts';
@@ -21,14 +22,17 @@ const TOPICS = { persisted: 'of-restore.persisted', presence: 'of-restore.presen
 
 function filterTask(clock: { now: number }): StreamTask {
   const b = new TopologyBuilder();
-  for (const [name, topic] of Object.entries(TOPICS))
+  const kinds = { persisted: 'message', presence: 'presence', tokens: 'token' } as const;
+  for (const [name, topic] of Object.entries(TOPICS)) {
     b.addSource(`${name}-source`, { topics: [topic], keySerde: stringSerde, valueSerde: jsonSerde<unknown>() });
+    b.addProcessor(`${name}-ingest`, ingest(kinds[name as keyof typeof kinds]), `${name}-source`);
+  }
   b.addProcessor(
     'online-filter',
     onlineFilter({ outputs: { candidates: 'candidates-sink', outcomes: 'outcomes-sink' } }),
-    'persisted-source',
-    'presence-source',
-    'tokens-source',
+    'persisted-ingest',
+    'presence-ingest',
+    'tokens-ingest',
   )
     .addSink('candidates-sink', { topic: 'candidates', keySerde: stringSerde, valueSerde: jsonSerde<PushCandidate>() }, 'online-filter')
     .addSink('outcomes-sink', { topic: 'outcomes', keySerde: stringSerde, valueSerde: jsonSerde<unknown>() }, 'online-filter');
