@@ -58,9 +58,25 @@ const layerRule = (layer, forbidden, packages = { paths: [], patterns: [] }) => 
   },
 ];
 
+/**
+ * Processors keep state in their instances and stores: a module-level `let` or `var` would be shared
+ * by every task of the process. (Module-level constants, and caches of pure functions such as the
+ * time-zone formatters, stay allowed: no answer depends on which task asked.)
+ */
+const PROCESSOR_STATE = [
+  'error',
+  {
+    selector: ":matches(Program, Program > ExportNamedDeclaration) > VariableDeclaration[kind!='const']",
+    message: 'processors/ keeps no module-level mutable state: every task of the process would share it (keep it in the processor or a store)',
+  },
+];
+
 const layerConfigs = Object.entries(FORBIDDEN).map(([layer, forbidden]) => ({
   files: [`${layer}/**/*.ts`],
-  rules: { 'no-restricted-imports': layerRule(layer, forbidden, layer === 'processors' ? PROCESSOR_PACKAGES : undefined) },
+  rules: {
+    'no-restricted-imports': layerRule(layer, forbidden, layer === 'processors' ? PROCESSOR_PACKAGES : undefined),
+    ...(layer === 'processors' ? { 'no-restricted-syntax': PROCESSOR_STATE } : {}),
+  },
 }));
 
 export default tseslint.config(
