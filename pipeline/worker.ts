@@ -43,12 +43,11 @@ export interface RunningWorker {
 const RECEIVER_REQUESTS_APP = 'receipt-receiver';
 
 /**
- * The background and business lanes are off IM's way to its vendor and commit every second or
- * more: their consumers wait for 64 KiB (or a third of the commit interval, at most a second) per
- * fetch instead of asking again for every few records, so an idle one asks a few times a second at
- * most. Only the event path fetches eagerly.
+ * The background lane is off every push's way to its vendor and commits every few seconds: its
+ * consumers wait for 64 KiB (or a third of the commit interval, at most a second) per fetch instead
+ * of asking again for every few records, so an idle one asks about once a second.
  */
-function gatheredFetch(commitIntervalMs: number): { fetchMinBytes: number; fetchMaxWaitMs: number } {
+function backgroundFetch(commitIntervalMs: number): { fetchMinBytes: number; fetchMaxWaitMs: number } {
   return { fetchMinBytes: 64 * 1024, fetchMaxWaitMs: Math.max(10, Math.min(1000, Math.round(commitIntervalMs / 3))) };
 }
 
@@ -113,7 +112,7 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
         kafkaSecurity: endpoints.kafkaSecurity,
         processingGuarantee: stage.atLeastOnce ? 'at_least_once' : config.guarantee,
         commitIntervalMs: commitIntervals[stage.commitLane],
-        ...(stage.commitLane === 'event-path' ? {} : gatheredFetch(commitIntervals[stage.commitLane])),
+        ...(stage.commitLane === 'background' ? backgroundFetch(config.backgroundCommitIntervalMs) : {}),
         ...(stage.commitWhenCaughtUp ? { caughtUpCommitMs: config.caughtUpCommitMs } : {}),
         // Tasks commit transactions with several broker round trips each: working on every assigned
         // partition at once keeps the pipeline from being bound by one partition's latency.
