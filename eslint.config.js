@@ -71,11 +71,32 @@ const PROCESSOR_STATE = [
   },
 ];
 
+/**
+ * The runtime tells its failures apart by class (`instanceof TaskFailedError`, `CommitFailedError`,
+ * `TaskFencedError`), never by comparing an error's `code` to a string: a renamed code would
+ * silently change what is retried.
+ */
+/** `<side>` of an expression is `something.code`. */
+const codeOf = (side) => `[${side}.type='MemberExpression'][${side}.property.name='code']`;
+const RUNTIME_FAILURES = [
+  'error',
+  {
+    selector: `BinaryExpression[operator=/^[!=]==?$/]:matches(${codeOf('left')}[right.type='Literal'], ${codeOf('right')}[left.type='Literal'])`,
+    message: "topology/ tells failures apart by class (instanceof), not by comparing an error's code to a string",
+  },
+  {
+    selector: `SwitchStatement${codeOf('discriminant')}`,
+    message: "topology/ tells failures apart by class (instanceof), not by switching on an error's code",
+  },
+];
+
+const SYNTAX_RULES = { processors: PROCESSOR_STATE, topology: RUNTIME_FAILURES };
+
 const layerConfigs = Object.entries(FORBIDDEN).map(([layer, forbidden]) => ({
   files: [`${layer}/**/*.ts`],
   rules: {
     'no-restricted-imports': layerRule(layer, forbidden, layer === 'processors' ? PROCESSOR_PACKAGES : undefined),
-    ...(layer === 'processors' ? { 'no-restricted-syntax': PROCESSOR_STATE } : {}),
+    ...(SYNTAX_RULES[layer] ? { 'no-restricted-syntax': SYNTAX_RULES[layer] } : {}),
   },
 }));
 
@@ -91,7 +112,7 @@ export default tseslint.config(
     },
   },
   {
-    // Type-aware rules (issue 14): every .ts file is linted with the types of the project in tsconfig.json,
+    // Type-aware rules: every .ts file is linted with the types of the project in tsconfig.json,
     // so a folder of .ts files must be listed in its "include" (a file outside it fails to parse here).
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
