@@ -61,6 +61,27 @@ export interface TaskManagerContext {
  * and commits in each task's executor, and closes them on revocation, restart and shutdown.
  * The consumer and its restarts are ConsumerSupervisor's.
  *
+ * The loop, step by step (what Kafka Streams' StreamThread.runOnce does in one thread, here spread
+ * over the event loop, each task serialised by its own executor):
+ * 1. kafkajs' fetch loop (ConsumerSupervisor) sends one Fetch per broker; the answer first reaches
+ *    `onFetched`, which marks the partitions it found empty as caught up to that fetch.
+ * 2. `onBatch` hands each partition's records to its task's input queue (TaskInputQueue), resolves
+ *    the offsets with kafkajs (nothing is committed yet) and queues a processing turn (`schedule`);
+ *    a full queue holds the fetch loop back, heartbeating, until the task has worked it down.
+ * 3. A turn (`processInput`) takes up to RECORDS_PER_TURN records in timestamp order across the
+ *    task's partitions; when a partition may still hold an earlier record, it stops and looks again
+ *    at `waitUntil` (`wakeAt`) or as soon as that partition's next fetch is handed over.
+ * 4. Each record goes through the task's processors (StreamTask.process: source → processors →
+ *    sinks and stores); an error of the record's own goes to the DLQ and the turn goes on.
+ * 5. At the end of the turn, a due commit starts (TaskCommits: flush the processors, produce the
+ *    outputs and changelog records, commit the offsets in the task's transaction).
+ * 6. The timer (`tick`, armed by `armFor` for the earliest wall-clock punctuation or commit of any
+ *    task, on a grid the tasks share) queues punctuation and commits in the tasks' executors, so an
+ *    idle task wakes only when something of it is due.
+ * A failure in any step goes to `onTaskError`: one no retry can cure (a non-retriable
+ * TaskFailedError) stops the application; any other (a fenced producer, a failed commit, a store
+ * outage) restarts from the last commits (ConsumerSupervisor.requestRestart), with backoff.
+ *
  * Rebalancing (kafkajs is eager and has no revocation callback): on every GROUP_JOIN, tasks no
  * longer assigned commit (best effort; a fenced commit is harmless) and close; new tasks fence the
  * previous owner's producer, read the committed offsets, restore their stores, then process.
