@@ -97,7 +97,10 @@ export interface StormFigures {
   /** Requests the emulators received for the storm population's tokens (any answer). */
   readonly submissions: number;
   readonly acceptedSubmissions: number;
-  /** submissions ÷ triggers (the docs/design.md §7 figure; the stricter reading when users have several devices). */
+  /**
+   * submissions ÷ triggers (the figure of docs/design.md, "Targets"; the stricter reading when
+   * users have several devices).
+   */
   readonly submissionsPerTrigger: number;
   /** submissions ÷ deviceTriggers. */
   readonly submissionsPerDeviceTrigger: number;

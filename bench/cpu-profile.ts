@@ -54,7 +54,10 @@ export interface ProfileSummary {
 export const ACTIVITIES: ReadonlyArray<readonly [string, RegExp]> = [
   ['MySQL', /node_modules\/mysql2\/|\/sinks\/mysql\//],
   ['vendor calls and receipt callbacks', /undici|\/sinks\/vendors\/|node:http2|node:_http|\/receipts\//],
-  ['Kafka produce and transactions', /kafkajs\/src\/(producer|protocol\/requests\/(produce|addPartitionsToTxn|addOffsetsToTxn|txnOffsetCommit|endTxn|initProducerId))|\/topology\/(task-production|eos|task-commits)\.ts/],
+  [
+    'Kafka produce and transactions',
+    /kafkajs\/src\/(producer|protocol\/requests\/(produce|addPartitionsToTxn|addOffsetsToTxn|txnOffsetCommit|endTxn|initProducerId))|\/topology\/(task-production|eos|task-commits)\.ts/,
+  ],
   ['Kafka fetch and records', /kafkajs\/src\/(consumer|protocol\/requests\/fetch|protocol\/recordBatch)/],
   ['Kafka connections', /kafkajs\/src\/(network|broker|cluster)/],
   ['ClickHouse', /@clickhouse|\/sinks\/clickhouse\//],
@@ -144,9 +147,7 @@ export function summarizeProfiles(profiles: readonly CpuProfile[], top = 20, roo
       .sort((a, b) => b[1].ms - a[1].ms)
       .slice(0, top)
       .map(([fn, { group, ms }]) => ({ fn, group, ms: Math.round(ms), share: share(ms, totalMs) })),
-    activities: [...activityMs.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .map(([activity, ms]) => ({ activity, ms: Math.round(ms), busyShare: share(ms, busyMs) })),
+    activities: [...activityMs.entries()].sort((a, b) => b[1] - a[1]).map(([activity, ms]) => ({ activity, ms: Math.round(ms), busyShare: share(ms, busyMs) })),
   };
 }
 

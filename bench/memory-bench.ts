@@ -1,6 +1,6 @@
 /**
- * Memory and restore benchmark of the merge stage (docs/design.md §7: ≤ 512 MB RSS per worker at 1M open
- * merge windows; restore after restart ≤ 10 s for 1M windows of state).
+ * Memory and restore benchmark of the merge stage (docs/design.md, "Targets": ≤ 512 MB RSS per
+ * worker at 1M open merge windows; restore after restart ≤ 10 s for 1M windows of state).
  *
  * Each phase runs in its own `node --expose-gc` child process so that the figures are those of a
  * process holding the windows and nothing else:

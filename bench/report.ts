@@ -1,6 +1,7 @@
 /**
- * The benchmark's result document (written as JSON) and its readable table: every docs/design.md §7 target
- * beside the figure measured in the same run, with `met`, `MISSED` or `not measured`.
+ * The benchmark's result document (written as JSON) and its readable table: every target of
+ * docs/design.md, "Targets", beside the figure measured in the same run, with `met`, `MISSED` or
+ * `not measured`.
  */
 import type { CeilingResult, ClientCpu } from './ceilings.ts';
 import { aboveIdle, clientFloorMsPerMessage, marginalWorkerCpu, type AtRate } from './worker-cpu.ts';
@@ -59,7 +60,10 @@ export interface BenchResult {
   readonly idleWorkerWakeupsPerSecond: number;
   /** Sustained rate ÷ the exactly-once identity chain's records/s (reference). */
   readonly pipelineToCeiling: number | null;
-  /** Sustained rate ÷ the raw kafkajs consume→produce records/s (the docs/design.md §7 ratio). */
+  /**
+   * Sustained rate ÷ the raw kafkajs consume→produce records/s (the ratio of docs/design.md,
+   * "Targets").
+   */
   readonly pipelineToRawCeiling: number | null;
   /** The workers' figures at the sustained step; null when no step kept up. */
   readonly atSustainedRate: AtRate | null;
@@ -110,13 +114,16 @@ function clientFloorRow(cpu: ClientCpu, at: AtRate | null): Row {
   };
 }
 
-/** `met`: the docs/design.md §7 target is met; `milestone`: only the next milestone is; `MISSED`: not even that. */
+/**
+ * `met`: the target (docs/design.md, "Targets") is met; `milestone`: only the next milestone is;
+ * `MISSED`: not even that.
+ */
 type Verdict = 'met' | 'milestone' | 'MISSED' | 'not measured';
 
 interface Row {
   readonly what: string;
   readonly target: string;
-  /** The next milestone (docs/design.md §7); the target again where they agree. */
+  /** The next milestone (docs/design.md, "Targets"); the target again where they agree. */
   readonly milestone: string;
   readonly measured: string;
   readonly verdict: Verdict | '';
@@ -401,7 +408,7 @@ function pad(cells: string[], widths: number[]): string {
 
 export function formatTable(r: BenchResult): string {
   const rows = tableRows(r);
-  const header = ['what', 'docs/design.md §7 target', 'next milestone', 'measured', 'verdict'];
+  const header = ['what', 'target (docs/design.md, "Targets")', 'next milestone', 'measured', 'verdict'];
   const cells = rows.map((row) => [row.what, row.target, row.milestone, row.measured, row.verdict]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const lines = [pad(header, widths), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map((c) => pad(c, widths))];
@@ -422,7 +429,7 @@ export function formatTable(r: BenchResult): string {
   );
   return [
     ...lines,
-    'verdict: met = the docs/design.md §7 target is met; milestone = only the next milestone is; MISSED = the milestone is not',
+    'verdict: met = the target (docs/design.md, "Targets") is met; milestone = only the next milestone is; MISSED = the milestone is not',
     '',
     'load steps (open loop, persisted messages/s):',
     ...steps,

@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: the pipeline's figures beside the docs/design.md §7 targets, in one run on one broker.
+ * `npm run bench`: the pipeline's figures beside the targets of docs/design.md, "Targets", in one
+ * run on one broker.
  *
  *   1. ceilings: raw kafkajs consume→produce and a chain of exactly-once identity hops (bench/ceilings.ts);
  *   2. the pipeline (demo/environment.ts: workers, all six vendor emulators) under open-loop steps of

@@ -1,7 +1,7 @@
 /**
  * The worker-CPU figures the bench reads off its load steps: the headline figures of the sustained
  * step, the Kafka client's floor under them, the CPU above what idle workers burn, and what each
- * further message costs between steps (docs/design.md §7).
+ * further message costs between steps (docs/design.md, "Targets").
  */
 import type { ClientCpu } from './ceilings.ts';
 import type { StepResult } from './steps.ts';
@@ -59,10 +59,10 @@ export function aboveIdle(step: StepResult, idleMsPerSecond: number): number | '
 
 /**
  * Worker CPU per further message between consecutive steps that kept up, in rate order: what one
- * more message costs once the cycles the workers run whatever the load are paid (docs/design.md §7).
- * Steps charge their CPU up to the end of their drain, so the figure is good only between steps of
- * the same length. The run's first step is left out: it also carries the population's setup
- * records and the workers' warm-up.
+ * more message costs once the cycles the workers run whatever the load are paid (docs/design.md,
+ * "Targets"). Steps charge their CPU up to the end of their drain, so the figure is good only
+ * between steps of the same length. The run's first step is left out: it also carries the
+ * population's setup records and the workers' warm-up.
  */
 export function marginalWorkerCpu(steps: readonly StepResult[]): Array<{ from: number; to: number; msPerMessage: number }> {
   const kept = steps

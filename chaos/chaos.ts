@@ -1,10 +1,11 @@
 /**
- * The fault-injection run (docs/design.md §8, `npm run chaos`): the scripted scenario of chaos/scenario.ts
- * through N worker processes while the run SIGKILLs workers at random points, cuts MySQL and
- * ClickHouse off, optionally restarts the Kafka broker, scripts vendor 429 / 5xx / GOAWAY /
- * expired-auth / slow-answer storms on the emulators, and produces malformed inputs. The verdict:
- * lost, duplicated (and whether duplicates shared a collapse id), DLQ counts by reason, whether the
- * arrival rate stayed exact, whether any hot retry loop happened, whether any worker crashed.
+ * The fault-injection run (docs/design.md, "Reliability and security", `npm run chaos`): the
+ * scripted scenario of chaos/scenario.ts through N worker processes while the run SIGKILLs workers
+ * at random points, cuts MySQL and ClickHouse off, optionally restarts the Kafka broker, scripts
+ * vendor 429 / 5xx / GOAWAY / expired-auth / slow-answer storms on the emulators, and produces
+ * malformed inputs. The verdict: lost, duplicated (and whether duplicates shared a collapse id),
+ * DLQ counts by reason, whether the arrival rate stayed exact, whether any hot retry loop happened,
+ * whether any worker crashed.
  */
 import { random } from '../demo/workload.ts';
 import type { Fault } from '../emulators/index.ts';

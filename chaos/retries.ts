@@ -1,9 +1,10 @@
 /**
- * Hot-retry-loop detection from the vendor side (docs/design.md §8): after a vendor refused a request
- * during a storm, the next request for the same push (device token, conv_id, seq) must not come
- * sooner than the Retry-After the vendor gave (or, without one, sooner than a backoff would allow).
- * A retry is the same client's (process's) next request for the push: another worker sending it
- * after a takeover had no answer to wait for (the duplicate verdict judges those).
+ * Hot-retry-loop detection from the vendor side (docs/design.md, "Reliability and security"): after
+ * a vendor refused a request during a storm, the next request for the same push (device token,
+ * conv_id, seq) must not come sooner than the Retry-After the vendor gave (or, without one, sooner
+ * than a backoff would allow). A retry is the same client's (process's) next request for the push:
+ * another worker sending it after a takeover had no answer to wait for (the duplicate verdict
+ * judges those).
  */
 import type { ReceivedPush } from '../emulators/index.ts';
 import { messageOf } from './verify.ts';

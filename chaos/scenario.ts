@@ -4,7 +4,8 @@
  * dead first token, no token) and every message goes to its own conversation, except the merge
  * bursts (three messages of one conversation within 400 ms). From the categories alone the scenario
  * says which pushes must reach which vendor with which token, and in which outcome class every
- * (message, device) must end (docs/design.md §1.6). Used by the end-to-end, scaling and chaos runs.
+ * (message, device) must end (docs/design.md, "Nothing is lost; every ending is counted"). Used by
+ * the end-to-end, scaling and chaos runs.
  */
 import { clientTokenReport, MAKERS, random, type SyntheticDevice, type TimedRecord } from '../demo/workload.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';

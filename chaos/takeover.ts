@@ -1,5 +1,5 @@
 /**
- * What the takeovers after the run's SIGKILLs sent again (docs/design.md §2.4, "Takeover"), from the
+ * What the takeovers after the run's SIGKILLs sent again (docs/design.md, "Takeover"), from the
  * vendor emulators' recordings (each request, its answer, when, and which worker process sent it)
  * and the im_push_task rows as they were when the killed worker had exited.
  *

@@ -12,8 +12,8 @@ export const CONFIG_SECTIONS: Readonly<Record<ConfigSection, string>> = {
   endpoints: 'Endpoints',
   security: 'Secured connections (docs/operations.md, "Connecting to a secured cluster")',
   workers: 'Workers (`pushctl run`) and the receiver',
-  decisions: 'Decisions (docs/design.md §2.1–2.3)',
-  'fan-out': 'Fan-out (docs/design.md §2.4)',
+  decisions: 'Decisions (docs/design.md, "online-filter", "merge" and "policy")',
+  'fan-out': 'Fan-out (docs/design.md, "fan-out")',
   business: 'Business pushes (docs/entry.md)',
 };
 

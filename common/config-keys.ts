@@ -81,7 +81,7 @@ export const CONFIG_KEYS = {
     defaultDoc: '500 (exactly_once), 100 (exactly_once with `PUSH_FAN_OUT_FUSED=false`), 1000 (at_least_once)',
     min: 10,
     max: MINUTE,
-    doc: 'commit interval of the event path (decisions, and the fan-out when it runs apart), ms. Fused, no vendor call waits for it: it only makes outcomes visible, and fewer transactions leave the box more CPU (docs/design.md §7)',
+    doc: 'commit interval of the event path (decisions, and the fan-out when it runs apart), ms. Fused, no vendor call waits for it: it only makes outcomes visible, and fewer transactions leave the box more CPU (docs/design.md, "Targets")',
   }),
   PUSH_CAUGHT_UP_COMMIT_MS: int({
     key: 'PUSH_CAUGHT_UP_COMMIT_MS',
@@ -98,7 +98,7 @@ export const CONFIG_KEYS = {
     default: 3000,
     min: 10,
     max: MINUTE,
-    doc: 'commit interval of the stages off the push path (receipts, ClickHouse, campaigns), ms: how soon receipts, task statuses and arrival counts become visible; each commit is a transaction per task the broker pays for in CPU (docs/design.md §7)',
+    doc: 'commit interval of the stages off the push path (receipts, ClickHouse, campaigns), ms: how soon receipts, task statuses and arrival counts become visible; each commit is a transaction per task the broker pays for in CPU (docs/design.md, "Targets")',
   }),
   PUSH_BUSINESS_COMMIT_INTERVAL_MS: int({
     key: 'PUSH_BUSINESS_COMMIT_INTERVAL_MS',

@@ -4,7 +4,7 @@
  * about 1–20 µs and a new map per object, and every later reader of those objects (the stages
  * downstream, the serializers) sees a different shape each time. `Object.assign` onto a fresh
  * object builds the fields in order through shared transitions: objects from bases of one shape
- * share one, at about 0.2 µs (docs/design.md §7, "Object shapes").
+ * share one, at about 0.2 µs (docs/design.md, "Object shapes").
  */
 export function withFields<T extends object, U extends object>(base: T, changes: U): Omit<T, keyof U> & U {
   return Object.assign({}, base, changes);

@@ -1,9 +1,10 @@
 /**
- * Moves push tasks older than the hot retention (7 days, docs/design.md §3) from im_push_task into
- * im_push_task_archive, in batches, each batch one transaction (copy, then delete), so the hot table
- * is never locked for long and a crash mid-way loses and duplicates nothing (INSERT IGNORE on the
- * archive's primary key makes a repeated batch harmless). With uid shards (sinks/mysql/shards.ts)
- * every shard archives its own rows (`archiveShards`): a row and its archive stay on the user's shard.
+ * Moves push tasks older than the hot retention (7 days, docs/design.md, "Stores") from
+ * im_push_task into im_push_task_archive, in batches, each batch one transaction (copy, then
+ * delete), so the hot table is never locked for long and a crash mid-way loses and duplicates
+ * nothing (INSERT IGNORE on the archive's primary key makes a repeated batch harmless). With uid
+ * shards (sinks/mysql/shards.ts) every shard archives its own rows (`archiveShards`): a row and its
+ * archive stay on the user's shard.
  */
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { allSettledOrThrow } from '../common/settle.ts';

@@ -329,7 +329,7 @@ interface ResetTarget {
 
 /**
  * Sets the tasks (those in one of `statuses`) back to pending on their shards, with no answer recorded
- * (the fan-out resumes a pending task after the answers its row holds: docs/design.md §2.4,
+ * (the fan-out resumes a pending task after the answers its row holds: docs/design.md,
  * "Takeover"), then produces their dispatches again.
  */
 async function resend(targets: readonly ResetTarget[], statuses: readonly number[], replay: Omit<Replay, 'replayable'>): Promise<void> {

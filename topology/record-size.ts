@@ -1,6 +1,6 @@
 /**
  * How large a record is to the broker, and the default limit the runtime holds outputs to
- * (docs/design.md §4, "poison records").
+ * (docs/design.md, "Poison records and restarts").
  *
  * The broker refuses a record batch larger than the topic's `max.message.bytes` (broker default
  * `message.max.bytes` = 1,048,588). A record that is alone in its batch (topology/eos.ts sends

@@ -17,8 +17,8 @@ export interface RestartBackoffOptions {
 }
 
 /**
- * How long a streams application waits before each restart (docs/design.md §4). Restarts that
- * follow each other within `resetMs` of running (counted from the end of the previous restart)
+ * How long a streams application waits before each restart (docs/design.md, "Runtime"). Restarts
+ * that follow each other within `resetMs` of running (counted from the end of the previous restart)
  * form a run; the n-th restart of a run waits min(maxMs, initialMs × 2^(n−1)), with jitter:
  * uniform in [½, 1] of that step, so below the cap a delay is never shorter than the one before
  * it, and instances failing together spread out.

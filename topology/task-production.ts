@@ -38,8 +38,9 @@ export interface ProductionFailure {
 
 /**
  * A task's production path: serializes sink outputs, holds them to what the broker accepts on
- * their topic, and turns what it refuses into production errors (docs/design.md §4): the input
- * record, or the output itself when there is none, goes to the DLQ (dlq.ts), and the task goes on.
+ * their topic, and turns what it refuses into production errors (docs/design.md, "Runtime"): the
+ * input record, or the output itself when there is none, goes to the DLQ (dlq.ts), and the task
+ * goes on.
  */
 export class TaskProduction {
   /** The first output of the current input record that a sink could not write. */

@@ -38,8 +38,8 @@ export interface TaskOptions {
   /**
    * What the broker will refuse on `topic` (sink topics and the DLQ): records over its
    * `maxRecordBytes` (key + value + headers, as `record-size.ts` counts them), and records without a
-   * key where `keyRequired`. Such an output is a production error (docs/design.md §4). Default:
-   * DEFAULT_MAX_RECORD_BYTES and no key rule for every topic.
+   * key where `keyRequired`. Such an output is a production error (docs/design.md, "Runtime").
+   * Default: DEFAULT_MAX_RECORD_BYTES and no key rule for every topic.
    */
   readonly topicRules?: (topic: string) => TopicRules;
   /**

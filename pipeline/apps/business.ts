@@ -47,24 +47,26 @@ export const BUSINESS_NODES = {
 export function buildBusinessTopology(o: BusinessTopologyOptions): Topology {
   const { source, sink } = topicIo(o);
   const n = BUSINESS_NODES;
-  return new TopologyBuilder()
-    .addSource(n.requests, source('requests'))
-    .addSource(n.tokens, source('tokens'))
-    .addSource(n.settings, source('settings'))
-    // Requests are checked by the stage itself (processors/business/transfer.ts, with its templates).
-    .addProcessor(n.requestsIn, tagged<'request', PushRequestRecord>('request'), n.requests)
-    .addProcessor(n.tokensIngest, ingest('token', o.business?.ingest), n.tokens)
-    .addProcessor(n.settingsIngest, ingest('settings', o.business?.ingest), n.settings)
-    .addProcessor(
-      n.processor,
-      business(VENDOR_CHANNELS, { ...o.business, outputs: { dispatch: n.dispatch, outcomes: n.outcomes } }),
-      n.requestsIn,
-      n.tokensIngest,
-      n.settingsIngest,
-    )
-    .addSink(n.dispatch, sink('dispatchBusiness'), n.processor)
-    .addSink(n.outcomes, sink('outcomes'), n.processor)
-    .build();
+  return (
+    new TopologyBuilder()
+      .addSource(n.requests, source('requests'))
+      .addSource(n.tokens, source('tokens'))
+      .addSource(n.settings, source('settings'))
+      // Requests are checked by the stage itself (processors/business/transfer.ts, with its templates).
+      .addProcessor(n.requestsIn, tagged<'request', PushRequestRecord>('request'), n.requests)
+      .addProcessor(n.tokensIngest, ingest('token', o.business?.ingest), n.tokens)
+      .addProcessor(n.settingsIngest, ingest('settings', o.business?.ingest), n.settings)
+      .addProcessor(
+        n.processor,
+        business(VENDOR_CHANNELS, { ...o.business, outputs: { dispatch: n.dispatch, outcomes: n.outcomes } }),
+        n.requestsIn,
+        n.tokensIngest,
+        n.settingsIngest,
+      )
+      .addSink(n.dispatch, sink('dispatchBusiness'), n.processor)
+      .addSink(n.outcomes, sink('outcomes'), n.processor)
+      .build()
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * Wiring of the decision stages (docs/design.md §2, §2.1–2.3) into one topology with ONE sub-topology:
+ * Wiring of the decision stages (docs/design.md, "Topology", "online-filter", "merge" and "policy")
+ * into one topology with ONE sub-topology:
  *
  *   im.message.persisted ─ ingest ─┐
  *   im.presence ────────── ingest ─┼─► online-filter ─► merge ─► policy ─► push.dispatch

@@ -97,7 +97,8 @@ class BusinessProcessor implements Processor<string, BusinessInput, string, Out>
     const input = record.value;
     switch (input.kind) {
       case 'request':
-        if (input.value === null) throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
+        if (input.value === null)
+          throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
         return this.onRequest(transfer(input.value, record.key, now, this.config.ingest, this.config.templates), now);
       case 'token': {
         const user = this.tokens.get(input.value.uid) ?? {};

@@ -45,10 +45,10 @@ export type FanOutInput = HandOver<'dispatch', PushDispatch> | HandOver<'presenc
 type Out = PushOutcome | TokenReport;
 
 /**
- * The fan-out stage (docs/design.md §2.4): push.dispatch → vendor submissions → push.outcomes (+ token
- * invalidations to push.tokens). Returns the supplier of `FanOutProcessor`, which declares its
- * stores (FAN_OUT_STORES); options are validated here, once. The (vendor, app) gates and batchers
- * are made here too, so every task of the process shares them.
+ * The fan-out stage (docs/design.md, "fan-out"): push.dispatch → vendor submissions → push.outcomes
+ * (+ token invalidations to push.tokens). Returns the supplier of `FanOutProcessor`, which declares
+ * its stores (FAN_OUT_STORES); options are validated here, once. The (vendor, app) gates and
+ * batchers are made here too, so every task of the process shares them.
  */
 export function fanOut(options: FanOutOptions): ProcessorSupplier<string, FanOutInput, string, Out> {
   const config = fanOutConfig(options);
@@ -217,7 +217,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
    * Takes a dispatch as far as it goes now: claimed (when fresh, or held when a process stopped),
    * then over its channels until it ends or parks. A task claimed before and still pending is taken
    * over: it resumes after the answers its row recorded, and its first call is a re-send (the
-   * earlier owner's call may have reached the vendor; docs/design.md §2.4, "Takeover"). `live.walk`
+   * earlier owner's call may have reached the vendor; docs/design.md, "Takeover"). `live.walk`
    * shows where it is.
    */
   private async run(start: DispatchProgress, fresh: boolean, replayed: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
@@ -412,8 +412,8 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
    * channel could show the user a second notification, so only this channel is tried again (the
    * collapse id makes a resend harmless). A known failure (5xx, refused connection) gets the retry
    * budget, then the next channel; on the last channel it is retried, parked between calls, for as
-   * long as the push is worth sending (docs/design.md §2.4). A READ of the conversation during the
-   * wait ends it.
+   * long as the push is worth sending (docs/design.md, "fan-out"). A READ of the conversation
+   * during the wait ends it.
    */
   private async onRetryable(walk: Walk, at: ChannelAt, call: number, outcome: Extract<SubmitOutcome, { kind: 'retryable' }>, now: number): Promise<Next> {
     const d = walk.dispatch;

@@ -1,6 +1,7 @@
 /**
- * The fan-out's view of `im_push_task` (docs/design.md §1.5, §3): what it needs to submit each task at
- * most once. Injected, so the processor stays pure; `sinks/mysql/tasks.ts` implements it on MySQL.
+ * The fan-out's view of `im_push_task` (docs/design.md, "At most one visible notification" and
+ * "Stores"): what it needs to submit each task at most once. Injected, so the processor stays pure;
+ * `sinks/mysql/tasks.ts` implements it on MySQL.
  */
 
 import { PushError } from '../../common/errors.ts';
@@ -60,7 +61,7 @@ export interface ChannelAnswer {
 /**
  * What the task row records of a submission: how it ended (submitted, failed), or, while it goes on
  * (pending), the answers it has had so far, written before its next vendor call so that a takeover
- * resumes after them instead of calling again (docs/design.md §2.4, "Takeover").
+ * resumes after them instead of calling again (docs/design.md, "Takeover").
  */
 export interface TaskResult {
   readonly status: typeof TASK_STATUS.submitted | typeof TASK_STATUS.failed | typeof TASK_STATUS.pending;

@@ -26,12 +26,12 @@ export interface FanOutListener {
   /**
    * A call to (vendor, app) repeats one an earlier owner of the task may have made without its
    * answer being recorded: the first call of a pending task claimed again (a takeover or a restart;
-   * not `pushctl replay`). At most one per takeover of a task (docs/design.md §2.4, "Takeover").
+   * not `pushctl replay`). At most one per takeover of a task (docs/design.md, "Takeover").
    */
   onTakeoverResend?(vendor: string, appId: string): void;
 }
 
-/** Options of the fan-out stage (docs/design.md §2.4). */
+/** Options of the fan-out stage (docs/design.md, "fan-out"). */
 export interface FanOutOptions {
   /** Adapters and per (vendor, app) limits. */
   readonly vendors: VendorDirectory;

@@ -42,14 +42,15 @@ export type ParkedValue = string | DispatchProgress;
  * What a parked dispatch keeps, and why the text stays: the retry rebuilds the vendor message from
  * the dispatch (records.ts `pushMessage`), and nothing else the fan-out can read holds the title
  * and summary — im_push_task has no text, im.message.persisted is not an input here, and the
- * policy may have replaced the text by the generic pair (docs/design.md §1.2), which a message id
- * alone would not tell. A reference would not do, so the rendered text is kept; it is already
- * short (the summary is cut to 100 grapheme clusters by the policy). What goes is the shape: one
- * string per parked push, a positional JSON array without field names, the task id (the store key)
- * and the record key (the uid), instead of a tree of objects: ~40 % fewer changelog bytes (about
- * 500 instead of 850 for a one-channel push) and one heap object instead of a tree of seven; the memory of
- * a parked push (~1.4–1.8 KB with its timer and indexes) stays about what it was, because text
- * with CJK characters makes the whole string two bytes a character. Version 1:
+ * policy may have replaced the text by the generic pair (docs/design.md,
+ * "A push wakes, it does not deliver"), which a message id alone would not tell. A reference would
+ * not do, so the rendered text is kept; it is already short (the summary is cut to 100 grapheme
+ * clusters by the policy). What goes is the shape: one string per parked push, a positional JSON
+ * array without field names, the task id (the store key) and the record key (the uid), instead of a
+ * tree of objects: ~40 % fewer changelog bytes (about 500 instead of 850 for a one-channel push)
+ * and one heap object instead of a tree of seven; the memory of a parked push (~1.4–1.8 KB with its
+ * timer and indexes) stays about what it was, because text with CJK characters makes the whole
+ * string two bytes a character. Version 1:
  *
  *   [1, key (0 = the uid), timestamp, channel, call, attempts, waitingOn,
  *    [last.vendor, last.code, quotaOnly 0/1, throttled 0/1],
@@ -270,9 +271,9 @@ function encodeHeld(held: DispatchProgress[]): string {
 }
 
 /**
- * The parked dispatches of one fan-out task (docs/design.md §2.4): the changelogged store, the
- * retry timers, and an index by age (decided_at, in memory, rebuilt at init) that names the push
- * to evict when the store is over its cap. A resumed dispatch leaves all three while its calls
+ * The parked dispatches of one fan-out task (docs/design.md, "fan-out"): the changelogged store,
+ * the retry timers, and an index by age (decided_at, in memory, rebuilt at init) that names the
+ * push to evict when the store is over its cap. A resumed dispatch leaves all three while its calls
  * run, and is parked again (with a new due time) if it has to wait once more. A held dispatch
  * (`hold`) is written with the others held (`writeHeld`) as long as it runs: no timer resumes it
  * and the cap does not evict it; after a restart it is parked, due at once.

@@ -1,8 +1,8 @@
 /**
  * The dispatches of one fan-out task that are waiting out retryable vendor failures (parked, in an
  * inline backoff, or resumed), indexed by conversation, so that a READ of the conversation cancels
- * them (docs/design.md §2.4). Only conversations with such a dispatch are remembered: a READ of any
- * other conversation costs one map lookup and leaves nothing behind.
+ * them (docs/design.md, "fan-out"). Only conversations with such a dispatch are remembered: a READ
+ * of any other conversation costs one map lookup and leaves nothing behind.
  */
 export class RetryingDispatches {
   /** uid + conv → task id → seq of the dispatch. */

@@ -48,7 +48,7 @@ export function progressOf(walk: Walk, ci: number, call: number, waitingOn: stri
 }
 
 /**
- * Where a walk stands after the answers its task row recorded (docs/design.md §2.4, "Takeover"): the
+ * Where a walk stands after the answers its task row recorded (docs/design.md, "Takeover"): the
  * channel and call after the last recorded answer, and the last failure those answers leave, by the
  * rules the walk itself follows (fan-out.ts): a failure, a dead token, a quota answer or a 429 with
  * another channel left ends its channel; a 429 on the last channel calls it again. Retryable

@@ -1,7 +1,8 @@
 /**
- * The merge stage (docs/design.md §2.2): one notification stands per (uid, conv_id) window, per device,
- * carrying the latest seq and unread count. Input: push candidates (TRIGGER and READ). Outputs:
- * merged notifications, and a MERGED / SUPPRESSED outcome for every trigger that does not become one.
+ * The merge stage (docs/design.md, "merge"): one notification stands per (uid, conv_id) window, per
+ * device, carrying the latest seq and unread count. Input: push candidates (TRIGGER and READ).
+ * Outputs: merged notifications, and a MERGED / SUPPRESSED outcome for every trigger that does not
+ * become one.
  *
  * Every trigger ends in exactly one of: a merged notification (LEADING or TRAILING), MERGED (folded
  * into a push that carries a higher seq), or SUPPRESSED `read` (read before its push went out).
@@ -74,7 +75,8 @@ class MergeProcessor implements Processor<string, PushCandidate, string, Out> {
 
     if (w && isRepeat(w, c)) {
       // The same message for this device again (its persisted record was produced twice): it has
-      // its outcome from the first copy; a second would count one input twice (docs/design.md §1.5).
+      // its outcome from the first copy; a second would count one input twice (docs/design.md,
+      // "At most one visible notification").
     } else if (w && c.seq <= w.read_seq) {
       this.outcome('SUPPRESSED', 'read', c, at);
     } else if (w && c.seq <= coveredSeq(w)) {

@@ -11,7 +11,7 @@ import { convWindowsStoreSerde } from './window-codec.ts';
  */
 export type MergeMode = (typeof MERGE_MODES)[number];
 
-/** Options of the merge stage (docs/design.md §2.2). Durations in milliseconds. */
+/** Options of the merge stage (docs/design.md, "merge"). Durations in milliseconds. */
 export interface MergeOptions {
   /** The merge window per (uid, conv_id). Env PUSH_MERGE_WINDOW_MS; default 5 000; above 10 000 is rejected. */
   windowMs?: number;

@@ -1,7 +1,8 @@
 /**
- * The state of the merge windows of one (uid, conv_id): one entry per device (invariant 4). Kept
- * small, because a busy worker holds a million of them: no copies of the key's ids, one time field;
- * in the store it is one short string per (uid, conv_id) (window-codec.ts).
+ * The state of the merge windows of one (uid, conv_id): one entry per device (docs/design.md,
+ * "Per device, not per uid"). Kept small, because a busy worker holds a million of them: no copies
+ * of the key's ids, one time field; in the store it is one short string per (uid, conv_id)
+ * (window-codec.ts).
  */
 import type { Mention, PushCandidate } from '../model/records.ts';
 

@@ -1,7 +1,8 @@
 /**
  * Deterministic identifiers of the push domain. Each is a pure function of its inputs, so a replay
- * or a restarted task derives the same ids: the fan-out's idempotency (invariant 5), the device's
- * collapse (replace, not stack) and ClickHouse's dedupe all rest on that.
+ * or a restarted task derives the same ids: the fan-out's idempotency (docs/design.md,
+ * "At most one visible notification"), the device's collapse (replace, not stack) and ClickHouse's
+ * dedupe all rest on that.
  */
 import { hash } from 'node:crypto';
 

@@ -1,5 +1,5 @@
 /**
- * The ingest rules (docs/design.md §2, "Ingest validation"): what a record from outside the pipeline
+ * The ingest rules (docs/design.md, "Ingest validation"): what a record from outside the pipeline
  * must satisfy before any stage keeps it in state or decides on it. Each rule has a stable name that
  * the DLQ reason carries (`breaks ingest rule future_skew: ...`), so an operator can tell from the
  * DLQ headers which rule a record broke, and the reason never quotes a token or a secret.

@@ -164,10 +164,16 @@ class IngestNode implements Processor<string, unknown, string, Ingested> {
     const { kind } = this;
     const value = record.value;
     if (value === null) {
-      if (kind !== 'token' && kind !== 'settings') throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
+      if (kind !== 'token' && kind !== 'settings')
+        throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
       const broken = id('key', record.key, MAX_LENGTH.uid);
       if (broken) throw new ContractError('CONTRACT_VIOLATION', `${kind === 'token' ? 'tokens' : 'settings'} tombstone breaks ingest rule ${broken}`);
-      return this.ctx.forward({ key: record.key, value: { kind: 'tombstone', table: kind, uid: record.key }, timestamp: record.timestamp, headers: record.headers });
+      return this.ctx.forward({
+        key: record.key,
+        value: { kind: 'tombstone', table: kind, uid: record.key },
+        timestamp: record.timestamp,
+        headers: record.headers,
+      });
     }
     if (typeof value !== 'object' || !REQUIRED_FIELDS[kind].every((f) => f in value)) {
       throw new ContractError('UNEXPECTED_RECORD', `record is not a ${kind} record (its topic's schema)`);

@@ -1,6 +1,6 @@
 /**
  * Outcome records: every suppression, merge and drop a decision stage makes is emitted as one
- * push-outcome record (invariant 6: nothing is lost, every outcome is counted). Ids are
+ * push-outcome record (docs/design.md, "Nothing is lost; every ending is counted"). Ids are
  * deterministic, so a replay emits identical records and ClickHouse dedupes them.
  */
 import { outcomeEventId, taskId } from './ids.ts';

@@ -1,5 +1,5 @@
 /**
- * Where a vendor receipt is joined to its submission (docs/design.md §3, "The receipt join").
+ * Where a vendor receipt is joined to its submission (docs/design.md, "receipts and tokens").
  *
  * A push names its recipient in the vendor's callback parameter (HMS `bi_tag`, Xiaomi and vivo
  * `callback.param`, OPPO `call_back_parameter`), which the vendor echoes in every receipt about

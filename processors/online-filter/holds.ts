@@ -1,6 +1,6 @@
 /**
- * The online-filter's holds (docs/design.md §2.1, row "online"): messages held for an online device until
- * its downlink ACK or the hold window's end.
+ * The online-filter's holds (docs/design.md, "online-filter", row "online"): messages held for an
+ * online device until its downlink ACK or the hold window's end.
  *
  * One store is durable: `online-filter-holds`, (uid, device, conv) → the held messages, each with
  * its due time. One record per key per commit says everything a restart needs. What finds a hold

@@ -1,8 +1,8 @@
 /**
- * The online-filter stage (docs/design.md §2.1): per device of the recipient, decide whether a persisted
- * message must wake the device. Inputs (all keyed by uid): persisted messages, gateway presence
- * events, token reports. Outputs: push candidates (one per device to wake, plus READ markers for the
- * merge stage) and outcomes for every message that is not pushed.
+ * The online-filter stage (docs/design.md, "online-filter"): per device of the recipient, decide
+ * whether a persisted message must wake the device. Inputs (all keyed by uid): persisted messages,
+ * gateway presence events, token reports. Outputs: push candidates (one per device to wake, plus
+ * READ markers for the merge stage) and outcomes for every message that is not pushed.
  *
  * | condition                                   | decision        | action                                      |
  * | heartbeat ≤ 90 s, last downlink ACK fine     | online          | hold ≤ hold window; ACK/READ seq ≥ cancels  |

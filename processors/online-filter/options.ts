@@ -2,7 +2,10 @@ import type { ChildNames } from '../../topology/api.ts';
 import { checkKey, checkRange, readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 
-/** Options of the online-filter stage (docs/design.md §2.1). All durations in milliseconds. */
+/**
+ * Options of the online-filter stage (docs/design.md, "online-filter"). All durations in
+ * milliseconds.
+ */
 export interface OnlineFilterOptions {
   /**
    * How long a message for an online, ACKing device is held waiting for its downlink ACK before it is

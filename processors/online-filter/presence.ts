@@ -1,7 +1,8 @@
 /**
  * Per-device presence as the online-filter sees it, and the pure transitions the gateway's events
- * make. Online is judged by server heartbeats and downlink ACKs (invariant 3); the client's own
- * BACKGROUND/EXIT report can only make a push more likely, never suppress one.
+ * make. Online is judged by server heartbeats and downlink ACKs (docs/design.md,
+ * "No push to a device that is online and ACKing"); the client's own BACKGROUND/EXIT report can
+ * only make a push more likely, never suppress one.
  *
  * Every transition reports what it changed, so the stage writes a device's presence (one changelog
  * record) only on a real change of state, never just because a message passed; an ACK that only
@@ -130,7 +131,10 @@ function applyEvent(p: DevicePresence, event: PresenceEvent): boolean {
   return false;
 }
 
-/** The row of docs/design.md §2.1 a message at `at` falls into for this device. */
+/**
+ * The row of the table in docs/design.md, "online-filter", that a message at `at` falls into for
+ * this device.
+ */
 export type DeviceDecision = 'background' | 'offline' | 'suspect' | 'online';
 
 export function decide(p: DevicePresence, at: number, heartbeatTimeoutMs: number): DeviceDecision {

@@ -1,8 +1,9 @@
 /**
- * Channel choice per device (docs/design.md §2.3). A device may hold several valid tokens (one per
- * vendor); the preferred vendor comes first and the rest follow in a fixed priority, so the fan-out
- * can fall back in order. What is vendor-specific (which maker uses which vendor, the priority, each
- * vendor's IM class) comes through this port from the adapters (sinks/vendors/channels.ts).
+ * Channel choice per device (docs/design.md, "policy"). A device may hold several valid tokens (one
+ * per vendor); the preferred vendor comes first and the rest follow in a fixed priority, so the
+ * fan-out can fall back in order. What is vendor-specific (which maker uses which vendor, the
+ * priority, each vendor's IM class) comes through this port from the adapters
+ * (sinks/vendors/channels.ts).
  */
 
 import type { PushCategory } from '../model/records.ts';

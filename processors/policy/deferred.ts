@@ -1,9 +1,9 @@
 /**
- * Deferred release at the end of quiet hours (docs/design.md §2.3, optional): while a user's quiet hours
- * suppress a conversation, the newest notification per (uid, device, conv) is kept; when the quiet
- * period ends it is released as one DEFERRED push, unless the conversation was read meanwhile.
- * Every notification it supersedes is counted as SUPPRESSED `dnd`; a read one as SUPPRESSED `read`.
- * Releases are found through a timer store, never by scanning.
+ * Deferred release at the end of quiet hours (docs/design.md, "policy", optional): while a user's
+ * quiet hours suppress a conversation, the newest notification per (uid, device, conv) is kept;
+ * when the quiet period ends it is released as one DEFERRED push, unless the conversation was read
+ * meanwhile. Every notification it supersedes is counted as SUPPRESSED `dnd`; a read one as
+ * SUPPRESSED `read`. Releases are found through a timer store, never by scanning.
  */
 import type { KeyValueStore, TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';

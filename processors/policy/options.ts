@@ -13,7 +13,7 @@ import { compileIngestRules, type IngestOptions, type IngestRules } from '../mod
  */
 export type MentionRule = (typeof MENTION_RULES)[number];
 
-/** Options of the policy stage (docs/design.md §2.3). */
+/** Options of the policy stage (docs/design.md, "policy"). */
 export interface PolicyOptions {
   /** Env PUSH_MENTION_RULE; default `mute`. */
   mentionRule?: MentionRule;

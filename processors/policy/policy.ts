@@ -1,10 +1,10 @@
 /**
- * The policy stage (docs/design.md §2.3): per merged notification and device, apply the user's filters
- * (conversation mute, night quiet hours, with the configured @mention rule), render the payload
- * (generic text for private mode and sensitive conversations: the summary never leaves), and choose
- * the device's channels (valid tokens in fallback order, skipping vendors over their daily quota).
- * Inputs, keyed by uid: merged notifications, token reports, user settings. Outputs: dispatch
- * records, and an outcome for every suppression or drop.
+ * The policy stage (docs/design.md, "policy"): per merged notification and device, apply the user's
+ * filters (conversation mute, night quiet hours, with the configured @mention rule), render the
+ * payload (generic text for private mode and sensitive conversations: the summary never leaves),
+ * and choose the device's channels (valid tokens in fallback order, skipping vendors over their
+ * daily quota). Inputs, keyed by uid: merged notifications, token reports, user settings. Outputs:
+ * dispatch records, and an outcome for every suppression or drop.
  */
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';

@@ -1,7 +1,8 @@
 /**
- * The vendor daily quota ledger (docs/design.md §2.3): usage per (vendor, app, day) in a changelogged store.
- * Coordination-free: each partition may spend an even share of the daily quota (keys are uniformly
- * hashed over partitions). A channel over its share is skipped; overflow is never retried.
+ * The vendor daily quota ledger (docs/design.md, "policy"): usage per (vendor, app, day) in a
+ * changelogged store. Coordination-free: each partition may spend an even share of the daily quota
+ * (keys are uniformly hashed over partitions). A channel over its share is skipped; overflow is
+ * never retried.
  */
 import type { KeyValueStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';

@@ -6,9 +6,9 @@ import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
 import { withFields } from '../../common/objects.ts';
 
 /**
- * Token health per (device_id, vendor) (docs/design.md §2.5), keyed by uid like every input it reads:
- * push.tokens (client reports and invalidations fed back), push.receipts (matched receipts) and
- * push.outcomes (synchronous vendor answers).
+ * Token health per (device_id, vendor) (docs/design.md, "receipts and tokens"), keyed by uid like
+ * every input it reads: push.tokens (client reports and invalidations fed back), push.receipts
+ * (matched receipts) and push.outcomes (synchronous vendor answers).
  *
  * Rules:
  * - a dead-token receipt or outcome invalidates at once;

@@ -1,7 +1,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 
 /**
- * The arrival-rate query (docs/design.md §3; docs/data.md), for `pushctl arrival` and the data team:
+ * The arrival-rate query (docs/design.md, "Stores"; docs/data.md), for `pushctl arrival` and the
+ * data team:
  *
  *   arrival rate = |submitted (task, device) pairs the vendor accepted or reported delivered|
  *                  ÷ |submitted (task, device) pairs|

@@ -2,7 +2,7 @@ import { ContractError, PushError, errorCode } from '../../common/errors.ts';
 import { backoffDelay, sleep } from '../../common/retry.ts';
 
 /**
- * How every MySQL writer of the pipeline treats an error (docs/design.md §3, "MySQL"):
+ * How every MySQL writer of the pipeline treats an error (docs/design.md, "MySQL"):
  *
  * - `data`: the row itself is wrong for its column (too long, out of range, NULL where none is
  *   allowed, a truncated or unconvertible value, a failed CHECK). Another attempt gives the same

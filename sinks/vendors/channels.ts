@@ -3,9 +3,10 @@ import type { PushCategory } from '../../processors/model/records.ts';
 import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
 
 /**
- * What the policy needs to know about the vendors to choose a device's channels (docs/design.md
- * §2.3): which vendor a device is woken through, the fallback order, and each vendor's IM message
- * class. The policy's choice itself is in processors/policy/channels.ts; this is the vendor data.
+ * What the policy needs to know about the vendors to choose a device's channels (docs/design.md,
+ * "policy"): which vendor a device is woken through, the fallback order, and each vendor's IM
+ * message class. The policy's choice itself is in processors/policy/channels.ts; this is the vendor
+ * data.
  */
 
 /** Fallback order after the preferred vendor: vendor-specific services before FCM. */

@@ -75,7 +75,7 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
       0,
       `bench exited with ${run.status}${run.stuck ? ` after printing nothing for ${SILENT_MS / 1000} s` : ''}: ${run.stderr.slice(-2000)}`,
     );
-    assert.match(run.stdout, /docs\/design\.md §7 target/);
+    assert.match(run.stdout, /target \(docs\/design\.md, "Targets"\)/);
     assert.match(run.stdout, /sustained end-to-end ingest/);
     assert.match(run.stdout, /Kafka records produced per persisted msg/);
     assert.match(run.stdout, /persist → vendor segments at 100 msgs\/s/);

@@ -1,6 +1,6 @@
 /**
  * bench/worker-cpu.ts marginalWorkerCpu: what one more persisted message costs the workers between the
- * steps that kept up, as docs/design.md §7 reads it off a full bench.
+ * steps that kept up, as docs/design.md, "Targets", reads it off a full bench.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

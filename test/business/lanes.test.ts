@@ -122,7 +122,8 @@ describe('business and IM lanes on the real stack', () => {
     const perToken = new Map<string, number>();
     for (const p of accepted) perToken.set(p.token, (perToken.get(p.token) ?? 0) + 1);
     // A push whose vendor answer was lost (a 10 s timeout under this load) is sent again on the same
-    // channel with the same collapse id (docs/design.md §1.5): the device shows one notification.
+    // channel with the same collapse id (docs/design.md, "At most one visible notification"): the
+    // device shows one notification.
     const twice = [...perToken].filter(([, n]) => n > 1).map(([token]) => accepted.filter((p) => p.token === token));
     for (const repeats of twice) t.diagnostic(`sent ${repeats.length} times (answer lost): ${repeats.map((p) => p.at - now).join(', ')} ms after the start`);
     assert.ok(

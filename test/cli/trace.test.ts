@@ -44,12 +44,13 @@ function messagesOf(run: PipelineRun, uid: string): Array<{ msgId: string; conv:
 }
 
 /**
- * What the trace must say for one user, from the scenario's rules (docs/design.md §1.6): an online
- * device ACKs (online-filter, online_ack); quiet hours and mute are policy suppressions; a user with
- * no device is dropped for no_token by the online-filter; every other device is pushed on its first
- * token, except a dead first token, refused by its vendor before the second one is accepted; in a
- * burst the first message is pushed at once (leading), the middle one merged (or, should its
- * window have closed, pushed), the last one pushed as the update (trailing).
+ * What the trace must say for one user, from the scenario's rules (docs/design.md,
+ * "Nothing is lost; every ending is counted"): an online device ACKs (online-filter, online_ack);
+ * quiet hours and mute are policy suppressions; a user with no device is dropped for no_token by
+ * the online-filter; every other device is pushed on its first token, except a dead first token,
+ * refused by its vendor before the second one is accepted; in a burst the first message is pushed
+ * at once (leading), the middle one merged (or, should its window have closed, pushed), the last
+ * one pushed as the update (trailing).
  */
 function expectedFor(run: PipelineRun, user: ScenarioUser): { exact: Decision[]; either: Array<[Decision[], Decision[]]> } {
   const exact: Decision[] = [];

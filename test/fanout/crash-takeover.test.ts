@@ -1,11 +1,12 @@
 /**
- * A takeover after a crash writes exactly one ending per task (docs/design.md
- * §1.5, §1.6). Two fan-out workers share the dispatches; one is SIGKILLed while dispatches of every
- * outcome class are in flight — accepted (FCM), dead token (APNs Unregistered), throttled (HMS 429
- * on every call) and failed (FCM PERMISSION_DENIED). The killed worker commits rarely, so many of
- * its tasks are final in im_push_task while their outcomes were never committed: the survivor
- * re-dispatches them and must re-emit exactly the recorded outcomes, with their event ids, and
- * nothing else. Checked in push.outcomes and in ClickHouse (through the real ClickHouse sink).
+ * A takeover after a crash writes exactly one ending per task (docs/design.md,
+ * "At most one visible notification" and "Nothing is lost; every ending is counted"). Two fan-out
+ * workers share the dispatches; one is SIGKILLed while dispatches of every outcome class are in
+ * flight — accepted (FCM), dead token (APNs Unregistered), throttled (HMS 429 on every call) and
+ * failed (FCM PERMISSION_DENIED). The killed worker commits rarely, so many of its tasks are final
+ * in im_push_task while their outcomes were never committed: the survivor re-dispatches them and
+ * must re-emit exactly the recorded outcomes, with their event ids, and nothing else. Checked in
+ * push.outcomes and in ClickHouse (through the real ClickHouse sink).
  */
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';

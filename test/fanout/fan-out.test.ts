@@ -266,7 +266,7 @@ describe('fan-out through the TopologyTestDriver, vendor emulators and MariaDB',
   });
 
   test("a 5,000-character title is cut by the vendor's payload builder, not refused; no channel → dropped", async () => {
-    // Issue 13: payload limits are kept by the builders (test/vendors/payload-limits.test.ts); with
+    // Payload limits are kept by the builders (test/vendors/payload-limits.test.ts); with
     // the dispatch's bounded ids the custom data always leaves room, so nothing is refused for size.
     const big = dispatch({
       uid: 'u-big',

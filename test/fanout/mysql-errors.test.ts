@@ -1,5 +1,5 @@
 /**
- * MySQL errors in the fan-out (docs/design.md §3): a row MySQL refuses as data
+ * MySQL errors in the fan-out (docs/design.md, "Stores"): a row MySQL refuses as data
  * sends only its own dispatch to the DLQ, and the dispatch after it on the same partition is
  * pushed; transient errors (access denied while grants change, read-only after a failover) are
  * retried with backoff until MySQL takes the write, and the worker never stops. The errors come

@@ -223,7 +223,12 @@ describe('fan-out: parked values', () => {
   });
 
   test('over the cap, the push decided first leaves, whatever the order it was parked in', () => {
-    const parked = new ParkedDispatches(new InMemoryKeyValueStore<ParkedValue>('p', parkedStoreSerde), new InMemoryTimerStore('t'), new InMemoryTimerStore('age', false), 2);
+    const parked = new ParkedDispatches(
+      new InMemoryKeyValueStore<ParkedValue>('p', parkedStoreSerde),
+      new InMemoryTimerStore('t'),
+      new InMemoryTimerStore('age', false),
+      2,
+    );
     const at = (uid: string, decidedAt: number) => {
       const p = progress();
       return { ...p, key: uid, dispatch: { ...p.dispatch, uid, task_id: `task-${uid}`, decided_at: decidedAt } };

@@ -1,6 +1,6 @@
 /**
- * A takeover re-sends only the vendor calls that had no answer at the kill (docs/design.md
- * §2.4, "Takeover"). One worker runs the decisions with the fan-out fused (the default) and is
+ * A takeover re-sends only the vendor calls that had no answer at the kill (docs/design.md,
+ * "Takeover"). One worker runs the decisions with the fan-out fused (the default) and is
  * SIGKILLed mid-burst; a new worker takes its partitions over. Three kinds of pushes are in the
  * burst: iPhones with one APNs token (accepted, their rows final before the kill), iPhones whose
  * APNs token is dead and whose FCM token follows (APNs answered before the kill, the FCM call still

@@ -1,5 +1,5 @@
 /**
- * Issue 6's acceptance run: the arrival figures per vendor in ClickHouse (submitted, arrived,
+ * The arrival figures per vendor in ClickHouse (submitted, arrived,
  * delivered, unknown pairs) equal, exactly, what the vendor emulators themselves recorded (what
  * each was sent and accepted, and which receipts each posted), with receipts duplicated and lost,
  * (1) after a first stretch of traffic, (2) after the workers' ClickHouse was unreachable for 60 s

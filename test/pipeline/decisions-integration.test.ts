@@ -79,7 +79,8 @@ describe('decisions on the real stack', () => {
       assert.equal(actual.length, expected.length, 'no duplicates');
       assert.ok(expected.length > 1_000, `a meaningful workload (${expected.length} dispatches)`);
 
-      // Invariant 6: every (message, device) that is not dispatched has exactly one outcome.
+      // Every (message, device) that is not dispatched has exactly one outcome (docs/design.md,
+      // "Nothing is lost; every ending is counted").
       const dispatchedTasks = new Set(dispatches.map((d) => `${d.uid}/${d.device_id}/${d.conv_id}#${d.seq}`));
       const pairs = users.reduce((n, u) => n + u.devices.length * (u.burst + 1), 0);
       const outcomes = await readDecoded<PushOutcome>(t, 'outcomes', (v) => v.length >= pairs - dispatchedTasks.size, 30_000, 2_000);

@@ -76,7 +76,10 @@ describe('decisions topology', () => {
 
   test('fused (PUSH_FAN_OUT_FUSED): the policy hands dispatches to the fan-out in the same task; push.dispatch only as a tap, read for replays', () => {
     const fanOut = { vendors: { adapter: () => undefined, limits: () => undefined }, ledger: fanOutLedgerUnused };
-    const fused = EXPECTED.replace('      --> online-filter, policy\n      <-- presence-source', '      --> online-filter, policy, fan-out\n      <-- presence-source')
+    const fused = EXPECTED.replace(
+      '      --> online-filter, policy\n      <-- presence-source',
+      '      --> online-filter, policy, fan-out\n      <-- presence-source',
+    )
       .replace('      --> dispatch-sink, outcomes-sink\n', '      --> dispatch-in, outcomes-sink\n')
       .replace(
         '    Sink: dispatch-sink (topic: t.push.dispatch)\n      <-- policy\n    Sink: outcomes-sink (topic: t.push.outcomes)\n      <-- online-filter, merge, policy\n',

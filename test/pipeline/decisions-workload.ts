@@ -1,8 +1,8 @@
 /**
  * A scripted workload for the decision stages on the real stack, and an independent ground-truth
- * model of what it must dispatch. The model restates docs/design.md §2.1–2.3 for this script only (it shares
- * no code with processors/): every device kind and setting below has its expected pushes spelled
- * out here.
+ * model of what it must dispatch. The model restates docs/design.md, "online-filter", "merge" and
+ * "policy", for this script only (it shares no code with processors/): every device kind and
+ * setting below has its expected pushes spelled out here.
  */
 import type { MessagePersisted, PresenceEvent, PushDispatch, TokenReport, UserSettings } from '../../processors/model/records.ts';
 

@@ -1,9 +1,10 @@
 /**
- * Scaling the whole pipeline while traffic flows (docs/design.md §6): one worker process, a 2nd and a 3rd
- * added, then one stopped with SIGTERM and one with SIGKILL. Nothing may be lost; a push may reach
- * its vendor twice only inside the one window invariant 5 allows (crash between vendor acceptance
- * and recording it), and then with the same collapse id. `groupStatus` must show the partitions
- * moving between the members.
+ * Scaling the whole pipeline while traffic flows (docs/design.md, "Operations"): one worker
+ * process, a 2nd and a 3rd added, then one stopped with SIGTERM and one with SIGKILL. Nothing may
+ * be lost; a push may reach its vendor twice only inside the one window that docs/design.md,
+ * "At most one visible notification", allows (crash between vendor acceptance and recording it),
+ * and then with the same collapse id. `groupStatus` must show the partitions moving between the
+ * members.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

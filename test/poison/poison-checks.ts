@@ -14,7 +14,10 @@ import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { receiptBodies } from '../receipts/support.ts';
 import type { Follower, OfflineUser, PoisonStack, Produced, SeenRecord } from './poison-stack.ts';
 
-/** How soon a message produced right after a poison must reach its vendor (the target of docs/design.md §7). */
+/**
+ * How soon a message produced right after a poison must reach its vendor (the target of
+ * docs/design.md, "Targets").
+ */
 export const FOLLOW_UP_LIMIT_MS = 5_000;
 /** How long any single expectation is waited for. */
 export const WAIT_MS = 20_000;

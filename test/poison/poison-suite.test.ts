@@ -1,12 +1,12 @@
 /**
- * Issue 13's poison suite, end to end: one running worker process (every stage, the receipt
+ * The poison suite, end to end: one running worker process (every stage, the receipt
  * receiver), and for each class of poison — out-of-range fields, absurd and future time stamps,
  * unknown zones, tombstones, 1 MB inputs, absurd receipt times, cross-app receipts, a replayed HMS
  * header on a second receiver, emoji/ZWJ/CJK texts at every vendor's limit, MySQL access denied and
  * read-only — the record ends in push.dlq with its reason or in its documented outcome
- * (docs/design.md, "Ingest validation", §2.5 and §4 "Poison records and restarts"), the worker
- * never exits or restarts, and a message produced to the same partition right after the poison
- * reaches its vendor's emulator within 5 s.
+ * (docs/design.md, "Ingest validation", "receipts and tokens" and "Poison records and restarts"),
+ * the worker never exits or restarts, and a message produced to the same partition right after the
+ * poison reaches its vendor's emulator within 5 s.
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';

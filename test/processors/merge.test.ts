@@ -1,6 +1,6 @@
 /**
- * docs/design.md §2.2 merge rules through the TopologyTestDriver: offline device (every message becomes a
- * trigger at once), window 5 s.
+ * The merge rules of docs/design.md, "merge", through the TopologyTestDriver: offline device (every
+ * message becomes a trigger at once), window 5 s.
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -130,7 +130,7 @@ async function run(row: Row): Promise<{ dispatches: string[]; outcomes: string[]
   }
 }
 
-describe('merge: docs/design.md §2.2 rules', () => {
+describe('merge: the rules of docs/design.md, "merge"', () => {
   for (const row of rows) {
     test(row.name, async () => {
       assert.deepEqual(await run(row), { dispatches: row.dispatches, outcomes: row.outcomes });

@@ -1,6 +1,7 @@
 /**
- * docs/design.md §2.1, row by row, per device, through the TopologyTestDriver with the whole decisions
- * topology (merge window 5 s, leading mode; so each first message of a conversation dispatches at once).
+ * docs/design.md, "online-filter", row by row, per device, through the TopologyTestDriver with the
+ * whole decisions topology (merge window 5 s, leading mode; so each first message of a conversation
+ * dispatches at once).
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -146,7 +147,7 @@ const rows: Row[] = [
   },
 ];
 
-describe('online-filter: docs/design.md §2.1 decision table (one device)', () => {
+describe('online-filter: the decision table of docs/design.md, "online-filter" (one device)', () => {
   for (const row of rows) {
     test(row.name, async () => {
       const h = DecisionsHarness.create();

@@ -1,7 +1,8 @@
 /**
- * docs/design.md §2.3 through the TopologyTestDriver: mute, quiet hours, @mention rule, private mode and
- * sensitive conversations, channel choice and fallback, invalid tokens, the quota ledger.
- * Every device is offline, so each first message of a conversation reaches the policy at once.
+ * docs/design.md, "policy", through the TopologyTestDriver: mute, quiet hours, @mention rule,
+ * private mode and sensitive conversations, channel choice and fallback, invalid tokens, the quota
+ * ledger. Every device is offline, so each first message of a conversation reaches the policy at
+ * once.
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';

@@ -42,7 +42,7 @@ describe('schemas/', () => {
     assert.deepEqual(files, [...new Set(used)].sort());
   });
 
-  test('docs/design.md §2 input fields exist', () => {
+  test('the input fields of docs/design.md, "Topology" exist', () => {
     const fields = (file: string) => loadSchema(file).fields.map((f) => (f as { name: string }).name);
     for (const f of ['msg_id', 'conv_id', 'conv_type', 'seq', 'sender_uid', 'uid', 'unread_cnt', 'title', 'summary', 'sensitive', 'mention', 'persisted_at', 'app_id']) {
       assert.ok(fields('message-persisted.avsc').includes(f), `message-persisted.${f}`);

@@ -2,7 +2,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DAY, ReceiptsHarness, useReceiptsHarness } from './harness.ts';
 
-/** Token lifecycle (docs/design.md §2.5) through the receipts topology on the TopologyTestDriver and a real MariaDB. */
+/**
+ * Token lifecycle (docs/design.md, "receipts and tokens") through the receipts topology on the
+ * TopologyTestDriver and a real MariaDB.
+ */
 describe('token lifecycle', () => {
   let h: ReceiptsHarness;
   useReceiptsHarness('tokens', (harness) => (h = harness));

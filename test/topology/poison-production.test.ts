@@ -21,9 +21,9 @@ import { padTopology, releaseTopology, scalerTopology } from './poison-fixtures.
 import { schemaRegistryClient } from '../../common/registry-client.ts';
 
 /**
- * Production errors and restarts on the real stack (docs/design.md §4): an output that cannot be
- * serialized or is over the broker's size limit goes to the DLQ and the partition goes on, with no
- * restart; a restart loop backs off and shows in /metrics and pushctl status.
+ * Production errors and restarts on the real stack (docs/design.md, "Runtime"): an output that
+ * cannot be serialized or is over the broker's size limit goes to the DLQ and the partition goes
+ * on, with no restart; a restart loop backs off and shows in /metrics and pushctl status.
  */
 
 const admin = kafka.admin();

@@ -10,9 +10,10 @@ import { wordSchema, type WordEvent } from './fixtures.ts';
 import { padTopology, releaseTopology, scalerTopology } from './poison-fixtures.ts';
 
 /**
- * Production errors (docs/design.md §4): an output a sink cannot write — its serde refuses the
- * value, it is over the topic's record limit, or it has no key for a compacted topic — never stops
- * the task. With an input record, that record goes to the DLQ; from a punctuator, the output does.
+ * Production errors (docs/design.md, "Runtime"): an output a sink cannot write — its serde refuses
+ * the value, it is over the topic's record limit, or it has no key for a compacted topic — never
+ * stops the task. With an input record, that record goes to the DLQ; from a punctuator, the output
+ * does.
  */
 
 const rules =

@@ -9,7 +9,7 @@ import { startEmulators, type StartedEmulators } from '../../emulators/index.ts'
 import { message } from './support.ts';
 
 /**
- * Issue 13 items 6 and 7: whatever the connection does (TCP reset without GOAWAY, a stalled
+ * Whatever the connection does (TCP reset without GOAWAY, a stalled
  * answer, a server restart), every submit() settles within its timeout + 1 s (plus however late this
  * process's timers ran meanwhile, see `timerLateness`), and a driver that
  * resends what came back retryable on the same channel (as the fan-out does) ends with every push

@@ -8,7 +8,7 @@ import { message, useEmulators } from './support.ts';
 import { assertWholeGraphemes, HARD_GRAPHEMES, textOf } from './texts.ts';
 
 /**
- * Issue 13, "Vendor payload tests": titles and bodies of 1–5,000 characters in ASCII, CJK and
+ * Vendor payloads: titles and bodies of 1–5,000 characters in ASCII, CJK and
  * emoji (ZWJ sequences, flags, combining marks) are accepted by each vendor's emulator, never
  * split a grapheme and stay within the vendor's documented limits (docs/vendors.md).
  */

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { ReceiptsHarness, useReceiptsHarness } from '../tokens/harness.ts';
 
 /**
- * Issue 13: a refusal caused by the payload, or a vendor code nobody knows, says nothing about the
+ * A refusal caused by the payload, or a vendor code nobody knows, says nothing about the
  * device token, so it must never invalidate it (the vivo 10055 case cost users their channel).
  * Through the receipts topology's token lifecycle on the TopologyTestDriver and a real MariaDB.
  */
