@@ -10,7 +10,7 @@ import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { ingest, type IngestKind, type Ingested } from '../../processors/model/inputs.ts';
-import type { MessagePersisted, TokenReport } from '../../processors/model/records.ts';
+import type { MessagePersisted } from '../../processors/model/records.ts';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 
@@ -42,19 +42,8 @@ const message: MessagePersisted = {
   app_id: 'im.demo',
 };
 
-const token: TokenReport = {
-  uid: 'u1',
-  device_id: 'd1',
-  platform: 'android',
-  vendor: 'fcm',
-  app_id: 'im.demo',
-  token: 'fcm-d1',
-  reported_at: NOW,
-  state: 'VALID',
-  source: 'CLIENT',
-  reason: null,
-  manufacturer: null,
-};
+/** A token report's fields (push.tokens), not a message's. */
+const tokenShaped = { uid: 'u1', device_id: 'd1', vendor: 'fcm', app_id: 'im.demo', token: 'fcm-d1', state: 'VALID' };
 
 test('a checked record reaches the stages tagged with the kind of its topic', async () => {
   const d = driverFor('message');
@@ -68,7 +57,7 @@ test('a checked record reaches the stages tagged with the kind of its topic', as
 
 test('a token report on the messages topic is refused, not taken for a token', async () => {
   const d = driverFor('message');
-  await d.pipeInput('in', 'u1', token);
+  await d.pipeInput('in', 'u1', tokenShaped);
   assert.deepEqual(d.readAllOutputs('out'), []);
   assert.deepEqual(deadLetters(d), ["UNEXPECTED_RECORD: record is not a message record (its topic's schema)"]);
 });
