@@ -124,21 +124,22 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
    * for them and holds those still running in the parked store (`hold`).
    */
   async flushFinished(): Promise<void> {
-    this.reportParked();
     if (this.config.fused) {
       // What goes out now has its task's result in MySQL already (`start`): nothing to flush.
       await this.running.settleOrHold(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
       this.parked.writeHeld();
+      this.reportParked();
       return;
     }
     await this.running.settle(false);
+    this.reportParked();
     await this.ledger.flush();
   }
 
   async flush(): Promise<void> {
-    this.reportParked();
     await this.running.settle(true);
     this.parked.writeHeld();
+    this.reportParked();
     await this.ledger.flush();
   }
 
@@ -169,8 +170,10 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   }
 
   /**
-   * The parked gauge: at each punctuation and each commit (the punctuation runs only when a parked
-   * dispatch is due, and whatever parks or unparks one is work a commit follows).
+   * The parked gauge: at each punctuation and at each commit once the dispatches in flight have
+   * settled (those that failed again are parked by then), so the figure a commit leaves is the
+   * parked store as committed. The punctuation runs only when a parked dispatch is due, and whatever
+   * parks or unparks one is work a commit follows.
    */
   private reportParked(): void {
     this.listener?.onParked?.(this.ctx.taskId, this.parked.size);
