@@ -13,7 +13,6 @@
  */
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
-import { ContractError } from '../../common/errors.ts';
 import type { HandOver, Ingested } from '../model/inputs.ts';
 import { canonicalZone } from '../model/ingest.ts';
 import type { DispatchKind, PushDispatch, PushOutcome, UserSettings } from '../model/records.ts';
@@ -97,8 +96,6 @@ class BusinessProcessor implements Processor<string, BusinessInput, string, Out>
     const input = record.value;
     switch (input.kind) {
       case 'request':
-        if (input.value === null)
-          throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
         return this.onRequest(transfer(input.value, record.key, now, this.config.ingest, this.config.templates), now);
       case 'token': {
         const user = this.tokens.get(input.value.uid) ?? {};

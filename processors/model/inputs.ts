@@ -54,6 +54,9 @@ export interface HandOver<K extends string, V> {
   readonly value: V;
 }
 
+/** A null value where no table is read: rule `tombstone`. */
+const notATable = () => new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
+
 /** Fields every record of a kind has (its Avro schema's required ones this code reads first). */
 const REQUIRED_FIELDS: { readonly [K in IngestKind]: readonly string[] } = {
   message: ['msg_id', 'persisted_at', 'seq', 'uid'],
@@ -164,8 +167,7 @@ class IngestNode implements Processor<string, unknown, string, Ingested> {
     const { kind } = this;
     const value = record.value;
     if (value === null) {
-      if (kind !== 'token' && kind !== 'settings')
-        throw new ContractError('CONTRACT_VIOLATION', 'breaks ingest rule tombstone: a null value on a topic that is not read as a table');
+      if (kind !== 'token' && kind !== 'settings') throw notATable();
       const broken = id('key', record.key, MAX_LENGTH.uid);
       if (broken) throw new ContractError('CONTRACT_VIOLATION', `${kind === 'token' ? 'tokens' : 'settings'} tombstone breaks ingest rule ${broken}`);
       return this.ctx.forward({
@@ -188,7 +190,8 @@ class IngestNode implements Processor<string, unknown, string, Ingested> {
 /**
  * Tags an in-process hand-over (the merge's notification for the policy, a business request) with
  * its kind, so the next stage's input is one tagged union with the ingest nodes' records. It checks
- * nothing: what it passes was made from checked input, or is checked by the stage itself.
+ * only that a value is there (a null one breaks rule `tombstone`): what it passes was made from
+ * checked input, or is checked by the stage itself.
  */
 export function tagged<K extends string, V>(kind: K): ProcessorSupplier<string, V, string, HandOver<K, V>> {
   return () => new Tagger<K, V>(kind);
@@ -204,6 +207,7 @@ class Tagger<K extends string, V> implements Processor<string, V, string, HandOv
   }
 
   process(record: StreamRecord<string, V>): void {
+    if (record.value === null) throw notATable();
     this.ctx.forward({ key: record.key, value: { kind: this.kind, value: record.value }, timestamp: record.timestamp, headers: record.headers });
   }
 }

@@ -9,7 +9,7 @@ import { TopologyBuilder } from '../../topology/builder.ts';
 import { jsonSerde, stringSerde } from '../../topology/serdes.ts';
 import { TopologyTestDriver } from '../../topology/test-driver.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
-import { ingest, type IngestKind, type Ingested } from '../../processors/model/inputs.ts';
+import { ingest, tagged, type IngestKind, type Ingested } from '../../processors/model/inputs.ts';
 import type { MessagePersisted } from '../../processors/model/records.ts';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
@@ -80,4 +80,20 @@ test("a tombstone deletes on a table's topic and is refused on any other", async
   await presence.pipeInput('in', 'u1', null);
   assert.deepEqual(presence.readAllOutputs('out'), []);
   assert.match(deadLetters(presence)[0]!, /^CONTRACT_VIOLATION: breaks ingest rule tombstone:/);
+});
+
+test('a tagged hand-over passes its value on, tagged, and refuses a missing one', async () => {
+  const topology = new TopologyBuilder()
+    .addSource('in', { topics: ['in'], keySerde: stringSerde, valueSerde: jsonSerde<unknown>() })
+    .addProcessor('tag', tagged('request'), 'in')
+    .addSink('out', { topic: 'out', keySerde: stringSerde, valueSerde: jsonSerde<unknown>() }, 'tag')
+    .build();
+  const d = new TopologyTestDriver(topology, { startWallClockMs: NOW });
+  await d.pipeInput('in', 'u1', { uid: 'u1' });
+  await d.pipeInput('in', 'u1', null);
+  assert.deepEqual(
+    d.readAllOutputs('out').map((r) => r.value),
+    [{ kind: 'request', value: { uid: 'u1' } }],
+  );
+  assert.match(deadLetters(d)[0]!, /^CONTRACT_VIOLATION: breaks ingest rule tombstone:/);
 });

@@ -5,12 +5,12 @@ import { join, relative } from 'node:path';
 import { ROOT } from '../../stack/paths.ts';
 
 /**
- * Comments say what and why, never when or for which ticket (CONTRIBUTING.md): a line of code or
- * a comment naming an issue number or "until this change" tells the next reader about a history
- * that is not in the tree. Scans every source file of the repository (not node_modules, the stack's
- * data or bench results).
+ * Comments say what and why, never when or for which ticket (CONTRIBUTING.md): a line that names
+ * the ticket it was written for, or dates itself against an earlier version of the code, tells the
+ * next reader about a history that is not in the tree (git keeps it). Scans every source file of
+ * the repository (not node_modules, the stack's data or bench results).
  */
-const HISTORY = /\bissues? #?\d+\b|\buntil this change\b|\b(this|the last|an earlier) session\b/i;
+const HISTORY = /\bissues?\s+#?\d+\b|\buntil\s+this\s+change\b|\b(this|the last|an earlier)\s+session\b/i;
 const SOURCE = /\.(ts|mjs|cjs|js|sql|patch)$/;
 const SKIP = new Set(['node_modules', '.stack', '.git', 'results']);
 
@@ -27,10 +27,13 @@ function historyLines(file: string, text: string): string[] {
   return text.split('\n').flatMap((line, i) => (HISTORY.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : []));
 }
 
+/** A planted line: its words joined at run time, so this file does not hold the pattern it tests. */
+const planted = (...words: string[]) => `${words.join(' ')}\n`;
+
 test('the pattern finds a planted history and lets ordinary words be', () => {
-  assert.equal(historyLines('x.ts', '// Added for issue 13: the cap.\n').length, 1);
-  assert.equal(historyLines('x.ts', ' * Kept until this change.\n').length, 1);
-  assert.equal(historyLines('x.ts', '/** Issues #7 and 8 */\n').length, 1);
+  assert.equal(historyLines('x.ts', planted('// Added for', 'issue', '13: the cap.')).length, 1);
+  assert.equal(historyLines('x.ts', planted(' * Kept', 'until', 'this', 'change.')).length, 1);
+  assert.equal(historyLines('x.ts', planted('/**', 'Issues', '#7 and 8 */')).length, 1);
   assert.deepEqual(historyLines('x.ts', '// a session of HTTP/2; the issued token; 13 issues at most\n'), []);
 });
 
@@ -73,9 +76,7 @@ test('citations of docs/design.md name a section that exists, by its title, neve
   assert.deepEqual(broken, []);
 });
 
-test('no source file names an issue, a session or "until this change"', () => {
-  const found = sourceFiles(ROOT)
-    .filter((file) => !file.endsWith('comments.test.ts'))
-    .flatMap((file) => historyLines(relative(ROOT, file), readFileSync(file, 'utf8')));
+test('no source file names the ticket it was written for or dates itself against earlier code', () => {
+  const found = sourceFiles(ROOT).flatMap((file) => historyLines(relative(ROOT, file), readFileSync(file, 'utf8')));
   assert.deepEqual(found, []);
 });
