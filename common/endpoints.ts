@@ -50,6 +50,7 @@ export const DEFAULT_PORTS = {
   mysql: 3306,
   clickhouseHttp: 8123,
   clickhouseTcp: 19000,
+  prometheus: 19090,
 } as const;
 
 /** A local-stack port: PUSH_STACK_<NAME>_PORT when set (so moving the stack moves the defaults), else the default. */

@@ -7,6 +7,7 @@ import type { Logger } from '../common/log.ts';
 import { requestId } from '../processors/business/transfer.ts';
 import { cancelRecord, type PushRequestRecord } from '../processors/campaigns/records.ts';
 import { ConnectionGuard } from '../receipts/guard.ts';
+import { MetricsRegistry } from '../sinks/metrics/prometheus.ts';
 import type { EntryConfig } from './config.ts';
 import type { ApiKeys, BusinessKey } from './keys.ts';
 import type { CampaignReport } from './progress.ts';
@@ -49,7 +50,8 @@ const JSON_TYPE = /^\s*application\/json\s*(;|$)/i;
 
 /**
  * The HTTP entry for senders without Kafka (docs/entry.md), node:http. Routes: `POST /v1/pushes`,
- * `POST /v1/campaigns`, `GET /v1/campaigns/{id}`, `DELETE /v1/campaigns/{id}`, `GET /health`.
+ * `POST /v1/campaigns`, `GET /v1/campaigns/{id}`, `DELETE /v1/campaigns/{id}`, `GET /health`,
+ * `GET /metrics` (Prometheus: `push_entry_requests_total` by route and status; no key, like a worker's).
  * In order: connection caps and the headers deadline (receipts/guard.ts), the route, the API key
  * (`Authorization: Bearer pk_…`, 401), the key's rate (429 with Retry-After), then the body (415
  * unless `application/json`, 413 over PUSH_ENTRY_MAX_BODY_BYTES, 400 naming the field for anything
@@ -61,6 +63,8 @@ export class EntryServer {
   private readonly guard: ConnectionGuard;
   private readonly rates = new KeyRateLimits();
   private readonly now: () => number;
+  private readonly metrics = new MetricsRegistry();
+  private readonly requests = this.metrics.counter('push_entry_requests_total', 'Requests answered by the entry, by route and HTTP status');
 
   constructor(private readonly deps: EntryServerDeps) {
     const c = deps.config;
@@ -94,7 +98,14 @@ export class EntryServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.guard.requestStarted(req.socket);
-    res.once('finish', () => this.guard.requestDone(req.socket));
+    res.once('finish', () => {
+      this.guard.requestDone(req.socket);
+      this.requests.inc({ route: routeName(req.url), status: String(res.statusCode) });
+    });
+    if (routeName(req.url) === 'metrics' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(this.metrics.render());
+      return;
+    }
     try {
       const [status, body] = await this.route(req);
       json(res, status, body);
@@ -201,6 +212,16 @@ export class EntryServer {
       throw new HttpError(400, 'body', 'not valid JSON');
     }
   }
+}
+
+/** The route a request's path names, as the metrics label it (a campaign's id left out). */
+function routeName(url: string | undefined): 'pushes' | 'campaigns' | 'campaign' | 'health' | 'metrics' | 'other' {
+  const path = new URL(url ?? '/', 'http://entry').pathname;
+  if (path === '/v1/pushes') return 'pushes';
+  if (path === '/v1/campaigns' || path === '/v1/campaigns/') return 'campaigns';
+  if (CAMPAIGN_PATH.test(path)) return 'campaign';
+  if (path === '/health') return 'health';
+  return path === '/metrics' ? 'metrics' : 'other';
 }
 
 function notFound(): HttpError {

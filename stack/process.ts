@@ -122,12 +122,18 @@ export function commandExists(command: string): boolean {
 }
 
 let aptUpdated = false;
-/** Installs Debian packages (this machine is root; `apt-get update` runs once per process). */
+const APT_LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=300'];
+/**
+ * Installs Debian packages (this machine is root; `apt-get update` runs once per process). Two
+ * installs at once (test files run in parallel) take turns on apt's locks instead of failing.
+ */
 export function aptInstall(service: string, packages: string[]): void {
   console.log(`[stack] installing ${packages.join(', ')} from Debian packages ...`);
   if (!aptUpdated) {
-    runLogged(service, 'apt-get', ['update']);
+    runLogged(service, 'apt-get', [...APT_LOCK_WAIT, 'update']);
     aptUpdated = true;
   }
-  runLogged(service, 'apt-get', ['install', '-y', '--no-install-recommends', ...packages], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  runLogged(service, 'apt-get', [...APT_LOCK_WAIT, 'install', '-y', '--no-install-recommends', ...packages], {
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }

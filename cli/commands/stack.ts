@@ -2,9 +2,11 @@ import { stackBrokers, stackDown, stackServices, stackStatus, stackUp } from '..
 import { clusterClientEnv, kafkaClusterService } from '../../stack/kafka-cluster.ts';
 import { secureClientEnv, secureServices, secureStack } from '../../stack/secure.ts';
 import type { StackService } from '../../stack/service.ts';
+import { prometheusService } from '../../stack/prometheus.ts';
+import { readPid } from '../../stack/process.ts';
 import { UsageError } from '../args.ts';
 
-export const stackHelp = `pushctl stack up|down|status [--brokers 1|3] [--secure]
+export const stackHelp = `pushctl stack up|down|status [--brokers 1|3] [--secure] [--with-prometheus]
 
   up      start what is not running: Kafka (KRaft), Apicurio registry, MariaDB, ClickHouse;
           installs what is missing (Maven Central jars, Debian packages); idempotent
@@ -21,7 +23,11 @@ export const stackHelp = `pushctl stack up|down|status [--brokers 1|3] [--secure
                 a MariaDB requiring TLS and a ClickHouse over HTTPS, each with a password; a CA
                 and random passwords under .stack/secure. Ports from PUSH_STACK_SECURE_PORT
                 (default 19400-19406). 'up' prints the PUSH_* settings of its user 'push'
-                (docs/operations.md, "Connecting to a secured cluster").`;
+                (docs/operations.md, "Connecting to a secured cluster").
+  --with-prometheus  also Prometheus (Debian's package) on 19090, scraping the workers, the
+                receiver and the entry on this host's ports, with monitoring/alerts.yml loaded
+                (docs/operations.md, "Prometheus and alerts"); 'status' and 'down' include it
+                whenever this stack started it.`;
 
 export async function stackCommand(args: string[]): Promise<number> {
   const i = args.indexOf('--brokers');
@@ -29,7 +35,9 @@ export async function stackCommand(args: string[]): Promise<number> {
   if (secure && i >= 0) throw new UsageError('--secure runs a single broker: leave out --brokers');
   const brokers = stackBrokers(i >= 0 ? { PUSH_STACK_BROKERS: args[i + 1] } : process.env);
   const secured = secure ? secureStack() : undefined;
-  const services: StackService[] = secured ? secureServices(secured) : stackServices(brokers);
+  // Prometheus when asked for, and in `status` and `down` whenever this stack runs it.
+  const prometheus = !secured && (args.includes('--with-prometheus') || readPid('prometheus') !== undefined) ? [prometheusService()] : [];
+  const services: StackService[] = secured ? secureServices(secured) : [...stackServices(brokers), ...prometheus];
   switch (args[0]) {
     case 'up':
       await stackUp(services);
@@ -44,7 +52,7 @@ export async function stackCommand(args: string[]): Promise<number> {
       return 0;
     case 'down':
       // The cluster alone: the registry, MariaDB and ClickHouse are shared with the single-broker stack.
-      await stackDown(secured ? services : brokers === 3 ? [kafkaClusterService()] : stackServices(1));
+      await stackDown(secured ? services : brokers === 3 ? [kafkaClusterService()] : [...stackServices(1), ...prometheus]);
       return 0;
     case 'status': {
       const statuses = await stackStatus(services);

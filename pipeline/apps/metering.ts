@@ -4,13 +4,14 @@ import type { VendorAdapter } from '../../processors/fan-out/vendor-port.ts';
 import type { ValueSerdes } from '../serdes.ts';
 
 /**
- * The registry serdes, with the records a stage produces to push.outcomes and push.dispatch counted
+ * The registry serdes, with the records a stage produces to push.outcomes, push.dispatch and push.receipts counted
  * into the worker's metrics on the way out (serialize runs once per produced record).
  */
 export function meteredSerdes(base: ValueSerdes, metrics: PipelineMetrics): ValueSerdes {
   const observers: Partial<Record<Parameters<ValueSerdes>[0], (value: never) => void>> = {
     outcomes: (o) => metrics.observeOutcome(o),
     dispatch: (d) => metrics.observeDispatch(d),
+    receipts: (r) => metrics.observeReceipt(r),
   };
   return (key) => {
     const serde = base(key);

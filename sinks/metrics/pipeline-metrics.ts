@@ -60,6 +60,10 @@ export class PipelineMetrics {
     'push_vendor_results_total',
     'Vendor answers per message and call, by vendor, app, outcome kind and vendor code',
   );
+  readonly receipts = this.registry.counter(
+    'push_receipts_total',
+    'Vendor receipts the receipt join wrote to push.receipts, by vendor and status (DELIVERED, FAILED, DEAD_TOKEN)',
+  );
   readonly tokenInvalidations = this.registry.counter('push_token_invalidations_total', 'Tokens invalidated, by vendor and reason');
   readonly receiptJoinEvictions = this.registry.counter(
     'push_receipt_join_evictions_total',
@@ -124,6 +128,11 @@ export class PipelineMetrics {
   private merged = 0;
   /** Wall-clock time each dispatch was decided (serialized by the decisions), by task id, until the fan-out of this process receives it. */
   private readonly decidedAt = new Map<string, number>();
+
+  /** Records one push.receipts record this worker produced. */
+  observeReceipt(r: { vendor: string; status: string }): void {
+    this.receipts.inc({ vendor: r.vendor, status: r.status });
+  }
 
   /** Records one push.outcomes record this worker produced. */
   observeOutcome(o: { stage: string; status: string; reason: string | null; vendor: string | null; app_id: string; latency_ms: number | null }): void {

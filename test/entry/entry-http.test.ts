@@ -50,6 +50,21 @@ test('a key is stored only as the sha256 of its secret; requests without a valid
   assert.equal((await stack.keys.list('order-service')).map((k) => k.keyId).join(), keyId);
 });
 
+test('/metrics counts answers by route and status, without a key and without naming a campaign', async () => {
+  const scrape = async () => (await fetch(`${stack.url}/metrics`)).text();
+  const count = (text: string, route: string, status: number) =>
+    Number(new RegExp(`^push_entry_requests_total\\{route="${route}",status="${status}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  const before = await scrape();
+  await call(stack, 'POST', '/v1/pushes', undefined, { uid: 'u-m' });
+  await call(stack, 'GET', '/v1/campaigns/c-metrics-1', key);
+  await call(stack, 'GET', '/v1/campaigns/c-metrics-2', key);
+  const text = await scrape();
+  assert.equal(count(text, 'pushes', 401), count(before, 'pushes', 401) + 1);
+  assert.equal(count(text, 'campaign', 404), count(before, 'campaign', 404) + 2);
+  assert.doesNotMatch(text, /c-metrics/, 'a campaign id is not a label');
+  assert.match(text, /^# TYPE push_entry_requests_total counter$/m);
+});
+
 test('a valid push is answered 202 with its request id and is in push.requests, keyed by uid, sent by the key business', async () => {
   const answer = await call(
     stack,
