@@ -14,7 +14,7 @@ import { bool, DAY, HOUR, int, list, MINUTE, oneOf, SECOND, str, type ConfigKey 
 export { CONFIG_SECTIONS } from './config-key-kinds.ts';
 export type { BoolKey, ConfigKey, ConfigSection, EnumKey, IntKey, ListKey, StringKey } from './config-key-kinds.ts';
 
-/** The pipeline's stages (pipeline/apps/index.ts builds one StreamsApp per stage). */
+/** The pipeline's stages, each defined once in pipeline/apps/ (pipeline/apps/index.ts `STAGE_DEFINITIONS` maps every name to its definition). */
 export const STAGE_NAMES = ['decisions', 'fan-out', 'receipts', 'clickhouse', 'campaigns', 'business', 'fan-out-business'] as const;
 /**
  * The stages on an IM push's path from persisted message to vendor. The others (receipts, the

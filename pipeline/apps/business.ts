@@ -20,6 +20,10 @@ import type { VendorDirectory } from '../../processors/fan-out/options.ts';
 import type { VendorLimits } from '../../processors/fan-out/vendor-port.ts';
 import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 import type { TopicKey } from '../topics.ts';
+import { startCampaignCancellations } from '../campaign-control.ts';
+import { leadingUid, storedJson, uidKey } from '../repartition/store-keys.ts';
+import { businessOptionsFromEnv } from './business-config.ts';
+import type { StageDefinition } from './stage.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface BusinessTopologyOptions extends WiringOptions {
@@ -68,6 +72,33 @@ export function buildBusinessTopology(o: BusinessTopologyOptions): Topology {
       .build()
   );
 }
+
+/** The business application: on the business lane's commit interval; its fan-out is `fan-out-business` (fan-out.ts). */
+export const businessStage: StageDefinition<'business'> = {
+  name: 'business',
+  commitLane: 'business',
+  stores: {
+    'business-tokens': uidKey,
+    'business-settings': uidKey,
+    // compositeKey(uid, sender, idempotency key)
+    'business-idempotency': leadingUid,
+    // compositeKey(uid, category)
+    'business-frequency': leadingUid,
+    // sender → the next free slot of its rate (rate / N per partition)
+    'business-sender-rate': { kind: 'per-partition', combine: 'max' },
+    // request id → the kept request, which names its user
+    'business-deferred': { kind: 'owner', owner: (_key, value) => String((storedJson(value).push as { uid: unknown }).uid) },
+    'business-deferred-timers': { kind: 'companion', store: 'business-deferred' },
+    'business-quota-ledger': { kind: 'per-partition', combine: 'shareOfSum' },
+  },
+  inspect: (wiring) => buildBusinessTopology(wiring),
+  build(ctx, wiring) {
+    // Cancelled campaigns (push.campaign-control, read whole): their kept and later requests end SUPPRESSED campaign_cancelled.
+    const control = startCampaignCancellations({ endpoints: ctx.endpoints, registry: ctx.registry, topicPrefix: ctx.topicPrefix, logger: ctx.logger });
+    const business = { ...businessOptionsFromEnv(ctx.env), cancelled: (id: string) => control.cancellations.cancelledAt(id) !== undefined };
+    return { close: () => control.close(), topology: buildBusinessTopology({ ...wiring, business }) };
+  },
+};
 
 /**
  * The vendors as the business lane's fan-out sees them: the same adapters, with `percent` of each

@@ -11,7 +11,9 @@ import type { Endpoints } from '../../common/endpoints.ts';
 import type { Logger } from '../../common/log.ts';
 import type { PipelineMetrics } from '../../sinks/metrics/pipeline-metrics.ts';
 import { BrokerDelayProbe } from '../broker-delay.ts';
+import { MysqlCampaignProgress } from '../../sinks/mysql/campaign-progress.ts';
 import { topicName } from '../topics.ts';
+import type { StageDefinition } from './stage.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 /** Stable node and store names (they appear in `describe()` and in the changelog topics' names). */
@@ -79,6 +81,26 @@ export function buildCampaignsTopology(o: CampaignsTopologyOptions): Topology {
     .addSink(n.control, sink('campaignControl'), n.processor)
     .build();
 }
+
+/** The campaign expansion's application: in the background, its stores owned by the campaign id (push.campaigns' key). */
+export const campaignsStage: StageDefinition<'campaigns'> = {
+  name: 'campaigns',
+  commitLane: 'background',
+  stores: {
+    // campaign id (push.campaigns is keyed by it)
+    [CAMPAIGN_NODES.metaStore]: { kind: 'owner', owner: (key) => key },
+    // `${campaignId}|${chunk}`
+    [CAMPAIGN_NODES.uidStore]: { kind: 'owner', owner: (key) => key.slice(0, key.lastIndexOf('|')) },
+  },
+  inspect: (wiring) => buildCampaignsTopology({ ...wiring, expansion: { ratePerSecond: 1, maxUids: 1 } }),
+  build(ctx, wiring) {
+    const progress = new MysqlCampaignProgress(ctx.mysql, { listener: ctx.metrics.mysqlListener });
+    const expansion = campaignExpansionOptionsFromEnv(ctx.env);
+    const yielding = startCampaignPace({ ...ctx, yieldDelayMs: expansion.yieldDelayMs ?? 0 });
+    const topology = buildCampaignsTopology({ ...wiring, expansion: { ...expansion, ...(yielding.pace ? { pace: yielding.pace } : {}) }, progress });
+    return { close: () => yielding.close(), topology };
+  },
+};
 
 /**
  * The expansion's pace when it yields to IM (`yieldDelayMs` > 0, PUSH_CAMPAIGN_YIELD_DELAY_MS): a

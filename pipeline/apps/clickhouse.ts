@@ -1,8 +1,10 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { stringSerde } from '../../topology/serdes.ts';
 import { clickhouseEventSink } from '../../sinks/clickhouse/processor.ts';
-import type { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
+import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
 import { perTopicSerde } from '../serdes.ts';
+import { placeholder, type StageDefinition } from './stage.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface ClickhouseSinkTopologyOptions extends WiringOptions {
@@ -22,3 +24,22 @@ export function buildClickhouseSinkTopology(o: ClickhouseSinkTopologyOptions): T
     .addProcessor('clickhouse-sink', clickhouseEventSink(o.writer), 'push-events')
     .build();
 }
+
+/** The ClickHouse sink's application: in the background, at least once (its rows dedupe by event id), stateless. */
+export const clickhouseStage: StageDefinition<'clickhouse'> = {
+  name: 'clickhouse',
+  commitLane: 'background',
+  atLeastOnce: true,
+  stores: {},
+  inspect: (wiring) => buildClickhouseSinkTopology({ ...wiring, writer: placeholder() }),
+  build(ctx, wiring) {
+    const writer = new PushEventWriter({
+      connection: connectionFromEndpoints(ctx.endpoints),
+      listener: {
+        insertFailed: (error, attempt, delayMs, willRetry) =>
+          ctx.logger.warn('ClickHouse insert failed', { code: error.code, attempt, ...(willRetry ? { retryInMs: delayMs } : { retrying: false }) }),
+      },
+    });
+    return { close: () => writer.close(), topology: buildClickhouseSinkTopology({ ...wiring, writer }) };
+  },
+};

@@ -35,12 +35,14 @@ import { policy } from '../../processors/policy/policy.ts';
 import { fanOut } from '../../processors/fan-out/fan-out.ts';
 import { replaysOnly } from '../../processors/fan-out/replays.ts';
 import type { FanOutOptions } from '../../processors/fan-out/options.ts';
-import { FAN_OUT_NODES } from './fan-out.ts';
+import { FAN_OUT_NODES, FAN_OUT_STORES, imFanOut } from './fan-out.ts';
 import { VENDOR_CHANNELS } from '../../sinks/vendors/channels.ts';
 import { policyOptionsFromEnv, type PolicyOptions } from '../../processors/policy/options.ts';
 import { readKey, type Env } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import type { TopicKey } from '../topics.ts';
+import { leadingUid, uidKey } from '../repartition/store-keys.ts';
+import { nothingToClose, placeholder, type StageDefinition } from './stage.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface DecisionsTopologyOptions extends WiringOptions {
@@ -143,3 +145,44 @@ export function decisionsOptionsFromEnv(env: Env = process.env): Pick<DecisionsT
     taps: readKey(env, CONFIG_KEYS.PUSH_DECISION_TAPS),
   };
 }
+
+/**
+ * The decisions application: on the event path, committing as soon as it has caught up, with the
+ * IM fan-out fused behind its policy unless PUSH_FAN_OUT_FUSED=false.
+ */
+export const decisionsStage: StageDefinition<'decisions'> = {
+  name: 'decisions',
+  commitLane: 'event-path',
+  commitWhenCaughtUp: true,
+  stores: {
+    'online-filter-devices': uidKey,
+    // compositeKey(uid, device_id)
+    'online-filter-presence': leadingUid,
+    // compositeKey(uid, device_id, conv_id)
+    'online-filter-holds': leadingUid,
+    // compositeKey(uid, conv_id): the open merge windows (their timers are rebuilt from them)
+    'merge-windows': leadingUid,
+    'policy-tokens': uidKey,
+    'policy-settings': uidKey,
+    // compositeKey(vendor, app, day) → pushes sent on that day by this partition, against daily / N
+    'policy-quota-ledger': { kind: 'per-partition', combine: 'shareOfSum' },
+    // compositeKey(uid, device_id, conv_id), for the deferred pushes and their release timers
+    'policy-deferred': leadingUid,
+    'policy-deferred-timers': leadingUid,
+    // With the fan-out fused behind the policy (PUSH_FAN_OUT_FUSED)
+    ...FAN_OUT_STORES,
+  },
+  // Fused, so with the fan-out's stores too.
+  inspect: (wiring) => buildDecisionsTopology({ ...wiring, fanOut: { vendors: placeholder(), ledger: placeholder() } }),
+  build(ctx, wiring) {
+    const options = decisionsOptionsFromEnv(ctx.env);
+    const merge = { ...options.merge, listener: ctx.metrics.mergeListener };
+    // Fused, a dispatch is never serialized unless tapped: it is counted (push_dispatches_total, the
+    // persisted → decided segment) as the fan-out takes it, which is also when it was decided.
+    const fused = readKey(ctx.env, CONFIG_KEYS.PUSH_FAN_OUT_FUSED) ? imFanOut(ctx, !options.taps) : undefined;
+    return {
+      close: fused?.close ?? nothingToClose,
+      topology: buildDecisionsTopology({ ...wiring, ...options, merge, ...(fused ? { fanOut: fused.options } : {}) }),
+    };
+  },
+};

@@ -1,8 +1,17 @@
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
+import { readKey } from '../../common/config.ts';
+import { BUSINESS_KEYS } from '../../common/config-keys-business.ts';
 import { fanOut } from '../../processors/fan-out/fan-out.ts';
 import { tagged } from '../../processors/model/inputs.ts';
 import type { PresenceEvent, PushDispatch } from '../../processors/model/records.ts';
-import type { FanOutOptions } from '../../processors/fan-out/options.ts';
+import { fanOutOptionsFromEnv, type FanOutListener, type FanOutOptions } from '../../processors/fan-out/options.ts';
+import { decodeHeld, decodeParked, encodeParked, isHeldKey, parkedStoreSerde } from '../../processors/fan-out/parked.ts';
+import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
+import { startCampaignCancellations } from '../campaign-control.ts';
+import type { Placement } from '../repartition/store-keys.ts';
+import { businessLaneVendors } from './business.ts';
+import { meteredVendors } from './metering.ts';
+import { placeholder, type StageContext, type StageDefinition } from './stage.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 export interface FanOutTopologyOptions extends WiringOptions {
@@ -56,3 +65,87 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
   }
   return builder.addSink(n.outcomes, sink('outcomes'), n.processor).addSink(n.tokens, sink('tokens'), n.processor).build();
 }
+
+/**
+ * The fan-out's changelogged stores (both lanes, and the decisions' when fused): parked dispatches
+ * keyed by task id, whose value keeps its input record key; the dispatches held at a commit
+ * (`~held.<n>`) are split into parked ones, each resumed at once where it lands.
+ */
+export const FAN_OUT_STORES: Readonly<Record<string, Placement>> = {
+  'fan-out-parked': {
+    kind: 'owner',
+    owner: (taskId, value) => decodeParked(taskId, parkedStoreSerde.deserialize(value)).key,
+    split: (key, value) =>
+      isHeldKey(key)
+        ? decodeHeld(parkedStoreSerde.deserialize(value)).map((p) => [p.dispatch.task_id, parkedStoreSerde.serialize(encodeParked(p))])
+        : [[key, value]],
+  },
+  'fan-out-retry-timers': { kind: 'companion', store: 'fan-out-parked' },
+};
+
+/**
+ * The IM fan-out's options (PUSH_FANOUT_*) with its own im_push_task ledger, for the fan-out
+ * application or fused behind the decisions; `countsDispatches`: the fan-out counts each dispatch it
+ * takes as produced (PipelineMetrics.observeDispatch), where no push.dispatch serde does.
+ */
+export function imFanOut(ctx: StageContext, countsDispatches = false): { options: Omit<FanOutOptions, 'outputs' | 'fused'>; close: () => Promise<void> } {
+  const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
+  const { metrics } = ctx;
+  const listener: FanOutListener = countsDispatches
+    ? {
+        ...metrics.fanOutListener,
+        onDispatchReceived: (d) => {
+          metrics.observeDispatch(d);
+          metrics.fanOutListener.onDispatchReceived?.(d);
+        },
+      }
+    : metrics.fanOutListener;
+  const options = { ...fanOutOptionsFromEnv(ctx.env), vendors: meteredVendors(ctx.vendors, metrics), ledger, listener };
+  return { options, close: async () => ledger.close() };
+}
+
+/** The IM fan-out as its own application (PUSH_FAN_OUT_FUSED=false): on the event path. */
+export const fanOutStage: StageDefinition<'fan-out'> = {
+  name: 'fan-out',
+  commitLane: 'event-path',
+  stores: FAN_OUT_STORES,
+  inspect: (wiring) => buildFanOutTopology({ ...wiring, fanOut: placeholder() }),
+  build(ctx, wiring) {
+    const { options: fanOut, close } = imFanOut(ctx);
+    return { close, topology: buildFanOutTopology({ ...wiring, fanOut }) };
+  },
+};
+
+/**
+ * The business lane's fan-out (push.dispatch.business): its own ledger, its own vendor gates with
+ * PUSH_BUSINESS_VENDOR_RATE_PERCENT of each vendor's rate and concurrency, and the business lane's
+ * commit interval.
+ */
+export const fanOutBusinessStage: StageDefinition<'fan-out-business'> = {
+  name: 'fan-out-business',
+  commitLane: 'business',
+  stores: FAN_OUT_STORES,
+  inspect: (wiring) => buildFanOutTopology({ ...wiring, fanOut: placeholder(), lane: 'business' }),
+  build(ctx, wiring) {
+    const ledger = new MysqlPushTaskLedger({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener });
+    const percent = readKey(ctx.env, BUSINESS_KEYS.PUSH_BUSINESS_VENDOR_RATE_PERCENT);
+    const lane = businessLaneVendors(meteredVendors(ctx.vendors, ctx.metrics), percent, { ratePerSecond: 500, concurrency: 64 });
+    // A cancelled campaign's dispatches still queued, parked or at the vendor gate are not submitted (processors/fan-out/cancelled.ts).
+    const control = startCampaignCancellations({ endpoints: ctx.endpoints, registry: ctx.registry, topicPrefix: ctx.topicPrefix, logger: ctx.logger });
+    const fanOut = {
+      ...fanOutOptionsFromEnv(ctx.env),
+      ...lane,
+      ledger,
+      listener: ctx.metrics.fanOutListener,
+      cancellations: control.cancellations,
+      cancellationsRead: control.read,
+    };
+    return {
+      close: async () => {
+        await control.close();
+        await ledger.close();
+      },
+      topology: buildFanOutTopology({ ...wiring, fanOut, lane: 'business' }),
+    };
+  },
+};

@@ -4,8 +4,15 @@ import { tokenLifecycleProcessor, type TokenLifecycleOptions } from '../../proce
 import { RECEIPT_JOIN_BY_UID_STORES, receiptJoinProcessor, type ReceiptJoinOptions } from '../../processors/receipt-join/join.ts';
 import { RECEIPT_VENDORS, type ByMessageRecord, type ReceiptJoinListener, type ReceiptParsers } from '../../processors/receipt-join/records.ts';
 import { receiptParseProcessor, submissionIndexProcessor } from '../../processors/receipt-join/rekey.ts';
-import type { IngestOptions } from '../../processors/model/ingest.ts';
+import { ingestOptionsFromEnv, type IngestOptions } from '../../processors/model/ingest.ts';
+import { readKey } from '../../common/config.ts';
+import { CONFIG_KEYS } from '../../common/config-keys.ts';
+import { MysqlTaskStatusWriter } from '../../sinks/mysql/task-status.ts';
+import { MysqlTokenWriter } from '../../sinks/mysql/tokens.ts';
+import { receiptParsersFromRegistry } from '../../receipts/parsers.ts';
 import { perTopicSerde } from '../serdes.ts';
+import { leadingUid, storedJson } from '../repartition/store-keys.ts';
+import { nothingToClose, placeholder, type StageDefinition } from './stage.ts';
 import { topicIo, type WiringOptions } from './wiring.ts';
 
 /** The internal topic of the receipts application: submissions and receipts keyed by (vendor, vendor message id). */
@@ -89,3 +96,36 @@ export function buildReceiptTopology(o: ReceiptTopologyOptions): Topology {
     .addSink('push-receipts', sink('receipts'), 'receipt-join')
     .build();
 }
+
+/** The receipts application: in the background, with its two internal topics (the by-message and by-uid repartitions). */
+export const receiptsStage: StageDefinition<'receipts'> = {
+  name: 'receipts',
+  commitLane: 'background',
+  internalTopics: (prefix) => [receiptsByMessageTopic(prefix), receiptsByUidTopic(prefix)],
+  stores: {
+    // compositeKey(device_id, vendor): the token row names its user.
+    'token-lifecycle-tokens': { kind: 'owner', owner: (_key, value) => String(storedJson(value).uid) },
+    // Keyed by the vendor message id, as push.receipts.by-message is.
+    'receipt-join-messages': { kind: 'owner', owner: (key) => key },
+    // compositeKey(uid, vendor, vendor message id): read beside push.outcomes, by uid
+    'receipt-join-by-uid-messages': leadingUid,
+  },
+  inspect: (wiring) => buildReceiptTopology({ ...wiring, parsers: placeholder(), join: placeholder(), tokens: placeholder() }),
+  build(ctx, wiring) {
+    const topology = buildReceiptTopology({
+      ...wiring,
+      parsers: receiptParsersFromRegistry(ctx.vendors),
+      ingest: ingestOptionsFromEnv(ctx.env),
+      join: {
+        taskStatus: new MysqlTaskStatusWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }),
+        maxEntries: readKey(ctx.env, CONFIG_KEYS.PUSH_RECEIPT_JOIN_MAX_ENTRIES),
+        listener: { evicted: (entries) => ctx.metrics.receiptJoinEvictions.inc({}, entries) },
+      },
+      tokens: {
+        tokens: new MysqlTokenWriter({ shards: ctx.mysqlShards, listener: ctx.metrics.mysqlListener }),
+        listener: { invalidated: (vendor, reason) => ctx.metrics.tokenInvalidations.inc({ vendor, reason }) },
+      },
+    });
+    return { close: nothingToClose, topology };
+  },
+};

@@ -1,10 +1,11 @@
 /**
  * Step 3 of a repartition, the state: every changelog of the old generation, read to its end
  * (latest value per key, tombstones applied), is written to the same store's changelog of the new
- * generation, each entry to the partition its owner belongs to under the new count (store-keys.ts).
- * Workers of the new generation restore their stores from there before they process a record, so
- * the open merge windows, holds, presence, tokens, settings, parked retries, kept requests and
- * ledgers go on where the old generation left them; their timers move with them.
+ * generation, each entry to the partition its owner belongs to under the new count (the placement
+ * its stage's definition declares, store-keys.ts). Workers of the new generation restore their
+ * stores from there before they process a record, so the open merge windows, holds, presence,
+ * tokens, settings, parked retries, kept requests and ledgers go on where the old generation left
+ * them; their timers move with them.
  *
  * One transaction per changelog: a copy that fails leaves nothing of that changelog behind, and a
  * copy run again writes the same latest value of every key again (a restore ends in the same
@@ -17,9 +18,9 @@ import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { ConfigError } from '../../common/errors.ts';
 import { jsonStoreSerde } from '../../topology/stores.ts';
 import { groupStatus } from '../group-status.ts';
-import { generationGroups, partitionCounts, partitionOf, repartitionAdmin, stageChangelog, type Generation } from './generation.ts';
+import { generationGroups, partitionCounts, partitionOf, repartitionAdmin, stageChangelog, statefulStages, type Generation } from './generation.ts';
 import { entryCount, readLatest, type TopicContent } from './read-topic.ts';
-import { statefulStages, type Placement } from './store-keys.ts';
+import type { Placement } from './store-keys.ts';
 
 /** What the copy did with one store. */
 export interface StoreCopy {

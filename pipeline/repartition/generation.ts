@@ -13,13 +13,12 @@ import { readEndpoints, type Endpoints } from '../../common/endpoints.ts';
 import { changelogTopicName, ensureTopics } from '../../topology/changelog.ts';
 import { keyPartition } from '../../topology/partitioner.ts';
 import type { TopicReplication } from '../../topology/create-topics.ts';
-import { STAGES, type StageName } from '../apps/index.ts';
-import { receiptsByMessageTopic, receiptsByUidTopic } from '../apps/receipts.ts';
+import { STAGE_DEFINITIONS, STAGES, type StageName } from '../apps/index.ts';
 import { registerSchemas } from '../schemas.ts';
 import { createPipelineTopics } from '../topics-admin.ts';
 import { readReplication } from '../worker-config.ts';
 import { TOPICS, topicName, type TopicKey } from '../topics.ts';
-import { STORE_PLACEMENTS } from './store-keys.ts';
+import type { Placement } from './store-keys.ts';
 
 export interface Generation {
   /** PUSH_TOPIC_PREFIX of this generation. */
@@ -61,22 +60,27 @@ export async function partitionCounts(admin: Admin, topics: readonly string[]): 
   return new Map(meta.map((t) => [t.name, t.partitions.length]));
 }
 
-/** Every topic of the generation beside the changelogs: the pipeline's topics and the receipts application's internal ones. */
-export const generationTopics = (g: Generation): string[] => [
-  ...(Object.keys(TOPICS) as TopicKey[]).map((k) => topicName(k, g.prefix)),
-  receiptsByMessageTopic(g.prefix),
-  receiptsByUidTopic(g.prefix),
-];
+/** The internal topics of the generation's applications (the receipts application's repartitions). */
+const internalTopics = (g: Generation): string[] => STAGES.flatMap((s) => STAGE_DEFINITIONS[s].internalTopics?.(g.prefix) ?? []);
 
-/** Every changelog a generation's applications use. */
+/** Every topic of the generation beside the changelogs: the pipeline's topics and the applications' internal ones. */
+export const generationTopics = (g: Generation): string[] => [...(Object.keys(TOPICS) as TopicKey[]).map((k) => topicName(k, g.prefix)), ...internalTopics(g)];
+
+/** Every changelog a generation's applications use: one per store their definitions place. */
 export const generationChangelogs = (g: Generation): Array<{ stage: StageName; store: string; topic: string }> =>
-  Object.entries(STORE_PLACEMENTS).flatMap(([stage, stores]) =>
-    Object.keys(stores!).map((store) => ({ stage: stage as StageName, store, topic: stageChangelog(g, stage as StageName, store) })),
-  );
+  STAGES.flatMap((stage) => Object.keys(STAGE_DEFINITIONS[stage].stores).map((store) => ({ stage, store, topic: stageChangelog(g, stage, store) })));
+
+/** The applications with changelogged stores, and their stores in the order a copy handles them (companions after their stores). */
+export function statefulStages(): Array<{ stage: StageName; stores: Array<[string, Placement]> }> {
+  return STAGES.map((stage) => ({
+    stage,
+    stores: Object.entries(STAGE_DEFINITIONS[stage].stores).sort(([, a], [, b]) => Number(a.kind === 'companion') - Number(b.kind === 'companion')),
+  })).filter(({ stores }) => stores.length > 0);
+}
 
 /**
  * Step 1 of a repartition: creates every topic of the new generation with `partitions` partitions
- * (the pipeline's topics, the receipts application's internal topics and every changelog, so the
+ * (the pipeline's topics, the applications' internal topics and every changelog, so the
  * state copy has somewhere to go before any worker of the generation starts) and registers its
  * value schemas, so producers can switch to it at once. Idempotent; a topic already there with
  * another partition count is refused.
@@ -102,8 +106,7 @@ export async function prepareGeneration(
     await ensureTopics(
       admin,
       [
-        { topic: receiptsByMessageTopic(to.prefix), numPartitions: partitions },
-        { topic: receiptsByUidTopic(to.prefix), numPartitions: partitions },
+        ...internalTopics(to).map((topic) => ({ topic, numPartitions: partitions })),
         ...generationChangelogs(to).map((c) => ({ topic: c.topic, numPartitions: partitions, configs: { 'cleanup.policy': 'compact' } })),
       ],
       replication,

@@ -1,54 +1,22 @@
 /**
- * The repartition's knowledge of where each store entry belongs (pipeline/repartition/store-keys.ts):
- * it must name every changelogged store each application declares, and place entries by the
- * partition of their owner under the new count as Kafka's producers do (partitionOf, the producers'
- * partitioner; test/topology/partitioner.test.ts checks it against Java's vectors and kafkajs).
+ * The repartition's knowledge of where each store entry belongs (each stage definition's `stores`,
+ * the kinds of placement in pipeline/repartition/store-keys.ts): it must name every changelogged
+ * store each application declares, and place entries by the partition of their owner under the new
+ * count as Kafka's producers do (partitionOf, the producers' partitioner;
+ * test/topology/partitioner.test.ts checks it against Java's vectors and kafkajs).
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { rawAvroValueSerdes } from '../../pipeline/serdes.ts';
-import { STAGES, type StageName } from '../../pipeline/apps/index.ts';
-import { buildDecisionsTopology } from '../../pipeline/apps/decisions.ts';
-import { buildFanOutTopology } from '../../pipeline/apps/fan-out.ts';
-import { buildReceiptTopology } from '../../pipeline/apps/receipts.ts';
-import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';
-import { buildCampaignsTopology } from '../../pipeline/apps/campaigns.ts';
-import { buildBusinessTopology } from '../../pipeline/apps/business.ts';
-import type { Topology } from '../../topology/builder.ts';
-import { STORE_PLACEMENTS } from '../../pipeline/repartition/store-keys.ts';
+import { STAGE_DEFINITIONS, STAGES, type StageName } from '../../pipeline/apps/index.ts';
+import { changeloggedStores } from '../../pipeline/apps/stage.ts';
 import { partitionOf } from '../../pipeline/repartition/generation.ts';
 import { placeStore } from '../../pipeline/repartition/copy-state.ts';
 import { decodeParked, encodeParked, IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type ParkedValue } from '../../processors/fan-out/parked.ts';
 import { InMemoryKeyValueStore, InMemoryTimerStore } from '../../topology/in-memory-stores.ts';
 
 const wiring = { valueSerdes: rawAvroValueSerdes(), topicPrefix: 't.' };
-/** The topologies are only inspected, never run: the resources their processors would use are not needed. */
-const unused = <T>() => ({}) as T;
-
-function topologyOf(stage: StageName): Topology {
-  switch (stage) {
-    case 'decisions': // with the fan-out fused (PUSH_FAN_OUT_FUSED), whose stores it then has too
-      return buildDecisionsTopology({ ...wiring, fanOut: { vendors: unused(), ledger: unused() } });
-    case 'fan-out':
-      return buildFanOutTopology({ ...wiring, fanOut: unused() });
-    case 'fan-out-business':
-      return buildFanOutTopology({ ...wiring, fanOut: unused(), lane: 'business' });
-    case 'receipts':
-      return buildReceiptTopology({ ...wiring, parsers: unused(), join: unused(), tokens: unused() });
-    case 'clickhouse':
-      return buildClickhouseSinkTopology({ ...wiring, writer: unused() });
-    case 'campaigns':
-      return buildCampaignsTopology({ ...wiring, expansion: { ratePerSecond: 1, maxUids: 1 } });
-    case 'business':
-      return buildBusinessTopology(wiring);
-  }
-}
-
-const changelogged = (t: Topology) =>
-  [...t.stores.values()]
-    .filter((s) => s.kind !== 'schedule' && s.changelog !== false)
-    .map((s) => s.name)
-    .sort();
+const stores = (stage: StageName) => STAGE_DEFINITIONS[stage].stores;
 
 const key = (...parts: string[]) => JSON.stringify(parts);
 const content = (...partitions: Array<Array<[string, string]>>) =>
@@ -57,13 +25,13 @@ const content = (...partitions: Array<Array<[string, string]>>) =>
 describe('repartition store placements', () => {
   for (const stage of STAGES) {
     test(`${stage}: every changelogged store is placed, and no other`, () => {
-      assert.deepEqual(Object.keys(STORE_PLACEMENTS[stage] ?? {}).sort(), changelogged(topologyOf(stage)));
+      assert.deepEqual(Object.keys(stores(stage)).sort(), changeloggedStores(STAGE_DEFINITIONS[stage].inspect(wiring)));
     });
   }
 
   test('owners found in values and composite keys: token health, kept business requests, campaign chunks', () => {
-    const owner = (stage: keyof typeof STORE_PLACEMENTS, store: string, key: string, value: unknown) => {
-      const placement = STORE_PLACEMENTS[stage]![store]!;
+    const owner = (stage: StageName, store: string, key: string, value: unknown) => {
+      const placement = stores(stage)[store]!;
       assert.equal(placement.kind, 'owner');
       return placement.kind === 'owner' ? placement.owner(key, Buffer.from(JSON.stringify(value))) : undefined;
     };
@@ -75,7 +43,7 @@ describe('repartition store placements', () => {
   });
 
   test('uid-keyed entries go to their uid’s partition, timers follow their entry, per-partition ledgers are combined', () => {
-    const d = STORE_PLACEMENTS.decisions!;
+    const d = stores('decisions');
     const uids = Array.from({ length: 40 }, (_, i) => `u${i}`);
     const windows = placeStore(content(uids.map((u) => [key(u, 'c1'), 'w'] as [string, string])), d['merge-windows']!, 12, new Map());
     for (const u of uids) assert.ok(windows.placed.get(partitionOf(u, 12))!.has(key(u, 'c1')), u);
@@ -91,11 +59,11 @@ describe('repartition store placements', () => {
       new Map(),
     );
     for (const entries of ledger.placed.values()) assert.equal(entries.get(key('fcm', 'a', '2026-12-01'))!.toString(), String(Math.ceil(25 / 4)));
-    const rate = placeStore(content([['s1', '100']], [['s1', '250']]), STORE_PLACEMENTS.business!['business-sender-rate']!, 3, new Map());
+    const rate = placeStore(content([['s1', '100']], [['s1', '250']]), stores('business')['business-sender-rate']!, 3, new Map());
     for (const entries of rate.placed.values()) assert.equal(entries.get('s1')!.toString(), '250');
 
     // A parked dispatch names its input key (the uid) in its value; its retry timer is keyed by the task id.
-    const f = STORE_PLACEMENTS['fan-out']!;
+    const f = stores('fan-out');
     const dispatch = { uid: 'u7', device_id: 'd', msg_id: 'm', conv_id: 'c', seq: 1, channels: [], decided_at: 1 } as never;
     const last = { vendor: 'fcm', code: '503', quotaOnly: false, throttled: false } as never;
     const parked = encodeParked({ dispatch, key: 'u7', timestamp: 1, channel: 0, call: 1, attempts: 1, last, trail: [] });
@@ -131,7 +99,7 @@ describe('repartition store placements', () => {
     held.writeHeld();
     const heldContent = new Map([[0, new Map([...store.entries()].map(([k, v]) => [k, parkedStoreSerde.serialize(v)]))]]);
     assert.deepEqual([...heldContent.get(0)!.keys()], ['~held.0']);
-    const heldPlaced = placeStore(heldContent, STORE_PLACEMENTS.decisions!['fan-out-parked']!, 12, new Map());
+    const heldPlaced = placeStore(heldContent, stores('decisions')['fan-out-parked']!, 12, new Map());
     for (const uid of ['u7', 'u8']) {
       const value = heldPlaced.placed.get(partitionOf(uid, 12))!.get(`task-${uid}`);
       assert.ok(value, `task-${uid} placed by its uid`);
