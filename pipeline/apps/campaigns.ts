@@ -5,7 +5,13 @@ import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { withStores } from '../../topology/api.ts';
 import { TopologyBuilder, type Topology } from '../../topology/builder.ts';
 import { keyValueStore } from '../../topology/stores.ts';
-import { CampaignExpansion, type CampaignMeta, type CampaignProgressSink, type UidFileReader } from '../../processors/campaigns/expansion.ts';
+import {
+  CampaignExpansion,
+  type CampaignMeta,
+  type CampaignProgressSink,
+  type ExpansionListener,
+  type UidFileReader,
+} from '../../processors/campaigns/expansion.ts';
 import { DelayYield, type ExpansionPace } from '../../processors/campaigns/pace.ts';
 import type { Endpoints } from '../../common/endpoints.ts';
 import type { Logger } from '../../common/log.ts';
@@ -46,6 +52,7 @@ export interface CampaignExpansionOptions {
 export interface CampaignsTopologyOptions extends WiringOptions {
   readonly expansion: CampaignExpansionOptions;
   readonly progress?: CampaignProgressSink;
+  readonly listener?: ExpansionListener;
 }
 
 /**
@@ -71,6 +78,7 @@ export function buildCampaignsTopology(o: CampaignsTopologyOptions): Topology {
         maxUids: e.maxUids,
         ...(e.readUidFile ? { readUidFile: e.readUidFile } : {}),
         ...(o.progress ? { progress: o.progress } : {}),
+        ...(o.listener ? { listener: o.listener } : {}),
       }),
     [keyValueStore<CampaignMeta>(n.metaStore), keyValueStore<readonly string[]>(n.uidStore)],
   );
@@ -97,7 +105,11 @@ export const campaignsStage: StageDefinition<'campaigns'> = {
     const progress = new MysqlCampaignProgress(ctx.mysql, { listener: ctx.metrics.mysqlListener });
     const expansion = campaignExpansionOptionsFromEnv(ctx.env);
     const yielding = startCampaignPace({ ...ctx, yieldDelayMs: expansion.yieldDelayMs ?? 0 });
-    const topology = buildCampaignsTopology({ ...wiring, expansion: { ...expansion, ...(yielding.pace ? { pace: yielding.pace } : {}) }, progress });
+    const listener = {
+      expanding: (task: string, campaigns: number) => ctx.metrics.campaignsExpanding.set({ task }, campaigns),
+      expanded: (uids: number) => ctx.metrics.campaignUidsExpanded.inc({}, uids),
+    };
+    const topology = buildCampaignsTopology({ ...wiring, expansion: { ...expansion, ...(yielding.pace ? { pace: yielding.pace } : {}) }, progress, listener });
     return { close: () => yielding.close(), topology };
   },
 };

@@ -56,6 +56,14 @@ export interface CampaignProgressSink {
   write(progress: readonly CampaignProgress[]): Promise<void>;
 }
 
+/** What the expansion reports as it goes (the worker's metrics: push_campaigns_expanding, push_campaign_uids_expanded_total). */
+export interface ExpansionListener {
+  /** The campaigns a task holds as expanding: at init, after each tick, and 0 when the task closes. */
+  expanding?(taskId: string, campaigns: number): void;
+  /** Uids turned into requests by one tick. */
+  expanded?(uids: number): void;
+}
+
 /** Reads a campaign's uid file (a port: the wiring reads local files). One uid per line. */
 export type UidFileReader = (path: string) => Promise<readonly string[]>;
 
@@ -74,6 +82,7 @@ export interface ExpansionConfig {
   readonly maxUids: number;
   readonly readUidFile?: UidFileReader;
   readonly progress?: CampaignProgressSink;
+  readonly listener?: ExpansionListener;
 }
 
 type Output = PushRequestRecord | PushCampaignRecord;
@@ -96,7 +105,15 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
     this.uids = ctx.getStateStore(this.config.stores.uids);
     const expanding = [...this.meta.entries()].filter(([, m]) => m.state === 'expanding').sort((a, b) => a[1].requestedAt - b[1].requestedAt);
     for (const [campaignId] of expanding) this.active.add(campaignId);
-    ctx.schedule(this.config.tickMs, 'wall-clock', () => this.expand());
+    this.config.listener?.expanding?.(ctx.taskId, this.active.size);
+    ctx.schedule(this.config.tickMs, 'wall-clock', () => {
+      this.expand();
+      this.config.listener?.expanding?.(ctx.taskId, this.active.size);
+    });
+  }
+
+  close(): void {
+    this.config.listener?.expanding?.(this.ctx.taskId, 0);
   }
 
   async process(record: StreamRecord<string, PushCampaignRecord>): Promise<void> {
@@ -164,6 +181,7 @@ export class CampaignExpansion implements Processor<string, PushCampaignRecord, 
         for (let i = from; i < to; i++)
           this.ctx.forward({ key: uids[i]!, value: this.request(campaignId, m, uids[i]!), timestamp: now }, this.config.outputs.requests);
         m.expanded += to - from;
+        this.config.listener?.expanded?.(to - from);
         budget -= Math.max(1, to - from);
         if (to < uids.length) {
           m.pos = to;

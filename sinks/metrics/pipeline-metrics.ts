@@ -86,6 +86,11 @@ export class PipelineMetrics {
     'push_campaign_pace',
     'Share of PUSH_CAMPAIGN_EXPANSION_RATE the campaign expansion runs at (below 1 while it yields to IM)',
   );
+  readonly campaignsExpanding = this.registry.gauge(
+    'push_campaigns_expanding',
+    'Campaigns a campaign-expansion task holds as expanding, by task (0 once the task closed)',
+  );
+  readonly campaignUidsExpanded = this.registry.counter('push_campaign_uids_expanded_total', 'Uids the campaign expansion turned into push requests');
   readonly campaignQueueing = this.registry.gauge('push_campaign_broker_queueing_ms', "The broker delay probe's latest round trip over its base, ms");
   readonly quotaUsed = this.registry.counter('push_quota_used_total', 'Pushes the vendor accepted (what vendor daily quotas count), by vendor and app');
   readonly dispatches = this.registry.counter('push_dispatches_total', 'Push decisions sent to the fan-out, by kind (LEADING, TRAILING, IMMEDIATE, DEFERRED)');

@@ -43,6 +43,7 @@ function campaign(id: string, uids: string[], extra: Partial<PushCampaignRecord>
 
 function harness(options: { rate?: number; chunk?: number; uidDir?: string; maxUids?: number; pace?: ExpansionPace } = {}) {
   const progress: CampaignProgress[] = [];
+  const reported = { expanding: new Map<string, number>(), expanded: 0 };
   const topology = buildCampaignsTopology({
     valueSerdes: rawAvroValueSerdes(),
     expansion: {
@@ -54,10 +55,11 @@ function harness(options: { rate?: number; chunk?: number; uidDir?: string; maxU
       ...(options.pace ? { pace: options.pace } : {}),
     },
     progress: { write: async (p) => void progress.push(...p) },
+    listener: { expanding: (task, n) => reported.expanding.set(task, n), expanded: (n) => (reported.expanded += n) },
   });
   const driver = new TopologyTestDriver(topology, { startWallClockMs: 10_000, dlqTopic: 'push.dlq' });
   const requests = () => driver.readAllOutputs<string, PushRequestRecord>(REQUESTS);
-  return { driver, progress, requests };
+  return { driver, progress, requests, reported };
 }
 
 const uids = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `u-${from + i}`);
@@ -116,6 +118,24 @@ test('expansion keeps to the rate, also below a chunk per tick, and a repeated C
   assert.deepEqual(perTick, [3, 3, 3, 3, 3, 3, 3, 3, 1, 0]);
   assert.deepEqual(slow.progress.at(-1)!.state, 'done');
   await slow.driver.close();
+});
+
+test('the expansion reports the campaigns it holds as expanding and the uids it expanded, and 0 campaigns once closed', async () => {
+  const { driver, requests, reported } = harness({ rate: 200, chunk: 10 }); // 20 uids per tick
+  await driver.pipeInput(CAMPAIGNS, 'c-m1', campaign('c-m1', uids(30)));
+  await driver.pipeInput(CAMPAIGNS, 'c-m2', campaign('c-m2', uids(50, 100)));
+  await driver.advanceWallClockTime(100);
+  assert.deepEqual([...reported.expanding.values()], [2]);
+  assert.equal(reported.expanded, 20);
+  for (let i = 0; i < 3; i++) await driver.advanceWallClockTime(100);
+  assert.equal(reported.expanded, 80);
+  assert.equal(requests().length, 80);
+  assert.deepEqual([...reported.expanding.values()], [0], 'both campaigns are done');
+  await driver.pipeInput(CAMPAIGNS, 'c-m3', campaign('c-m3', uids(500, 1000)));
+  await driver.advanceWallClockTime(100);
+  assert.deepEqual([...reported.expanding.values()], [1]);
+  await driver.close();
+  assert.deepEqual([...reported.expanding.values()], [0], 'a closed task holds nothing');
 });
 
 test('expansion follows the pace: a share of the rate per tick, fractions carried over, the full rate once the pace allows it', async () => {
