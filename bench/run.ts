@@ -12,7 +12,8 @@
  *   5. fan-out throughput with MySQL on 1 and on 4 uid shards, side by side (bench/shards-bench.ts).
  * Every step also reads the workers' /metrics: records produced and fetched per message, commits per
  * second, GC share of the workers' CPU (bench/worker-metrics.ts).
- * Writes bench/results/<timestamp>.json and prints a table. `--help` lists the flags.
+ * Writes bench/results/<timestamp>.json and, beside it, an HTML report with the charts
+ * (bench/html-report.ts), and prints a table. `--help` lists the flags.
  */
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ import { readCaughtUpCommitMs, readCommitIntervalMs } from '../pipeline/worker-c
 import { trafficProducer } from '../demo/traffic.ts';
 import { measureCeilings, type CeilingResult } from './ceilings.ts';
 import { runPipelinePhases, type PhaseOptions } from './phases.ts';
+import { renderHtmlReport } from './html-report.ts';
 import { formatTable, type BenchResult } from './report.ts';
 import { atRate } from './worker-cpu.ts';
 import { processMemory } from './probes.ts';
@@ -70,7 +72,8 @@ const HELP = `npm run bench -- [flags]
                          default 200000, quick 20000; 0 skips it)
   --merge-windows N      also measure merge-state memory with N open windows and the restore time
                          (bench/memory-bench.ts; not in the default run)
-  --out FILE             where to write the JSON (default bench/results/<timestamp>.json)
+  --out FILE             where to write the JSON (default bench/results/<timestamp>.json); the HTML
+                         report (charts) goes beside it, the same name ending .html
   extra PUSH_* settings for the workers can be given as env: PUSH_BENCH_WORKER_ENV='K=V,K=V'`;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -346,9 +349,13 @@ export async function main(args: string[]): Promise<number> {
   const out = flag(args, '--out') ?? join(ROOT, 'bench', 'results', `${started.toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(join(out, '..'), { recursive: true });
   writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+  const table = formatTable(result);
+  const html = out.replace(/(\.json)?$/, '.html');
+  writeFileSync(html, renderHtmlReport(result, table));
   console.log(`\n=== offline-push benchmark (${quick ? 'quick' : 'default'} run, ${Math.round((Date.now() - started.getTime()) / 1000)} s) ===\n`);
-  console.log(formatTable(result));
+  console.log(table);
   console.log(`\nresults: ${out}`);
+  console.log(`report:  ${html}`);
   return 0;
 }
 

@@ -65,6 +65,42 @@ function assertSegments(segments: LatencySegments, where: string): void {
   }
 }
 
+/** Each bar of a chart of the HTML report: its series, category and value, by chart title. */
+function chartBars(html: string): Map<string, Array<{ series: string; category: string; value: number }>> {
+  const unescape = (t: string) => t.replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c)));
+  const charts = new Map<string, Array<{ series: string; category: string; value: number }>>();
+  for (const figure of html.matchAll(/<figure data-chart="([^"]*)">([\s\S]*?)<\/figure>/g)) {
+    const bars = [...figure[2]!.matchAll(/<rect [^>]*data-series="([^"]*)" data-category="([^"]*)" data-value="([^"]*)"/g)];
+    charts.set(
+      unescape(figure[1]!),
+      bars.map((b) => ({ series: unescape(b[1]!), category: unescape(b[2]!), value: Number(b[3]) })),
+    );
+  }
+  return charts;
+}
+
+/** The HTML report is self-contained and its charts hold the run's figures, bar for bar. */
+function assertReport(stdout: string, path: string, result: BenchResult): void {
+  assert.match(stdout, new RegExp(`report: +${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  const html = readFileSync(path, 'utf8');
+  assert.doesNotMatch(html, /<script|src="http|href="http|@import/, 'nothing to fetch or run');
+  const charts = chartBars(html);
+  const bar = (chart: string, series: string, category: string) => charts.get(chart)?.find((b) => b.series === series && b.category === category)?.value;
+  for (const step of result.steps) {
+    assert.equal(bar('Offered and consumed load per step', 'offered', step.label), step.offeredRate);
+    assert.equal(bar('Offered and consumed load per step', 'consumed', step.label), step.consumedRate);
+    for (const p of ['workers', 'broker', 'mariadb', 'clickhouse', 'bench'] as const)
+      assert.equal(bar('Machine CPU per persisted message, by process', p, step.label), step.boxCpuMsPerMessage[p], `${step.label} ${p}`);
+    for (const [topic, n] of Object.entries(step.breakdown!.producedPerMessageByTopic))
+      assert.equal(bar('Kafka records produced per persisted message, by topic', topic, step.label), n, `${step.label} ${topic}`);
+  }
+  const latency = 'Persist → vendor latency per phase (leading pushes)';
+  assert.equal(bar(latency, 'p99', '100 msgs/s'), result.latencyAt100!.p99Ms);
+  assert.equal(bar(latency, 'p50', `${result.latency!.rate} msgs/s`), result.latency!.p50Ms);
+  if (result.campaign) assert.equal(bar('IM latency alone and beside a campaign', 'p99', 'IM beside the campaign'), result.campaign.imWithCampaign.p99Ms);
+  else assert.equal(charts.has('IM latency alone and beside a campaign'), false, 'no campaign chart without the campaign phase');
+}
+
 test('bench/run.ts --quick writes a well-formed result document and prints the targets table', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
   const out = join(dir, 'result.json');
@@ -166,6 +202,7 @@ test('bench/run.ts --quick writes a well-formed result document and prints the t
     assert.equal(result.storm.pairs, result.storm.pairsFinalLatest + result.storm.pairsFinalStale + result.storm.pairsWithoutPush);
 
     assert.ok(result.workers.length >= 1 && result.workers.every((w) => w.peakRssMb > 0), 'worker RSS read from /proc');
+    assertReport(run.stdout, out.replace(/\.json$/, '.html'), result);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
