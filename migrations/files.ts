@@ -16,6 +16,24 @@ export interface MigrationFile {
   /** Checksums of earlier texts of this file that differ from it in comments only (see FORMER_CHECKSUMS). */
   readonly formerChecksums: readonly string[];
   readonly statements: readonly string[];
+  /**
+   * The oldest server version the file runs on, from a `-- requires ClickHouse >= X.Y` line: an
+   * older server leaves it pending (migrations/migrate.ts) until it is upgraded. Absent: any.
+   */
+  readonly requiresServer?: string;
+}
+
+const REQUIRES = /^--\s*requires ClickHouse >= (\d+(?:\.\d+)*)\s*$/m;
+
+/** Whether a server version (`SELECT version()`, e.g. 18.16.1 or 26.7.3.1) is at least `min` (e.g. 20.3). */
+export function serverAtLeast(server: string, min: string): boolean {
+  const have = server.split('.').map(Number);
+  const need = min.split('.').map(Number);
+  for (let i = 0; i < need.length; i++) {
+    const h = have[i] ?? 0;
+    if (h !== need[i]) return h > need[i]!;
+  }
+  return true;
 }
 
 const FILE = /^(\d{3,})_([a-z0-9_]+)\.sql$/;
@@ -50,6 +68,7 @@ export function readMigrations(dir: string): MigrationFile[] {
       checksum: createHash('sha256').update(text).digest('hex'),
       formerChecksums: FORMER_CHECKSUMS[`${basename(dir)}/${entry}`] ?? [],
       statements: splitStatements(text),
+      ...(REQUIRES.test(text) ? { requiresServer: REQUIRES.exec(text)![1]! } : {}),
     });
   }
   const seen = new Set<number>();

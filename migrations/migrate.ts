@@ -13,7 +13,7 @@ import { ConfigError, ContractError, errorMessage } from '../common/errors.ts';
 import { mysqlClientOptions, parseMysqlUrl, type MysqlSecurity } from '../common/mysql-url.ts';
 import type { Logger } from '../common/log.ts';
 import { chIdent, chString, clickhouseQuery, type ClickHouseTarget } from './clickhouse-http.ts';
-import { readMigrations, type MigrationFile } from './files.ts';
+import { readMigrations, serverAtLeast, type MigrationFile } from './files.ts';
 
 export const MYSQL_MIGRATIONS_DIR = fileURLToPath(new URL('./mysql', import.meta.url));
 export const CLICKHOUSE_MIGRATIONS_DIR = fileURLToPath(new URL('./clickhouse', import.meta.url));
@@ -49,7 +49,12 @@ export interface AppliedSide {
   applied: number[];
   /** Versions that were already recorded. */
   alreadyApplied: number[];
+  /** ClickHouse files that need a newer server than this one (`-- requires ClickHouse >= X.Y`), left pending; absent when none. */
+  waiting?: number[];
 }
+
+/** Runs one ClickHouse statement, in the target database or (`inDatabase` false) outside it; resolves with the answer's text. */
+export type ClickhouseRunner = (sql: string, inDatabase?: boolean) => Promise<string>;
 
 export interface MigrateResult {
   /** Shard 0's (the one database without shards). */
@@ -124,27 +129,42 @@ async function migrateMysql(options: MigrateOptions): Promise<AppliedSide> {
 
 async function migrateClickHouse(target: ClickHouseTarget, dir: string, options: MigrateOptions): Promise<AppliedSide> {
   if (!/^[A-Za-z0-9_]+$/.test(target.database)) throw new ConfigError('PUSH_CLICKHOUSE_DATABASE', 'letters, digits and _ only');
-  const files = readMigrations(dir);
-  await clickhouseQuery(target, `CREATE DATABASE IF NOT EXISTS ${chIdent(target.database)}`, false);
+  return migrateClickhouseWith((sql, inDatabase = true) => clickhouseQuery(target, sql, inDatabase), target.database, dir, options);
+}
+
+/**
+ * The ClickHouse side through any runner of statements: the HTTP interface here, an embedded current
+ * engine in test/clickhouse/current-engine.test.ts. A file that needs a newer server than this one
+ * waits, unrecorded, and is applied by the first run after an upgrade.
+ */
+export async function migrateClickhouseWith(
+  run: ClickhouseRunner,
+  database: string,
+  dir: string,
+  options: Pick<MigrateOptions, 'allowChangedFiles' | 'log'> = {},
+): Promise<AppliedSide> {
+  const server = (await run('SELECT version() FORMAT TabSeparated', false)).trim();
+  const all = readMigrations(dir);
+  const files = all.filter((f) => f.requiresServer === undefined || serverAtLeast(server, f.requiresServer));
+  const waiting = all.filter((f) => !files.includes(f));
+  for (const f of waiting) options.log?.info('clickhouse migration waits for a newer server', { version: f.version, name: f.name, server, requires: f.requiresServer });
+  await run(`CREATE DATABASE IF NOT EXISTS ${chIdent(database)}`, false);
   // TinyLog: a handful of rows, appended once per version; runs on 18.16 and current releases.
-  await clickhouseQuery(
-    target,
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime) ENGINE = TinyLog',
-  );
-  const text = await clickhouseQuery(target, 'SELECT version, checksum FROM schema_migrations FORMAT TabSeparated');
+  await run('CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime) ENGINE = TinyLog');
+  const text = await run('SELECT version, checksum FROM schema_migrations FORMAT TabSeparated');
   const recorded = new Map<number, string>();
   for (const line of text.split('\n').filter(Boolean)) {
     const [version, checksum] = line.split('\t');
     recorded.set(Number(version), checksum ?? '');
   }
-  return applyInOrder(files, recorded, 'clickhouse', options, async (file) => {
-    for (const statement of file.statements) await clickhouseQuery(target, statement);
-    await clickhouseQuery(
-      target,
+  const side = await applyInOrder(files, recorded, 'clickhouse', options, async (file) => {
+    for (const statement of file.statements) await run(statement);
+    await run(
       `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (${file.version}, ${chString(file.name)}, ${chString(file.checksum)}, now())`,
     );
     options.log?.info('clickhouse migration applied', { version: file.version, name: file.name });
   });
+  return waiting.length > 0 ? { ...side, waiting: waiting.map((f) => f.version) } : side;
 }
 
 async function applyInOrder(

@@ -199,15 +199,19 @@ export interface TraceOptions {
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
 
-async function readEvents(uid: string, conv: string | undefined, sinceMs: number): Promise<TraceEvent[]> {
-  const client = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
-  try {
-    // Messages persisted before the range may still have events in it; a minute of slack on event_time.
-    const query = `SELECT event_id, event_ms, kind, source, stage, task_id, device_id, conv_id, seq, msg_id, vendor, reason, code, attempts, latency_ms, persisted_ms, collapse_id, token_hash, detail
+/** The user's push_events since `sinceMs` (of one conversation when `conv` is given), in time order. */
+export function traceEventsQuery(uid: string, conv: string | undefined, sinceMs: number): string {
+  // Messages persisted before the range may still have events in it; a minute of slack on event_time.
+  return `SELECT event_id, event_ms, kind, source, stage, task_id, device_id, conv_id, seq, msg_id, vendor, reason, code, attempts, latency_ms, persisted_ms, collapse_id, token_hash, detail
 FROM push_events
 WHERE uid = ${sqlString(uid)} AND event_time >= ${Math.floor(sinceMs / 1000) - 60}${conv === undefined ? '' : ` AND conv_id = ${sqlString(conv)}`}
 ORDER BY event_ms, event_id`;
-    const rs = await client.query({ query, format: 'JSONEachRow' });
+}
+
+async function readEvents(uid: string, conv: string | undefined, sinceMs: number): Promise<TraceEvent[]> {
+  const client = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
+  try {
+    const rs = await client.query({ query: traceEventsQuery(uid, conv, sinceMs), format: 'JSONEachRow' });
     const rows = await rs.json<Record<string, unknown>>();
     return rows.map((r) => ({
       event_id: String(r.event_id),
