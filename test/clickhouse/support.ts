@@ -1,19 +1,9 @@
-import { readFileSync, readdirSync } from 'node:fs';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClickhouseClient, sqlIdentifier, type ClickhouseConnection } from '../../sinks/clickhouse/client.ts';
 import { connectionFromEndpoints } from '../../sinks/clickhouse/client.ts';
-import { splitStatements } from '../../migrations/files.ts';
+import { clickhouseQuery } from '../../migrations/clickhouse-http.ts';
+import { CLICKHOUSE_MIGRATIONS_DIR, migrateClickhouseWith } from '../../migrations/migrate.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
-
-const MIGRATIONS = new URL('../../migrations/clickhouse/', import.meta.url);
-
-/** The statements of migrations/clickhouse/*.sql in file order, split as `pushctl migrate` splits them. */
-export function clickhouseStatements(): string[] {
-  const files = readdirSync(MIGRATIONS)
-    .filter((f) => /^\d+_.*\.sql$/.test(f))
-    .sort();
-  return files.flatMap((f) => splitStatements(readFileSync(new URL(f, MIGRATIONS), 'utf8')));
-}
 
 export interface TestDatabase {
   readonly connection: ClickhouseConnection;
@@ -21,16 +11,14 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh ClickHouse database with the project's tables and views, for one test file. */
+/** A fresh ClickHouse database with the project's tables and views (migrated as `pushctl migrate` does), for one test file. */
 export async function createTestDatabase(prefix = 'ch_test'): Promise<TestDatabase> {
   const base = connectionFromEndpoints(stackEndpoints());
   const database = uniqueName(prefix).replace(/-/g, '_');
-  const admin = createClickhouseClient(base, null);
-  await admin.command({ query: `CREATE DATABASE ${sqlIdentifier(database)}` });
-  await admin.close();
+  const target = { url: base.url, database, user: base.username, password: base.password, ...(base.tls ? { tls: base.tls } : {}) };
+  await migrateClickhouseWith((sql, inDatabase = true) => clickhouseQuery(target, sql, inDatabase), database, CLICKHOUSE_MIGRATIONS_DIR);
   const connection = { ...base, database };
   const client = createClickhouseClient(connection);
-  for (const statement of clickhouseStatements()) await client.command({ query: statement });
   return {
     connection,
     client,
