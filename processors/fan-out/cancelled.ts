@@ -28,15 +28,8 @@ export function isWithdrawn(outcome: SubmitOutcome): boolean {
 
 /** The final answer of a dispatch of a cancelled campaign, on `vendor` (the channel it was at), after `attempts` calls. */
 export function cancelledAnswer(vendor: string, attempts: number): ChannelAnswer {
-  return {
-    channel: -1,
-    status: 'SUPPRESSED',
-    vendor,
-    reason: CAMPAIGN_CANCELLED.reason,
-    code: CAMPAIGN_CANCELLED.code,
-    attempts,
-    discriminator: CAMPAIGN_CANCELLED.reason,
-  };
+  const { reason, code } = CAMPAIGN_CANCELLED;
+  return { channel: -1, status: 'SUPPRESSED', vendor, reason, code, attempts, discriminator: reason };
 }
 
 /** The cancellation checks of one fan-out supplier, shared by its tasks and its submit paths. */

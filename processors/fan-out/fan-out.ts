@@ -1,20 +1,21 @@
-import { backoffDelay } from '../../common/retry.ts';
+import { withFields } from '../../common/objects.ts';
 import { withStores, type Processor, type ProcessorContext, type ProcessorSupplier, type StreamRecord } from '../../topology/api.ts';
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
-import { isUnknownOutcome, type SubmitOutcome, type Vendor } from './vendor-port.ts';
-import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
 import type { HandOver } from '../model/inputs.ts';
-import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger } from './ledger.ts';
+import type { PresenceEvent, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
+import { SubmitPaths } from './batcher.ts';
+import { CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
+import { DispatchLifecycle } from './dispatch-state.ts';
+import { TASK_STATUS, TaskStoreUnavailableError, type ChannelAnswer, type PushTaskLedger, type StoredTask, type TaskResult, type TaskRow } from './ledger.ts';
 import { fanOutConfig, type FanOutConfig, type FanOutListener, type FanOutOptions } from './options.ts';
 import { ENDED, IN_FLIGHT, ParkedDispatches, parkedStoreSerde, type DispatchProgress, type ParkedValue } from './parked.ts';
-import { ACCEPTED_DISCRIMINATOR, isExpired, pushMessage, taskRowOf, type FanOutReason } from './records.ts';
-import { CAMPAIGN_CANCELLED, CancelledCampaigns, cancelledAnswer, isWithdrawn } from './cancelled.ts';
+import { acceptedAnswer, deadTokenOutput, isExpired, outcomeOutput, pushMessage, recordedOutputs, replayedAnswer, taskRowOf } from './records.ts';
+import type { FanOutAnswer } from './records.ts';
 import { DispatchesInFlight, type Output } from './release-queue.ts';
 import { RetryingDispatches } from './retrying.ts';
-import { SubmitPaths } from './submit-paths.ts';
-import { FAILURE_REASON, readAnswer, TaskAnswers, UNREACHED_CODES } from './answers.ts';
-import { progressOf, type ChannelAt, type Next, type Walk } from './walk.ts';
-import { withFields } from '../../common/objects.ts';
+import type { Vendor } from './vendor-port.ts';
+import { allChannelsFailed, decide, evictedAnswer, lastAfter, pausedChannel, progressOf, readAnswer, takeOver, uncalledChannel, vendorAt } from './walk.ts';
+import type { ChannelAt, Walk } from './walk.ts';
 
 /**
  * Stores of the fan-out: dispatches waiting out a long backoff, when each is due, and (in memory
@@ -37,12 +38,18 @@ export const REPLAY_HEADER = 'push-replay';
 const STORE_UNAVAILABLE = 'TASK_STORE_UNAVAILABLE';
 const STORE_WAIT_MS = 1_000;
 
+/** Tasks this instance finished recently: a second dispatch of one is answered without asking MySQL. */
+const RECENT_LIMIT = 100_000;
+
 /**
  * The fan-out's input, tagged in the wiring (processors/model/inputs.ts): a dispatch, or an
  * im.presence event (only READs matter here).
  */
 export type FanOutInput = HandOver<'dispatch', PushDispatch> | HandOver<'presence', PresenceEvent>;
 type Out = PushOutcome | TokenReport;
+
+/** How a walk leaves a channel: on to the next one, to no other channel, or done (accepted, failed or parked). */
+type ChannelEnd = 'next-channel' | 'no-other-channel' | 'done';
 
 /**
  * The fan-out stage (docs/design.md, "fan-out"): push.dispatch → vendor submissions → push.outcomes
@@ -65,27 +72,27 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, FanOut
 }
 
 /**
- * The fan-out processor of one task. Per dispatch: claim the task in im_push_task (status 0; a task
- * no longer pending is not submitted again, its stored verdict is re-emitted; one still pending goes
- * on after the answers its row recorded, each written as it came), then try the device's
- * channels in order through each (vendor, app)'s gate: accepted → 1; dead token → invalidate, next
- * channel, never retried; 429 → pause the vendor (Retry-After) and move to the next channel, else
- * retry after the pause; quota → next channel, never retried; 5xx → bounded retries with jitter;
- * payload / permanent / auth → next channel. All channels failed → 3. Short backoffs are waited in
- * place; longer ones park the dispatch in a changelogged store, resumed by a wall-clock punctuator,
- * so a commit never waits out a long Retry-After; over its cap the oldest parked push ends FAILED
- * parked_evicted (`evictOverCap`). A READ from im.presence ends the conversation's dispatches waiting
- * to retry (`onPresence`). Results are forwarded from `process`, punctuations and the flushes, in the
- * order the dispatches started; a periodic commit does not wait for dispatches in flight (their input
- * offsets stay out of it: `deferCompletion`; fused, they are held: `flushFinished`), `flush` does.
+ * The fan-out processor of one task. Per dispatch (`run`; its states: dispatch-state.ts): claim the
+ * task in im_push_task (status 0; a task no longer pending is not submitted again, its stored
+ * verdict is re-emitted; one still pending goes on after the answers its row recorded, each written
+ * as it came), then try the device's channels in order through each (vendor, app)'s gate, each
+ * vendor answer deciding what comes next (walk.ts `decide`). All channels failed → 3. Short backoffs
+ * are waited in place; longer ones park the dispatch in a changelogged store, resumed by a
+ * wall-clock punctuator, so a commit never waits out a long Retry-After; over its cap the oldest
+ * parked push ends FAILED parked_evicted (`evictOverCap`). A READ from im.presence ends the
+ * conversation's dispatches waiting to retry (`onPresence`). Results are forwarded from `process`,
+ * punctuations and the flushes, in the order the dispatches started; a periodic commit does not
+ * wait for dispatches in flight (their input offsets stay out of it: `deferCompletion`; fused, they
+ * are held: `flushFinished`), `flush` does.
  */
 export class FanOutProcessor implements Processor<string, FanOutInput, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
   private parked!: ParkedDispatches;
   private running!: DispatchesInFlight;
   private readonly retrying = new RetryingDispatches();
+  /** Final results of the tasks this instance finished recently, oldest first (RECENT_LIMIT). */
+  private readonly recent = new Map<string, StoredTask>();
   private readonly ledger: PushTaskLedger;
-  private readonly answers: TaskAnswers;
   private readonly listener: FanOutListener | undefined;
 
   constructor(
@@ -97,7 +104,6 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   ) {
     this.ledger = options.ledger;
     this.listener = options.listener;
-    this.answers = new TaskAnswers(options.ledger, options.outputs, config.clock, options.listener);
   }
 
   init(context: ProcessorContext<string, Out>): void {
@@ -154,7 +160,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     if (this.options.cancellationsRead) await this.options.cancellationsRead; // the business lane: every earlier cancellation known first
     this.running.drain();
     const replayed = record.headers?.[REPLAY_HEADER] !== undefined;
-    if (replayed) this.answers.forget(d.task_id);
+    if (replayed) this.recent.delete(d.task_id); // re-submitted by an operator: its task's state is read from MySQL again
     const fresh: DispatchProgress = {
       dispatch: d,
       key: record.key,
@@ -217,38 +223,54 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   }
 
   /**
-   * Takes a dispatch as far as it goes now: claimed (when fresh, or held when a process stopped),
-   * then over its channels until it ends or parks. A task claimed before and still pending is taken
-   * over: it resumes after the answers its row recorded, and its first call is a re-send (the
-   * earlier owner's call may have reached the vendor; docs/design.md, "Takeover"). `live.walk`
-   * shows where it is.
+   * Takes a dispatch as far as it goes now, its outputs into `ready`, `live.walk` showing where it
+   * is (for a commit that holds it):
+   * 1. One held ENDED (a READ or an eviction ended it parked) writes its failed row and emits its
+   *    final answer again; an expired business push is dropped.
+   * 2. Fresh, or parked unclaimed or held in flight: claimed (without channel, dropped; its task
+   *    parked by an earlier dispatch, skipped). A task no longer pending re-emits its answers; one
+   *    claimed before and still pending is taken over: it resumes after the answers its row
+   *    recorded, and its first call is a re-send (the earlier owner's call may have reached the
+   *    vendor; docs/design.md, "Takeover").
+   * 3. Over the device's channels from where it is, until a vendor accepts, it parks, or every
+   *    channel failed. A READ of the conversation while it was parked, or its campaign's
+   *    cancellation, ends it first.
    */
   private async run(start: DispatchProgress, fresh: boolean, replayed: boolean, ready: Output[], live: { walk?: Walk }): Promise<void> {
+    const d = start.dispatch;
+    const task = taskRowOf(d);
+    const life = new DispatchLifecycle(d.task_id, fresh ? 'received' : 'parked');
+    if (start.waitingOn === ENDED) return this.endWithTrail(life, start, task, ready);
+    if (isExpired(d, this.config.clock.now())) return this.drop(life, start, ready, 'expired');
+
     let p = start;
     let resending = false;
-    const d = p.dispatch;
-    const task = taskRowOf(d);
-    if (p.waitingOn === ENDED) return this.answers.end(p, task, ready);
-    if (isExpired(d, this.config.clock.now()))
-      return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'expired', code: null, attempts: 0, discriminator: 'expired' });
-    if (fresh || p.waitingOn === STORE_UNAVAILABLE || p.waitingOn === IN_FLIGHT) {
-      if (d.channels.length === 0)
-        return this.answers.emit(p, ready, { status: 'DROPPED', vendor: null, reason: 'no_token', code: null, attempts: 0, discriminator: 'no_token' });
-      if (fresh && this.parked.has(d.task_id)) return; // already waiting out a backoff: that one finishes it
-      const known = await this.answers.claim(d, task).catch((error: unknown) => {
-        if (error instanceof TaskStoreUnavailableError) return undefined;
-        throw error;
-      });
-      // The user's shard is down: park unclaimed (the input offset commits with the parked entry) and claim again later.
-      if (known === undefined) return this.parked.park(withFields(p, { waitingOn: STORE_UNAVAILABLE }), this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
-      if (known.status !== TASK_STATUS.pending) return this.answers.replay(p, known, ready);
-      p = this.answers.resume(p, known, ready);
+    if (fresh || start.waitingOn === STORE_UNAVAILABLE || start.waitingOn === IN_FLIGHT) {
+      if (d.channels.length === 0) return this.drop(life, start, ready, 'no_token');
+      if (fresh && this.parked.has(d.task_id)) return life.to('skipped'); // already waiting out a backoff: that one finishes it
+      life.to('claiming');
+      const known = await this.claim(d, task);
+      if (known === undefined) {
+        // The user's shard is down: park unclaimed (the input offset commits with the parked entry) and claim again later.
+        life.to('parked');
+        return this.parked.park(withFields(p, { waitingOn: STORE_UNAVAILABLE }), this.ctx.wallClockTimeMs() + STORE_WAIT_MS);
+      }
+      if (known.status !== TASK_STATUS.pending) {
+        life.to('replayed');
+        return this.replay(p, known, ready);
+      }
+      const { progress, unseen } = takeOver(p, known);
+      ready.push(...recordedOutputs(p, unseen, this.config.clock.now(), this.options.outputs));
+      p = progress;
       resending = (known.claims ?? 1) > 1 && !replayed;
     }
+
+    life.to('calling');
     const walk: Walk = {
       progress: p,
       dispatch: d,
       task,
+      life,
       conversation: RetryingDispatches.conversation(d.uid, d.conv_id),
       ready,
       trail: [...(p.trail ?? [])],
@@ -259,238 +281,169 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
       resending,
     };
     live.walk = walk;
-    if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return this.endRead(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
-    if (this.cancelled?.isCancelled(d)) return this.endCancelled(walk, d.channels[p.channel]?.vendor ?? p.last.vendor);
+    const vendor = vendorAt(p);
+    if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return void this.fail(walk, readAnswer(vendor, walk.attempts));
+    if (this.cancelled?.isCancelled(d)) return void this.fail(walk, cancelledAnswer(vendor, walk.attempts));
     for (let ci = p.channel; ci < d.channels.length; ci++) {
-      const next = await this.submitOnChannel(walk, ci);
-      if (next === 'done') return;
-      if (next === 'no-other-channel') break;
+      const end = await this.callChannel(walk, ci);
+      if (end === 'done') return;
+      if (end === 'no-other-channel') break;
     }
-    this.endAllChannelsFailed(walk);
+    this.fail(walk, allChannelsFailed(walk.last, walk.attempts));
+  }
+
+  /** Dropped unsent, without a task row: a business push past its expiry, or a dispatch without channel. */
+  private drop(life: DispatchLifecycle, p: DispatchProgress, ready: Output[], reason: 'expired' | 'no_token'): void {
+    life.to('dropped');
+    this.emit(p, ready, { status: 'DROPPED', vendor: null, reason, code: null, attempts: 0, discriminator: reason });
   }
 
   /**
-   * Calls channel `ci` until the vendor accepts, the channel is given up, or the dispatch parks. A
-   * channel without adapter, or whose payload is over the vendor's limit, fails without a call.
+   * Claims the task in the ledger (status 0 unless a row exists), or answers from the tasks this
+   * instance finished; undefined when the user's MySQL shard is down (TaskStoreUnavailableError).
    */
-  private async submitOnChannel(walk: Walk, ci: number): Promise<Next> {
+  private async claim(d: PushDispatch, task: TaskRow): Promise<StoredTask | undefined> {
+    const started = this.config.clock.now();
+    try {
+      const known = this.recent.get(d.task_id) ?? (await this.ledger.claim(task));
+      this.listener?.onClaimed?.(d, this.config.clock.now() - started);
+      return known;
+    } catch (error) {
+      if (error instanceof TaskStoreUnavailableError) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * A task already final (a replayed or re-delivered dispatch): every answer it gave, from the
+   * row, with the same event ids, and the invalidation of each dead token again. So a crash
+   * between the vendor's answers and the commit of their outcomes loses none of them.
+   */
+  private replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
+    ready.push(...recordedOutputs(p, known.trail, this.config.clock.now(), this.options.outputs));
+    // A failed task's trail holds every outcome it had, its final one included: nothing else is
+    // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
+    // trail (written before trails existed) re-emit their stored verdict.
+    if (known.status !== TASK_STATUS.failed || known.trail.length === 0) this.emit(p, ready, replayedAnswer(known));
+  }
+
+  /**
+   * Calls channel `ci` until the vendor accepts, the channel is given up, or the dispatch parks or
+   * ends; each answer's decision (`decide`) is applied here. A channel without adapter, or whose
+   * payload is over the vendor's limit, fails without a call. While the vendor is paused for this
+   * app (an earlier 429) for longer than the walk waits in place, no call is made: the walk moves on
+   * to the next channel (THROTTLED), or parks until the pause ends.
+   */
+  private async callChannel(walk: Walk, ci: number): Promise<ChannelEnd> {
     const d = walk.dispatch;
     const channel = d.channels[ci]!;
     const vendor = channel.vendor as Vendor;
     const path = this.paths.get(vendor, d.app_id);
     if (!path) {
-      this.failChannel(walk, ci, vendor, 'FAILED', 'no_adapter', 'NO_ADAPTER');
+      this.enterTrail(walk, uncalledChannel(ci, vendor, walk.attempts, 'no_adapter'));
       return 'next-channel';
     }
     const adapter = this.options.vendors.adapter(vendor, d.app_id)!;
     const message = pushMessage(d, channel.token, channel.classification, this.config.ttlSeconds);
     if (adapter.payloadBytes(message) > adapter.maxPayloadBytes) {
-      this.failChannel(walk, ci, vendor, 'FAILED', 'payload_too_large', 'PAYLOAD_TOO_LARGE');
+      this.enterTrail(walk, uncalledChannel(ci, vendor, walk.attempts, 'payload_too_large'));
       return 'next-channel';
     }
-    const at: ChannelAt = { index: ci, vendor, token: channel.token, hasNext: ci < d.channels.length - 1, path };
+    const at: ChannelAt = { index: ci, vendor, hasNext: ci < d.channels.length - 1 };
     this.cancelled?.follow(message, d);
     for (let call = ci === walk.progress.channel ? walk.progress.call : 1; ; call++) {
       const paused = path.gate.pausedUntil - this.config.clock.now();
-      if (paused > this.config.inlineBackoffMaxMs) return this.onVendorPaused(walk, at, call, paused);
+      if (paused > this.config.inlineBackoffMaxMs) {
+        if (!at.hasNext) return this.park(walk, ci, call, paused, 'VENDOR_PAUSED');
+        this.enterTrail(walk, pausedChannel(ci, vendor, walk.attempts));
+        return 'next-channel';
+      }
       walk.channel = ci;
       walk.call = call;
       // Every earlier answer of the task is on its row before the next call (recorded as it came:
-      // emitChannel). A walk with no answer yet has nothing to wait for: no await on a push's first call.
+      // enterTrail). A walk with no answer yet has nothing to wait for: no await on a push's first call.
       if (walk.trail.length > 0) await this.ledger.written(d.task_id);
       if (walk.resending) {
         walk.resending = false;
         this.listener?.onTakeoverResend?.(vendor, d.app_id);
       }
-      const outcome: SubmitOutcome = await path.batcher.submit(message);
-      if (isWithdrawn(outcome)) {
-        this.endCancelled(walk, vendor);
-        return 'done';
-      }
+      const outcome = await path.batcher.submit(message);
+      if (isWithdrawn(outcome)) return this.fail(walk, cancelledAnswer(vendor, walk.attempts));
       walk.attempts++;
-      const next = await this.classify(walk, at, call, outcome);
-      if (next !== 'call-again') return next;
-    }
-  }
-
-  /**
-   * The vendor is paused for this app (an earlier 429) for longer than we wait in place: move on to
-   * the next channel (THROTTLED), or park until the pause ends. No call is made.
-   */
-  private onVendorPaused(walk: Walk, at: ChannelAt, call: number, pausedMs: number): Next {
-    if (!at.hasNext) {
-      this.park(walk, at.index, call, pausedMs, 'VENDOR_PAUSED');
-      return 'done';
-    }
-    const { index: ci, vendor } = at;
-    this.emitChannel(walk, {
-      channel: ci,
-      status: 'THROTTLED',
-      vendor,
-      reason: 'rate_limited',
-      code: 'VENDOR_PAUSED',
-      attempts: walk.attempts,
-      discriminator: `${ci}:${vendor}:paused`,
-    });
-    walk.last = { vendor, code: 'VENDOR_PAUSED', quotaOnly: false, throttled: true };
-    return 'next-channel';
-  }
-
-  /** What the vendor's answer to call `call` decides. */
-  private async classify(walk: Walk, at: ChannelAt, call: number, outcome: SubmitOutcome): Promise<Next> {
-    const now = this.config.clock.now();
-    switch (outcome.kind) {
-      case 'accepted':
-        this.accept(walk, at, outcome.vendorMessageId);
-        return 'done';
-      case 'dead-token':
-        this.onDeadToken(walk, at, outcome.code, now);
-        return 'next-channel';
-      case 'rate-limited':
-      case 'quota-exhausted':
-        return this.onThrottled(walk, at, call, outcome, now);
-      case 'retryable':
-        return this.onRetryable(walk, at, call, outcome, now);
-      default:
-        this.failChannel(walk, at.index, at.vendor, 'FAILED', FAILURE_REASON[outcome.kind], outcome.code);
-        return 'next-channel';
+      const now = this.config.clock.now();
+      const decision = decide(outcome, at, call, walk.attempts, d.decided_at, this.config, now);
+      if (decision.next === 'accept') return this.accept(walk, vendor, decision.vendorMessageId);
+      if (decision.pauseUntil !== undefined) path.gate.pause(decision.pauseUntil);
+      if (decision.answer) this.enterTrail(walk, decision.answer);
+      if (decision.deadToken) walk.ready.push(deadTokenOutput(walk.progress, vendor, channel.token, now, this.options.outputs.tokens));
+      if (decision.next !== 'retry') return decision.next;
+      // Called again after the wait: in place if short, else parked (a READ meanwhile ends a retryable wait).
+      if (decision.readCancels) this.retrying.add(walk.conversation, d.task_id, d.seq);
+      if (decision.waitMs > this.config.inlineBackoffMaxMs) return this.park(walk, ci, call + 1, decision.waitMs, decision.code);
+      walk.life.to('waiting');
+      await this.config.clock.sleep(decision.waitMs);
+      if (decision.readCancels && this.retrying.isRead(walk.conversation, d.seq)) return this.fail(walk, readAnswer(vendor, walk.attempts));
+      walk.life.to('calling');
     }
   }
 
   /** Accepted: the task is submitted (1), recorded in the ledger, and its ACCEPTED outcome emitted. */
-  private accept(walk: Walk, at: ChannelAt, vendorMessageId: string): void {
-    const answer = {
-      status: 'ACCEPTED',
-      vendor: at.vendor,
-      reason: null,
-      code: null,
-      vendorMessageId,
-      attempts: walk.attempts,
-      discriminator: ACCEPTED_DISCRIMINATOR,
-    } as const;
-    this.answers.accepted(walk.progress, walk.ready, walk.task, answer, walk.trail);
-  }
-
-  /** A dead token: the channel fails, never retried, and the token is reported invalid (push.tokens). */
-  private onDeadToken(walk: Walk, at: ChannelAt, code: string, now: number): void {
-    this.failChannel(walk, at.index, at.vendor, 'DEAD_TOKEN', 'dead_token', code);
-    this.answers.deadToken(walk.progress, walk.ready, at.vendor, at.token, now);
+  private accept(walk: Walk, vendor: string, vendorMessageId: string): ChannelEnd {
+    walk.life.to('accepted');
+    const { attempts, trail } = walk;
+    this.conclude(walk.task, { status: TASK_STATUS.submitted, vendor, vendorMessageId, failCode: null, attempts, trail });
+    this.emit(walk.progress, walk.ready, acceptedAnswer(vendor, vendorMessageId, attempts));
+    return 'done';
   }
 
   /**
-   * A 429 or an exhausted quota. A 429 (unless it names the token only) pauses the (vendor, app)
-   * for every task, for its Retry-After or the default. Quota moves to the next channel, never
-   * retried; a 429 does too when another channel is left, else it is called again after the pause,
-   * up to `maxThrottledAttempts` calls.
+   * The task fails (3), its row recording the last vendor and code: every channel failed, the
+   * conversation was read, or the campaign cancelled. `final`, when there is one, is its final
+   * answer, into its trail first (every channel on quota: DROPPED quota; a 429 last: FAILED).
    */
-  private async onThrottled(
-    walk: Walk,
-    at: ChannelAt,
-    call: number,
-    outcome: Extract<SubmitOutcome, { kind: 'rate-limited' | 'quota-exhausted' }>,
-    now: number,
-  ): Promise<Next> {
-    const { index: ci, vendor } = at;
-    const quota = outcome.kind === 'quota-exhausted';
-    const hint = outcome.kind === 'rate-limited' ? outcome.retryAfterMs : undefined;
-    const perToken = outcome.kind === 'rate-limited' && outcome.perToken === true;
-    if (!quota && !perToken) at.path.gate.pause(now + (hint ?? this.config.defaultThrottleMs));
-    this.emitChannel(walk, {
-      channel: ci,
-      status: 'THROTTLED',
-      vendor,
-      reason: quota ? 'quota' : 'rate_limited',
-      code: outcome.code,
-      attempts: walk.attempts,
-      discriminator: `${ci}:${vendor}:throttled:${call}`,
-    });
-    walk.last = { vendor, code: outcome.code, quotaOnly: quota && walk.last.quotaOnly, throttled: !quota };
-    if (quota || at.hasNext || call >= this.config.maxThrottledAttempts) return 'next-channel';
-    const wait = Math.max(hint ?? this.config.defaultThrottleMs, backoffDelay(call, this.config.backoffInitialMs, this.config.backoffMaxMs));
-    return (await this.backOff(walk, ci, call, wait, outcome.code)) ? 'done' : 'call-again';
-  }
-
-  /**
-   * A retryable answer. Written but unanswered (ANSWER_LOST): the vendor may have it. Another
-   * channel could show the user a second notification, so only this channel is tried again (the
-   * collapse id makes a resend harmless). A known failure (5xx, refused connection) gets the retry
-   * budget, then the next channel; on the last channel it is retried, parked between calls, for as
-   * long as the push is worth sending (docs/design.md, "fan-out"). A READ of the conversation
-   * during the wait ends it.
-   */
-  private async onRetryable(walk: Walk, at: ChannelAt, call: number, outcome: Extract<SubmitOutcome, { kind: 'retryable' }>, now: number): Promise<Next> {
-    const d = walk.dispatch;
-    const unknown = isUnknownOutcome(outcome);
-    const young = now - d.decided_at < this.config.retryMaxAgeMs;
-    if (call < this.config.maxRetryableAttempts || (young && (unknown || !at.hasNext))) {
-      this.retrying.add(walk.conversation, d.task_id, d.seq);
-      const wait = Math.max(outcome.retryAfterMs ?? 0, backoffDelay(call, this.config.backoffInitialMs, this.config.backoffMaxMs));
-      if (await this.backOff(walk, at.index, call, wait, outcome.code)) return 'done';
-      if (this.retrying.isRead(walk.conversation, d.seq)) {
-        this.endRead(walk, at.vendor);
-        return 'done';
-      }
-      return 'call-again';
-    }
-    const unreached = UNREACHED_CODES.has(outcome.code);
-    const expired = this.config.retryMaxAgeMs > 0 && !young && (unknown || !at.hasNext);
-    this.failChannel(walk, at.index, at.vendor, 'FAILED', unreached ? 'vendor_unreachable' : expired ? 'max_age_exceeded' : 'retries_exhausted', outcome.code);
-    return unknown ? 'no-other-channel' : 'next-channel'; // the vendor may have it: no other channel
-  }
-
-  /** Waits `ms` before the next call: in place if short, else parked (returns true: the walk stops here). */
-  private async backOff(walk: Walk, ci: number, call: number, ms: number, code: string): Promise<boolean> {
-    if (ms <= this.config.inlineBackoffMaxMs) {
-      await this.config.clock.sleep(ms);
-      return false;
-    }
-    this.park(walk, ci, call + 1, ms, code);
-    return true;
+  private fail(walk: Walk, final: ChannelAnswer | undefined): ChannelEnd {
+    walk.life.to('failed');
+    const { vendor, code } = final ?? walk.last;
+    if (final) this.enterTrail(walk, final);
+    this.conclude(walk.task, failedResult(vendor, code, walk.attempts, walk.trail));
+    return 'done';
   }
 
   /** Parks the dispatch until call `call` on channel `ci`, waiting out the answer `code`; over the cap, the oldest parked push ends. */
-  private park(walk: Walk, ci: number, call: number, ms: number, code: string): void {
+  private park(walk: Walk, ci: number, call: number, ms: number, code: string): ChannelEnd {
+    walk.life.to('parked');
     const d = walk.dispatch;
     this.parked.park(progressOf(walk, ci, call, code), this.ctx.wallClockTimeMs() + ms);
     this.retrying.add(walk.conversation, d.task_id, d.seq);
     this.evictOverCap();
-  }
-
-  /** Channel `ci` is given up (FAILED or DEAD_TOKEN); the walk goes on with the next channel, if any. */
-  private failChannel(walk: Walk, ci: number, vendor: string, status: 'FAILED' | 'DEAD_TOKEN', reason: FanOutReason, code: string): void {
-    this.emitChannel(walk, { channel: ci, status, vendor, reason, code, attempts: walk.attempts, discriminator: `${ci}:${vendor}:${status}` });
-    walk.last = { vendor, code, quotaOnly: false, throttled: false };
-  }
-
-  /** Every channel failed: the task is final (3). Quota on every channel is a drop, never retried. */
-  private endAllChannelsFailed(walk: Walk): void {
-    const { last, attempts } = walk;
-    if (last.quotaOnly)
-      this.emitChannel(walk, { channel: -1, status: 'DROPPED', vendor: last.vendor, reason: 'quota', code: last.code, attempts, discriminator: 'quota' });
-    else if (last.throttled)
-      this.emitChannel(walk, { channel: -1, status: 'FAILED', vendor: last.vendor, reason: 'rate_limited', code: last.code, attempts, discriminator: 'final' });
-    this.answers.failed(walk.task, walk.dispatch.task_id, last.vendor, last.code, attempts, walk.trail);
-  }
-
-  /** The conversation was read while this dispatch waited to retry: it ends here, unsent. */
-  private endRead(walk: Walk, vendor: string): void {
-    this.emitChannel(walk, readAnswer(vendor, walk.attempts));
-    this.answers.failed(walk.task, walk.dispatch.task_id, vendor, 'READ', walk.attempts, walk.trail);
-  }
-
-  /** The dispatch's campaign was cancelled (cancelled.ts): it ends here, unsent, its task failed (3) with the cancellation in its trail. */
-  private endCancelled(walk: Walk, vendor: string): void {
-    this.emitChannel(walk, cancelledAnswer(vendor, walk.attempts));
-    this.answers.failed(walk.task, walk.dispatch.task_id, vendor, CAMPAIGN_CANCELLED.code, walk.attempts, walk.trail);
+    return 'done';
   }
 
   /**
    * An answer of the task other than ACCEPTED: kept in the walk's trail, which a replay re-emits,
-   * emitted, and recorded on the task's row at once (pending, until a final result replaces it).
+   * emitted, and recorded on the task's row at once (pending, until a final result replaces it): the
+   * walk waits for that write (PushTaskLedger.written) before its next call, so a takeover resumes
+   * after it.
    */
-  private emitChannel(walk: Walk, a: ChannelAnswer): void {
-    this.answers.channel(walk.progress, walk.ready, walk.trail, a);
-    this.answers.progress(walk.task, a, walk.attempts, walk.trail);
+  private enterTrail(walk: Walk, a: ChannelAnswer): void {
+    walk.trail.push(a);
+    this.emit(walk.progress, walk.ready, a);
+    // A copy: the walk's trail grows on, and the write must hold the trail these attempts go with.
+    this.ledger.record(walk.task, pendingResult(a, walk.attempts, [...walk.trail]));
+    walk.last = lastAfter(walk.last, a);
+  }
+
+  /** Queues the outcome of an answer with the dispatch's other outputs, and tells the listener. */
+  private emit(p: DispatchProgress, ready: Output[], a: FanOutAnswer | ChannelAnswer): void {
+    ready.push(outcomeOutput(p, a, this.config.clock.now(), this.options.outputs.outcomes));
+    this.listener?.onAnswer?.(a.vendor ?? '', p.dispatch.app_id, a.status, a.code);
+  }
+
+  /** Records a task's final result in the ledger and keeps it in `recent`, forgetting the oldest over RECENT_LIMIT. */
+  private conclude(task: TaskRow, result: TaskResult): void {
+    this.ledger.record(task, result);
+    this.recent.set(task.taskId, result);
+    if (this.recent.size > RECENT_LIMIT) this.recent.delete(this.recent.keys().next().value!);
   }
 
   /**
@@ -505,7 +458,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     for (const taskId of this.retrying.read(conversation, event.seq)) {
       const p = this.parked.take(taskId);
       if (!p) continue; // running: it sees the READ before its next call
-      this.endParked(p, readAnswer(p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor, p.attempts));
+      this.endParked(p, readAnswer(vendorAt(p), p.attempts));
     }
     this.running.drain();
   }
@@ -520,7 +473,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     const ended = withFields(p, { trail: [...(p.trail ?? []), answer] });
     const outputs: Output[] = [];
     this.retrying.remove(p.dispatch.task_id);
-    this.answers.end(ended, taskRowOf(p.dispatch), outputs);
+    this.endWithTrail(new DispatchLifecycle(p.dispatch.task_id, 'parked'), ended, taskRowOf(p.dispatch), outputs);
     // Released in start order behind the dispatches in flight, like any other outcome; fused, once
     // the task's result is in MySQL (held ENDED meanwhile: a restart writes the row and emits it again).
     if (!this.config.fused) return this.running.addFinished(outputs);
@@ -528,19 +481,38 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   }
 
   /**
+   * Ends a parked dispatch with the last answer of its trail (a READ, an eviction): the task row
+   * goes to failed (3) with that trail, and the answer is emitted. A parked push ended now
+   * (`endParked`), or one held ENDED (parked.ts) and resumed after a restart.
+   */
+  private endWithTrail(life: DispatchLifecycle, p: DispatchProgress, task: TaskRow, ready: Output[]): void {
+    life.to('failed');
+    const trail = p.trail ?? [];
+    const final = trail.at(-1)!;
+    this.conclude(task, failedResult(final.vendor, final.code, p.attempts, trail));
+    this.emit(p, ready, final);
+  }
+
+  /**
    * Over the cap (`maxParked`), the oldest parked pushes (smallest decided_at: the least likely
-   * to matter still, and the first to reach the maximum age anyway) end now, FAILED on the channel
-   * they waited on with the vendor's last code: reason `parked_evicted`, or `vendor_unreachable`
-   * when that last call never reached the vendor (not a submission, as for the maximum age).
+   * to matter still, and the first to reach the maximum age anyway) end now (`evictedAnswer`).
    * Parking happens only where no other channel may be tried, so this is the task's final outcome.
    */
   private evictOverCap(): void {
     for (const p of this.parked.takeOverCap()) {
-      const vendor = p.dispatch.channels[p.channel]?.vendor ?? p.last.vendor;
-      const code = p.waitingOn ?? 'PARKED_EVICTED';
-      const reason: FanOutReason = UNREACHED_CODES.has(code) ? 'vendor_unreachable' : 'parked_evicted';
-      this.endParked(p, { channel: p.channel, status: 'FAILED', vendor, reason, code, attempts: p.attempts, discriminator: `${p.channel}:${vendor}:FAILED` });
-      this.listener?.onEvicted?.(vendor, p.dispatch.app_id);
+      const answer = evictedAnswer(p);
+      this.endParked(p, answer);
+      this.listener?.onEvicted?.(answer.vendor, p.dispatch.app_id);
     }
   }
+}
+
+/** What a task row records of a failed task (3): the last vendor and its code, and the trail that ends with its final answer. */
+function failedResult(vendor: string, code: string, attempts: number, trail: readonly ChannelAnswer[]): TaskResult {
+  return { status: TASK_STATUS.failed, vendor, vendorMessageId: null, failCode: code, attempts, trail };
+}
+
+/** What a task row records of a task still going on (0): its answers so far, the latest one's vendor and code. */
+function pendingResult(latest: ChannelAnswer, attempts: number, trail: readonly ChannelAnswer[]): TaskResult {
+  return { status: TASK_STATUS.pending, vendor: latest.vendor, vendorMessageId: null, failCode: latest.code, attempts, trail };
 }

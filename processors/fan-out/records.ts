@@ -3,7 +3,10 @@ import { outcomeEventId } from '../model/ids.ts';
 import { tokenHash } from '../model/ids.ts';
 import { pushRecipientParam } from '../model/receipt-route.ts';
 import type { OutcomeStatus, PushDispatch, PushOutcome, TokenReport } from '../model/records.ts';
-import { TASK_STATUS, type StoredTask, type TaskRow } from './ledger.ts';
+import { TASK_STATUS, type ChannelAnswer, type StoredTask, type TaskRow } from './ledger.ts';
+import type { FanOutOptions } from './options.ts';
+import type { DispatchProgress } from './parked.ts';
+import type { Output } from './release-queue.ts';
 
 /** Reasons the fan-out puts on outcomes (push-outcome.reason). */
 export type FanOutReason =
@@ -107,9 +110,15 @@ export function fanOutOutcome(d: PushDispatch, a: FanOutAnswer, at: number): Pus
   };
 }
 
-/** The token invalidation fed back to push.tokens when a vendor says the token is dead. */
-export function deadTokenReport(d: PushDispatch, vendor: string, token: string, at: number): TokenReport {
-  return {
+/** The outcome record of an answer (a channel's reason is one of FanOutReason), as a dispatch's output to `child`. */
+export function outcomeOutput(p: DispatchProgress, a: FanOutAnswer | ChannelAnswer, at: number, child: string): Output {
+  return { child, record: { key: p.key, value: fanOutOutcome(p.dispatch, a as FanOutAnswer, at), timestamp: p.timestamp } };
+}
+
+/** The token invalidation fed back to push.tokens when a vendor says the token is dead, as a dispatch's output to `child`. */
+export function deadTokenOutput(p: DispatchProgress, vendor: string, token: string, at: number, child: string): Output {
+  const d = p.dispatch;
+  const report: TokenReport = {
     uid: d.uid,
     device_id: d.device_id,
     platform: d.platform,
@@ -122,10 +131,24 @@ export function deadTokenReport(d: PushDispatch, vendor: string, token: string, 
     reason: 'dead_token',
     manufacturer: null,
   };
+  return { child, record: { key: p.key, value: report, timestamp: p.timestamp } };
 }
 
-/** One ACCEPTED outcome per task: a replay re-emits it with the same event id. */
-export const ACCEPTED_DISCRIMINATOR = 'accepted';
+/** Answers a task row recorded, as outputs again: their outcomes, with the same event ids, and the invalidation of each dead token. */
+export function recordedOutputs(p: DispatchProgress, answers: readonly ChannelAnswer[], at: number, children: FanOutOptions['outputs']): Output[] {
+  const outputs: Output[] = [];
+  for (const a of answers) {
+    outputs.push(outcomeOutput(p, a, at, children.outcomes));
+    const token = p.dispatch.channels[a.channel]?.token;
+    if (a.status === 'DEAD_TOKEN' && token !== undefined) outputs.push(deadTokenOutput(p, a.vendor, token, at, children.tokens));
+  }
+  return outputs;
+}
+
+/** The ACCEPTED answer of a task, one per task: a replay re-emits it with the same event id. */
+export function acceptedAnswer(vendor: string, vendorMessageId: string | null, attempts: number): FanOutAnswer {
+  return { status: 'ACCEPTED', vendor, reason: null, code: null, vendorMessageId, attempts, discriminator: 'accepted' };
+}
 
 /**
  * The outcome of a dispatch whose task is no longer pending (a replay after a crash or rebalance,
@@ -135,15 +158,7 @@ export const ACCEPTED_DISCRIMINATOR = 'accepted';
 export function replayedAnswer(stored: StoredTask): FanOutAnswer {
   const vendor = stored.vendor;
   if ((stored.status === TASK_STATUS.submitted || stored.status === TASK_STATUS.delivered) && vendor) {
-    return {
-      status: 'ACCEPTED',
-      vendor,
-      reason: null,
-      code: null,
-      vendorMessageId: stored.vendorMessageId,
-      attempts: stored.attempts,
-      discriminator: ACCEPTED_DISCRIMINATOR,
-    };
+    return acceptedAnswer(vendor, stored.vendorMessageId, stored.attempts);
   }
   if (stored.status === TASK_STATUS.failed && vendor) {
     return { status: 'FAILED', vendor, reason: 'duplicate', code: stored.failCode, attempts: stored.attempts, discriminator: 'final' };
