@@ -1,7 +1,7 @@
-import { createPublicKey, randomUUID, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomUUID, verify, type KeyObject } from 'node:crypto';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { EmulatorCore, sleep, type ConnectionFault, type Fault } from './common.ts';
+import { EmulatorCore, pemOf, sleep, type ConnectionFault, type EmulatorSetup, type Fault } from './common.ts';
 import { resetConnection } from './https-server.ts';
 import type { TestTls } from './tls.ts';
 
@@ -331,3 +331,17 @@ function verifyProviderToken(jwt: string, keys: ReadonlyMap<string, ApnsKey>): V
   if (!ok || claims.iss !== key.teamId || typeof claims.iat !== 'number') return undefined;
   return { key, iat: claims.iat };
 }
+
+/** One team key shared by every app, as in an Apple developer account with several bundle ids; tokens of 64 hex digits. */
+export const APNS_EMULATOR: EmulatorSetup<ApnsEmulator> = {
+  create: () => new ApnsEmulator(),
+  register(apns, appIds) {
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const teamId = 'TEAM4PUSH1';
+    const keyId = 'KEY4PUSH01';
+    apns.registerKey({ teamId, keyId, publicKey: key.publicKey, topics: Object.fromEntries(appIds.map((a) => [`com.example.${a}`, a])) });
+    const privateKey = pemOf(key.privateKey, 'pkcs8');
+    return appIds.map((appId) => ({ teamId, keyId, privateKey, topic: `com.example.${appId}`, environment: 'sandbox' }));
+  },
+  token: (seed) => Buffer.from(seed).toString('hex').padEnd(64, '0').slice(0, 64),
+};

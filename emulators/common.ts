@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:https';
 import { closeServer, postCallback, startHttpsServer, type Route } from './https-server.ts';
 import type { Vendor } from '../processors/fan-out/vendor-port.ts';
@@ -136,7 +137,7 @@ export function keyedReceiptBatch(
 
 /** State and knobs every emulator has. */
 export class EmulatorCore {
-  /** Replaceable so that startEmulators can give all six one shared clock. */
+  /** Replaceable so that startEmulators can give every emulator one shared clock. */
   clock = new EmulatorClock();
   readonly received: ReceivedPush[] = [];
   /** Pushes accepted since the last reset, whatever `received` has kept of them (a vendor's day count). */
@@ -326,6 +327,27 @@ export interface RestartableEmulator {
   close(): Promise<void>;
   readonly baseUrl: string;
 }
+
+/** How startEmulators (index.ts) makes a vendor's emulator and registers the apps with it. */
+export interface EmulatorSetup<E extends EmulatorCore & RestartableEmulator> {
+  create(): E;
+  /**
+   * Registers generated credentials for each of `appIds` with the started emulator and returns each
+   * app's entry of the apps file, in order, without the fields every vendor takes (base URL,
+   * limits). `receiptUrl` is where its receipts go: the URL "configured in the vendor's console" (the
+   * emulator's), or the app's `receiptUrl` that travels with each message.
+   */
+  register(emulator: E, appIds: readonly string[], receiptUrl: string | undefined): Array<Record<string, unknown>>;
+  /** A device token in the vendor's format (default `<vendor>-<seed>`). */
+  token?(seed: string): string;
+}
+
+/** A generated credential secret. */
+export const randomSecret = () => randomBytes(12).toString('hex');
+
+/** A generated key in PEM. */
+export const pemOf = (k: { export(o: { format: 'pem'; type: 'pkcs8' | 'spki' }): string | Buffer }, type: 'pkcs8' | 'spki') =>
+  k.export({ format: 'pem', type }).toString();
 
 /**
  * A vendor server restart: every connection is dropped, the port refuses connections for

@@ -1,6 +1,6 @@
-import { createPublicKey, randomBytes, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes, verify, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Fault, HttpsEmulator, randomId, sleep } from './common.ts';
+import { type EmulatorSetup, type Fault, HttpsEmulator, pemOf, randomId, randomSecret, sleep } from './common.ts';
 import { applyConnectionFault, type Route, sendJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
@@ -207,3 +207,24 @@ export class FcmEmulator extends HttpsEmulator {
     }
   }
 }
+
+/** A service account per app, its key registered with the emulated token endpoint. */
+export const FCM_EMULATOR: EmulatorSetup<FcmEmulator> = {
+  create: () => new FcmEmulator(),
+  register: (fcm, appIds) =>
+    appIds.map((appId) => {
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const clientEmail = `push@${appId}.iam.gserviceaccount.com`;
+      fcm.registerServiceAccount({ clientEmail, projectId: `project-${appId}`, appId, publicKey: rsa.publicKey });
+      return {
+        serviceAccount: {
+          type: 'service_account',
+          project_id: `project-${appId}`,
+          private_key_id: randomSecret(),
+          private_key: pemOf(rsa.privateKey, 'pkcs8'),
+          client_email: clientEmail,
+          token_uri: fcm.tokenUrl,
+        },
+      };
+    }),
+};

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Fault, HttpsEmulator, randomId, type ReceiptBatch, sleep } from './common.ts';
+import { type EmulatorSetup, type Fault, HttpsEmulator, randomId, randomSecret, type ReceiptBatch, sleep } from './common.ts';
 import { applyConnectionFault, postCallback, type Route, sendJson, tryJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
@@ -219,3 +219,16 @@ export class HmsEmulator extends HttpsEmulator {
     };
   }
 }
+
+/** OAuth client credentials per app; receipts go to the URL "configured in AppGallery Connect", `receiptUrl`. */
+export const HMS_EMULATOR: EmulatorSetup<HmsEmulator> = {
+  create: () => new HmsEmulator(),
+  register(hms, appIds, receiptUrl) {
+    hms.receipts.url = receiptUrl;
+    return appIds.map((appId, i) => {
+      const app = { clientId: String(100_000_000 + i), clientSecret: randomSecret(), appId };
+      hms.registerApp(app);
+      return { authUrl: hms.authUrl, clientId: app.clientId, clientSecret: app.clientSecret, receiptId: 'RCP-1' };
+    });
+  },
+};

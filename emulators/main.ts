@@ -1,5 +1,5 @@
 /**
- * Runs the six vendor emulators as standalone servers (for the demo and the benchmark):
+ * Runs the vendor emulators as standalone servers (for the demo and the benchmark):
  *   tsx emulators/main.ts [--apps app-1,app-2] [--config out/apps.json] [--port-base 18400]
  *     [--receipts http://127.0.0.1:8088/receipts]   (receiver root; /<vendor> is appended)
  * Writes the generated apps config (credentials, base URLs, CA) to --config and prints the
@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { VENDORS } from '../processors/fan-out/vendor-port.ts';
+import { RECEIPT_VENDORS } from '../sinks/vendors/modules.ts';
 import { startEmulators } from './index.ts';
 
 const { values } = parseArgs({
@@ -27,9 +28,7 @@ const emulators = await startEmulators({
     .map((s) => s.trim())
     .filter(Boolean),
   ...(base === undefined ? {} : { ports: Object.fromEntries(VENDORS.map((v, i) => [v, base + i])) }),
-  ...(receiptRoot === undefined
-    ? {}
-    : { receiptUrls: { hms: `${receiptRoot}/hms`, xiaomi: `${receiptRoot}/xiaomi`, oppo: `${receiptRoot}/oppo`, vivo: `${receiptRoot}/vivo` } }),
+  ...(receiptRoot === undefined ? {} : { receiptUrls: Object.fromEntries(RECEIPT_VENDORS.map((v) => [v, `${receiptRoot}/${v}`])) }),
 });
 mkdirSync(dirname(values.config!), { recursive: true });
 writeFileSync(values.config!, JSON.stringify({ ...emulators.rawAppsConfig, hmsReceiptSigning: emulators.hmsReceiptSigning }, null, 2), { mode: 0o600 });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Fault, HttpsEmulator, randomId, type Receipt, type ReceiptBatch, sleep, vendorCharCount } from './common.ts';
+import { type EmulatorSetup, type Fault, HttpsEmulator, randomId, randomSecret, type Receipt, type ReceiptBatch, sleep, vendorCharCount } from './common.ts';
 import { applyConnectionFault, postCallback, type Route, sendJson, tryJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
@@ -185,3 +185,20 @@ function faultCode(fault: Exclude<Fault, { kind: 'dead-token' }>): number {
       return Number(fault.code);
   }
 }
+
+/** An app key and master secret per app, with a communication and a marketing channel; receipts go to the apps file's `receiptUrl`. */
+export const OPPO_EMULATOR: EmulatorSetup<OppoEmulator> = {
+  create: () => new OppoEmulator(),
+  register: (oppo, appIds, receiptUrl) =>
+    appIds.map((appId) => {
+      const app = { appKey: randomSecret(), masterSecret: randomSecret(), channelIds: ['im_message', 'marketing'], appId };
+      oppo.registerApp(app);
+      return {
+        appKey: app.appKey,
+        masterSecret: app.masterSecret,
+        channelId: 'im_message',
+        marketingChannelId: 'marketing',
+        ...(receiptUrl ? { receiptUrl } : {}),
+      };
+    }),
+};

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Fault, HttpsEmulator, keyedReceiptBatch, randomId, type Receipt, sleep, vendorCharCount } from './common.ts';
+import { type EmulatorSetup, type Fault, HttpsEmulator, keyedReceiptBatch, randomId, randomSecret, type Receipt, sleep, vendorCharCount } from './common.ts';
 import { applyConnectionFault, type Route, sendJson } from './https-server.ts';
 import type { VendorJson } from './common.ts';
 
@@ -188,3 +188,16 @@ export class VivoEmulator extends HttpsEmulator {
     }
   }
 }
+
+/** App id, key and secret per app; receipts go to the URL registered in the vivo console, `receiptUrl`. */
+export const VIVO_EMULATOR: EmulatorSetup<VivoEmulator> = {
+  create: () => new VivoEmulator(),
+  register(vivo, appIds, receiptUrl) {
+    vivo.receipts.url = receiptUrl;
+    return appIds.map((_appId, i) => {
+      const app = { appId: String(10_000 + i), appKey: randomSecret(), appSecret: randomSecret() };
+      vivo.registerApp(app);
+      return { appId: app.appId, appKey: app.appKey, appSecret: app.appSecret, receiptId: 'receipt-1' };
+    });
+  },
+};

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Fault, HttpsEmulator, keyedReceiptBatch, randomId, sleep, vendorCharCount, type VendorJson } from './common.ts';
+import { type EmulatorSetup, type Fault, HttpsEmulator, keyedReceiptBatch, randomId, randomSecret, sleep, vendorCharCount, type VendorJson } from './common.ts';
 import { applyConnectionFault, type Route, sendJson, tryJson } from './https-server.ts';
 
 export interface XiaomiAppRegistration {
@@ -143,3 +143,20 @@ export class XiaomiEmulator extends HttpsEmulator {
     this.scheduleReceipt({ batch, entry: entry(regIds) });
   }
 }
+
+/** An app secret per app, with a private and a marketing channel; receipts go to the apps file's `receiptUrl`. */
+export const XIAOMI_EMULATOR: EmulatorSetup<XiaomiEmulator> = {
+  create: () => new XiaomiEmulator(),
+  register: (xiaomi, appIds, receiptUrl) =>
+    appIds.map((appId) => {
+      const app = { appSecret: randomSecret(), packageName: `com.example.${appId}`, channelIds: ['im_private', 'marketing'], appId };
+      xiaomi.registerApp(app);
+      return {
+        appSecret: app.appSecret,
+        packageName: app.packageName,
+        channelId: 'im_private',
+        marketingChannelId: 'marketing',
+        ...(receiptUrl ? { receiptUrl } : {}),
+      };
+    }),
+};

@@ -5,10 +5,11 @@
  * mention override, private mode, the channel chosen and why).
  */
 import { parseDetail } from '../processors/model/outcomes.ts';
+import { vendorModuleOf } from '../sinks/vendors/modules.ts';
 import type { TraceEvent, TraceLine } from './trace.ts';
 
-const VENDOR_NAMES: Readonly<Record<string, string>> = { apns: 'APNs', fcm: 'FCM', hms: 'Huawei (HMS)', xiaomi: 'Xiaomi', oppo: 'OPPO', vivo: 'vivo' };
-export const vendorName = (v: string) => VENDOR_NAMES[v] ?? (v || 'the vendor');
+/** A vendor's display name (its module's `name`, sinks/vendors/modules.ts). */
+export const vendorName = (v: string) => vendorModuleOf(v)?.name ?? (v || 'the vendor');
 const vendorList = (list: string) => list.split(',').filter(Boolean).map(vendorName).join(', ');
 
 /** What a fan-out or receipt failure reason means, in words. */

@@ -3,18 +3,14 @@ import { checkKey, readKey, type Env } from '../common/config.ts';
 import { CONFIG_KEYS } from '../common/config-keys.ts';
 import { ConfigError } from '../common/errors.ts';
 import { compileIngestRules, ingestOptionsFromEnv, type IngestOptions, type IngestRules } from '../processors/model/ingest.ts';
-import { RECEIPT_VENDORS, type ReceiptVendor } from '../processors/receipt-join/records.ts';
-import type { HmsCallbackCredentials } from './verify.ts';
+import { RECEIPT_VENDORS, vendorReceipts, type ReceiptSecretsOf, type ReceiptVendor } from '../sinks/vendors/modules.ts';
 
-/** How one app's callbacks for one vendor are authenticated. */
-export type ReceiptAuth =
-  | { readonly kind: 'hms-hmac'; readonly credentials: HmsCallbackCredentials }
-  /** The receipt URL registered with the vendor ends in `?key=<sharedSecret>`. */
-  | { readonly kind: 'shared-secret'; readonly sharedSecret: string };
+/** How one app's callbacks are authenticated, per vendor: its module's receipt credentials (sinks/vendors/<vendor>/receipts.ts). */
+export type ReceiptAppVendors = { readonly [V in ReceiptVendor]?: ReceiptSecretsOf<V> };
 
 export interface ReceiptAppConfig {
   readonly appId: string;
-  readonly vendors: Readonly<Partial<Record<ReceiptVendor, ReceiptAuth>>>;
+  readonly vendors: ReceiptAppVendors;
 }
 
 export interface ReceiptReceiverConfig {
@@ -55,7 +51,8 @@ export interface ReceiptReceiverConfig {
 }
 
 /**
- * The apps file (PUSH_RECEIPTS_CONFIG, JSON):
+ * The apps file (PUSH_RECEIPTS_CONFIG, JSON), each receipt vendor's entry read by its module's
+ * receipt credentials (`parseSecrets`):
  * ```json
  * { "apps": [ { "appId": "im-main",
  *     "hms":    { "callbackUsername": "…", "callbackKey": "…" },
@@ -74,33 +71,16 @@ export function parseReceiptApps(raw: unknown, key = 'PUSH_RECEIPTS_CONFIG'): Ma
     const appId = o.appId;
     if (typeof appId !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(appId)) throw new ConfigError(`${at}.appId`, 'expected 1–128 of [A-Za-z0-9._-]');
     if (apps.has(appId)) throw new ConfigError(`${at}.appId`, `duplicate app ${appId}`);
-    const vendors: Partial<Record<ReceiptVendor, ReceiptAuth>> = {};
+    const vendors: Record<string, unknown> = {};
     for (const vendor of RECEIPT_VENDORS) {
       const v = o[vendor] as Record<string, unknown> | undefined;
       if (v === undefined) continue;
       if (!v || typeof v !== 'object') throw new ConfigError(`${at}.${vendor}`, 'expected an object');
-      if (vendor === 'hms') {
-        vendors.hms = {
-          kind: 'hms-hmac',
-          credentials: {
-            callbackUsername: nonEmpty(v.callbackUsername, `${at}.hms.callbackUsername`),
-            callbackKey: nonEmpty(v.callbackKey, `${at}.hms.callbackKey`),
-          },
-        };
-      } else {
-        const secret = nonEmpty(v.sharedSecret, `${at}.${vendor}.sharedSecret`);
-        if (secret.length < 16) throw new ConfigError(`${at}.${vendor}.sharedSecret`, 'must be at least 16 characters');
-        vendors[vendor] = { kind: 'shared-secret', sharedSecret: secret };
-      }
+      vendors[vendor] = vendorReceipts(vendor).auth.parseSecrets(v, `${at}.${vendor}`);
     }
-    apps.set(appId, Object.freeze({ appId, vendors: Object.freeze(vendors) }));
+    apps.set(appId, Object.freeze({ appId, vendors: Object.freeze(vendors as ReceiptAppVendors) }));
   });
   return apps;
-}
-
-function nonEmpty(value: unknown, key: string): string {
-  if (typeof value !== 'string' || value === '') throw new ConfigError(key, 'expected a non-empty string');
-  return value;
 }
 
 export interface ReceiptReceiverOptions {

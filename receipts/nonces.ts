@@ -6,7 +6,7 @@ import { PushError, errorCode } from '../common/errors.ts';
  * What a signed HMS callback's nonce says: `new` (first time), `duplicate` (the same nonce with the
  * same body: a vendor retry, accepted) or `replayed` (the same nonce with another body: a captured
  * header on a forged body, refused). The HMS signature covers timestamp, nonce and user name, not
- * the body (receipts/verify.ts), so this memory is what stops a replay within the signature's
+ * the body (sinks/vendors/hms/receipts.ts), so this memory is what stops a replay within the signature's
  * freshness window.
  */
 export type NonceVerdict = 'new' | 'duplicate' | 'replayed';

@@ -6,13 +6,13 @@ import type { Logger } from '../common/log.ts';
 import type { ParsedReceipt } from '../processors/fan-out/vendor-port.ts';
 import { receiptRawKey } from '../processors/model/receipt-route.ts';
 import { receiptViolation } from '../processors/receipt-join/validate.ts';
+import { presentedKey, verifySharedSecret, type CallbackRequest } from '../sinks/vendors/receipt-auth.ts';
+import { isReceiptVendor, vendorReceipts, type ReceiptVendor } from '../sinks/vendors/modules.ts';
 import type { ReceiptReceiverConfig } from './config.ts';
-import { RECEIPT_VENDORS, type ReceiptVendor } from '../processors/receipt-join/records.ts';
 import type { ReceiptMetricsListener, RejectReason } from './metrics.ts';
 import type { ReceiptPublisher } from './publisher.ts';
 import { ConnectionGuard } from './guard.ts';
 import type { NonceStore, NonceVerdict } from './nonces.ts';
-import { verifyHmsSignature, verifySharedSecret } from './verify.ts';
 
 /**
  * Parses one verified callback body into receipts: the vendor adapters' `parseReceipt`
@@ -32,14 +32,6 @@ export interface ReceiptReceiverDeps {
   readonly now?: () => number;
 }
 
-/** What each vendor expects back on success (the body is informational; the status is what counts). */
-const ACK_BODY: Readonly<Record<ReceiptVendor, { contentType: string; body: string }>> = {
-  hms: { contentType: 'application/json', body: '{"errno":"0","errmsg":"success"}' },
-  xiaomi: { contentType: 'text/plain', body: 'ok' },
-  oppo: { contentType: 'application/json', body: '{"code":0,"message":"success"}' },
-  vivo: { contentType: 'application/json', body: '{"result":0,"desc":"success"}' },
-};
-
 class Rejection {
   constructor(
     readonly status: number,
@@ -57,11 +49,13 @@ const NO_SECRET = 'no-such-receipt-secret-configured';
 const BACKSTOP_MARGIN_MS = 1_000;
 
 /**
- * The vendor receipt receiver (node:http). Routes: `POST /receipts/{hms|xiaomi|oppo|vivo}/{appId}`
- * (the URL registered with the vendor for that app; Xiaomi/OPPO/vivo URLs end in
+ * The vendor receipt receiver (node:http). Routes: `POST /receipts/{vendor}/{appId}` for every
+ * vendor whose module has receipts (sinks/vendors/modules.ts `RECEIPT_VENDORS`: hms, xiaomi, oppo,
+ * vivo; the URL registered with the vendor for that app; Xiaomi/OPPO/vivo URLs end in
  * `?key=<sharedSecret>`), `GET /health`. In order, and before any body byte is read: connection
  * caps and the headers deadline (guard.ts), the client's request rate (429), the route, and the
- * app's key or HMS signature header (one 401 answer for unknown apps and bad credentials alike).
+ * app's credentials, checked by the vendor's scheme (its key, or the HMS signature header; one 401
+ * answer for unknown apps and bad credentials alike).
  * Only then is the body read, within `bodyTimeoutMs` and `maxBodyBytes`; an HMS nonce is checked
  * against the shared nonce memory; a body that does not parse is a 400 `malformed`, one whose
  * receipts break an ingest rule (processors/receipt-join/validate.ts) a 400 `invalid_receipt`; the
@@ -120,27 +114,23 @@ export class ReceiptReceiver {
     const url = new URL(req.url ?? '/', 'http://receiver');
     if (url.pathname === '/health' && req.method === 'GET') return reply(res, 200, 'text/plain', 'ok');
     const match = /^\/receipts\/([a-z]+)\/([A-Za-z0-9._-]{1,128})\/?$/.exec(url.pathname);
-    const vendor = match?.[1] as ReceiptVendor | undefined;
-    if (!match || !vendor || !RECEIPT_VENDORS.includes(vendor)) return this.reject(req, res, 'unknown', new Rejection(404, 'unknown_route'));
+    const vendor = match?.[1];
+    if (!match || !vendor || !isReceiptVendor(vendor)) return this.reject(req, res, 'unknown', new Rejection(404, 'unknown_route'));
+    const rules = vendorReceipts(vendor);
     if (req.method !== 'POST') return this.reject(req, res, vendor, new Rejection(405, 'method_not_allowed'));
     const appId = match[2]!;
 
     // Credentials first: nothing of the body is read for an unknown app or a bad key or signature.
-    const auth = this.deps.config.apps.get(appId)?.vendors[vendor];
+    const secrets = this.deps.config.apps.get(appId)?.vendors[vendor];
     const now = this.now();
-    let nonce: string | undefined;
-    if (!auth) {
-      verifySharedSecret(url.searchParams.get('key') ?? header(req, 'x-push-receipt-key') ?? '', NO_SECRET);
+    const callback: CallbackRequest = { header: (name) => header(req, name), query: (name) => url.searchParams.get(name) ?? undefined };
+    if (!secrets) {
+      verifySharedSecret(presentedKey(callback) ?? '', NO_SECRET);
       return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, 'unknown_app'));
     }
-    if (auth.kind === 'hms-hmac') {
-      const signature = verifyHmsSignature(header(req, 'x-huawei-callback-id'), auth.credentials, now, this.deps.config.hmsMaxSkewMs);
-      if (!signature.ok) return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, signature.reason));
-      nonce = signature.nonce;
-    } else {
-      const secret = verifySharedSecret(url.searchParams.get('key') ?? header(req, 'x-push-receipt-key'), auth.sharedSecret);
-      if (!secret.ok) return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, secret.reason));
-    }
+    const checked = rules.auth.verify(callback, secrets, { now, maxSkewMs: this.deps.config.hmsMaxSkewMs });
+    if (!checked.ok) return this.reject(req, res, vendor, new Rejection(UNAUTHORIZED.status, checked.reason));
+    const nonce = checked.nonce;
 
     let body: Buffer;
     try {
@@ -201,8 +191,7 @@ export class ReceiptReceiver {
       return reply(res, 503, 'text/plain', 'unavailable');
     }
     this.deps.metrics?.accepted?.(vendor, appId, receipts.length, duplicate);
-    const ack = ACK_BODY[vendor];
-    reply(res, 200, ack.contentType, ack.body);
+    reply(res, 200, rules.ack.contentType, rules.ack.body);
   }
 
   /**

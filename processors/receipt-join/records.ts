@@ -52,15 +52,6 @@ export type ReceiptBodyParser = (body: Buffer, contentType: string | undefined) 
 /** The adapters' parsers by vendor; undefined for a vendor without receipts or adapter. */
 export type ReceiptParsers = (vendor: Vendor) => ReceiptBodyParser | undefined;
 
-/**
- * Vendors that send delivery receipts (the `parseReceipt` of each adapter.ts under sinks/vendors).
- * APNs and FCM HTTP v1 have none (docs in the adapters): for them a vendor acceptance is the last
- * word, so the join keeps no state and token health counts the acceptance as the success signal.
- */
-export const RECEIPT_VENDORS = ['hms', 'xiaomi', 'oppo', 'vivo'] as const satisfies readonly Vendor[];
-
-export type ReceiptVendor = (typeof RECEIPT_VENDORS)[number];
-
 export interface TaskStatusUpdate {
   readonly taskId: string;
   /** The task's user: im_push_task is sharded by uid (sinks/mysql/shards.ts), so the update goes to this user's shard. */

@@ -5,7 +5,6 @@ import { compositeKey } from '../model/keys.ts';
 import { compileIngestRules, type IngestOptions } from '../model/ingest.ts';
 import type { PushOutcome } from '../model/records.ts';
 import {
-  RECEIPT_VENDORS,
   type ByMessageRecord,
   type MessageReceipt,
   type ReceiptJoinListener,
@@ -111,12 +110,12 @@ export function receiptParseProcessor(
  * join needs to match receipts: to the uid-keyed join in the same task when its receipts name the
  * recipient (`receipts_by_uid`, `routes.byUid`: no record), else keyed by (vendor, vendor message
  * id) (`routes.byMessage`). Other outcomes, and acceptances by vendors that send no receipts
- * (`receiptVendors`), are dropped: nothing would ever match them, and each would cost a record
- * here and join state until its retention.
+ * (not in `receiptVendors`, the wiring's list from the vendors' modules), are dropped: nothing
+ * would ever match them, and each would cost a record here and join state until its retention.
  */
 export function submissionIndexProcessor(
   routes: ReceiptRoutes,
-  receiptVendors: readonly string[] = RECEIPT_VENDORS,
+  receiptVendors: readonly string[],
 ): ProcessorSupplier<string, PushOutcome | null, string, ByMessageRecord> {
   const vendors = new Set(receiptVendors);
   return () => new SubmissionIndexProcessor(vendors, routes);

@@ -2,7 +2,7 @@ import { withStores, type Processor, type ProcessorContext, type ProcessorSuppli
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { compositeKey } from '../model/keys.ts';
 import type { PushOutcome, TokenReport, TokenSource } from '../model/records.ts';
-import { RECEIPT_VENDORS, type PushReceipt } from '../receipt-join/records.ts';
+import type { PushReceipt } from '../receipt-join/records.ts';
 import { withFields } from '../../common/objects.ts';
 
 /**
@@ -60,11 +60,6 @@ export interface TokenLifecycleOptions {
   readonly staleAfterMs?: number;
   /** Wall-clock interval of the staleness sweep, ms. Default 1 hour. */
   readonly sweepIntervalMs?: number;
-  /**
-   * Vendors that send delivery receipts: for them only receipts count as success or failure.
-   * For the others (APNs, FCM) a vendor acceptance is the success signal. Default `RECEIPT_VENDORS` (hms, xiaomi, oppo, vivo).
-   */
-  readonly receiptVendors?: readonly string[];
   /** Which FAILED outcomes count against the token (not auth, quota or throttling). Default: reason `permanent`. */
   readonly isTokenFailure?: (outcome: PushOutcome) => boolean;
   readonly listener?: TokenLifecycleListener;
@@ -91,8 +86,15 @@ type Signal = 'success' | 'failure' | 'dead';
 const isReport = (v: TokenLifecycleInput): v is TokenReport => 'token' in v && 'reported_at' in v;
 const isReceipt = (v: TokenLifecycleInput): v is PushReceipt => 'matched' in v && !('stage' in v);
 
-/** The token-lifecycle processor supplier; it declares both stores (TOKEN_LIFECYCLE_STORES). */
-export function tokenLifecycleProcessor(options: TokenLifecycleOptions): ProcessorSupplier<string, TokenLifecycleInput | null, string, TokenReport> {
+/**
+ * The token-lifecycle processor supplier; it declares both stores (TOKEN_LIFECYCLE_STORES).
+ * `receiptVendors`: the vendors that send delivery receipts (the wiring's list, from the vendors'
+ * modules); for them only receipts count as success or failure. For the others (APNs, FCM) a vendor
+ * acceptance is the success signal.
+ */
+export function tokenLifecycleProcessor(
+  options: TokenLifecycleOptions & { readonly receiptVendors: readonly string[] },
+): ProcessorSupplier<string, TokenLifecycleInput | null, string, TokenReport> {
   return withStores(
     () => new TokenLifecycleProcessor(options),
     [keyValueStore<TokenHealth>(TOKEN_LIFECYCLE_STORES.tokens), timerStore(TOKEN_LIFECYCLE_STORES.stale, { changelog: false })],
@@ -109,10 +111,10 @@ class TokenLifecycleProcessor implements Processor<string, TokenLifecycleInput |
   private readonly isTokenFailure: (outcome: PushOutcome) => boolean;
   private readonly listener: TokenLifecycleListener;
 
-  constructor(private readonly options: TokenLifecycleOptions) {
+  constructor(private readonly options: TokenLifecycleOptions & { readonly receiptVendors: readonly string[] }) {
     this.maxFailures = options.maxConsecutiveFailures ?? 3;
     this.staleAfterMs = options.staleAfterMs ?? 30 * 24 * 3_600_000;
-    this.receiptVendors = new Set(options.receiptVendors ?? RECEIPT_VENDORS);
+    this.receiptVendors = new Set(options.receiptVendors);
     this.isTokenFailure = options.isTokenFailure ?? ((o: PushOutcome) => o.reason === 'permanent');
     this.listener = options.listener ?? {};
   }

@@ -1,10 +1,7 @@
 import type { Pool } from 'mysql2/promise';
 import { ContractError, errorCode } from '../../common/errors.ts';
 import { fitJsonPayload, type NotificationText } from '../vendors/text.ts';
-import { oppoText } from '../vendors/oppo/payload.ts';
-import { vivoText } from '../vendors/vivo/payload.ts';
-import { xiaomiText } from '../vendors/xiaomi/payload.ts';
-import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
+import { vendorModuleOf } from '../vendors/modules.ts';
 import { classifyMysqlError, isMysqlDataError, leavingOutRefusedRows, mysqlDataError, withMysqlRetry, type MysqlWriteListener } from './errors.ts';
 import { eachShard, groupByShard, shardedPools, type ShardedPools } from './shards.ts';
 import {
@@ -90,31 +87,15 @@ export function encodeTaskPayload(text: NotificationText): Buffer {
   return Buffer.from(fitted?.json ?? payloadJson({ title: '', body: '' }), 'utf8');
 }
 
-/** The adapters that cut the title and summary to lengths of their own, with their cutting. */
-const FIELD_CUTS = new Map<string, (m: PushMessage) => { title: string; content: string }>([
-  ['oppo', oppoText],
-  ['vivo', vivoText],
-  [
-    'xiaomi',
-    (m) => {
-      const fields = xiaomiText(m);
-      return { title: fields.title, content: fields.description };
-    },
-  ],
-]);
-
 /**
- * The title and summary as the adapter of `vendor` sends them (docs/vendors.md, "Payload limits"):
- * OPPO, vivo and Xiaomi cut each field to their own lengths, by grapheme clusters; APNs, FCM and HMS
- * send them as given and cut only a whole payload over their 4 KB, which a dispatch's summary (at
- * most PUSH_SUMMARY_MAX_CHARS, 100) leaves to a title of kilobytes alone.
+ * The title and summary as the adapter of `vendor` sends them (docs/vendors.md, "Payload limits"),
+ * by its module's `sentText` (sinks/vendors/module.ts): OPPO, vivo and Xiaomi cut each field to their
+ * own lengths, by grapheme clusters; APNs, FCM and HMS send them as given and cut only a whole payload
+ * over their 4 KB, which a dispatch's summary (at most PUSH_SUMMARY_MAX_CHARS, 100) leaves to a title
+ * of kilobytes alone.
  */
 export function sentText(vendor: string, text: NotificationText): NotificationText {
-  const cut = FIELD_CUTS.get(vendor);
-  if (cut === undefined) return { title: text.title, body: text.body };
-  // Only the title and body count towards these fields' lengths; the other fields are not read.
-  const sent = cut({ taskId: '', appId: '', token: '', title: text.title, body: text.body, badge: 0, collapseId: '', silent: false, data: {}, ttlSeconds: 0 });
-  return { title: sent.title, body: sent.content };
+  return vendorModuleOf(vendor)?.sentText(text) ?? { title: text.title, body: text.body };
 }
 
 /** The title and summary of a stored payload; null for a row written before the column existed or a value that does not parse. */

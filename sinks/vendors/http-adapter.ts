@@ -3,7 +3,7 @@
  * client per (app, vendor) and the clock, and the call made with a cached credential that is
  * minted again once when the vendor refuses it (docs/vendors.md).
  */
-import type { VendorCommon } from './apps-config.ts';
+import type { VendorCommon } from './vendor-config.ts';
 import { groupByPayload } from './batching.ts';
 import { CachedCredential, type MintedCredential } from './credential.ts';
 import { beforeDeadline, deadlineAfter, NetworkError, VendorHttp, type HttpAnswer } from './http.ts';

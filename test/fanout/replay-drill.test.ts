@@ -22,7 +22,7 @@ import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import { connectionFromEndpoints, createClickhouseClient } from '../../sinks/clickhouse/client.ts';
 import type { ReceivedPush } from '../../emulators/index.ts';
 import type { MessagePersisted } from '../../processors/model/records.ts';
-import { RECEIPT_VENDORS } from '../../processors/receipt-join/records.ts';
+import { RECEIPT_VENDORS } from '../../sinks/vendors/modules.ts';
 import { TASK_STATUS } from '../../processors/model/task-status.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
 import { shardDatabases, type ShardDatabases } from './shard-stack.ts';

@@ -17,7 +17,7 @@ import { loadSchema } from '../../pipeline/schemas.ts';
 import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import type { ReceiptRaw } from '../../processors/receipt-join/records.ts';
 import type { UserSettings } from '../../processors/model/records.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { DLQ_HEADERS } from '../../topology/dlq.ts';
 import { registerSchema } from '../../topology/registry-serde.ts';
 import { receiptBodies } from '../receipts/support.ts';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { kafkaClient } from '../../common/kafka-client.ts';
 import { topicName } from '../../pipeline/topics.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { freePort } from '../../demo/ports.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';
 import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';

@@ -14,7 +14,7 @@ import { receiptParserFromRegistry, receiptParsersFromRegistry } from '../../rec
 import { MysqlNonceStore } from '../../receipts/nonces.ts';
 import { KafkaReceiptPublisher } from '../../receipts/publisher.ts';
 import { ReceiptReceiver } from '../../receipts/server.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { queryArrival } from '../../sinks/clickhouse/arrival-query.ts';
 import type { PushOutcomeRecord, PushReceiptRecord } from '../../sinks/clickhouse/rows.ts';
 import { buildClickhouseSinkTopology } from '../../pipeline/apps/clickhouse.ts';

@@ -10,7 +10,7 @@ import { MysqlNonceStore } from '../../receipts/nonces.ts';
 import { receiptParserFromRegistry } from '../../receipts/parsers.ts';
 import { KafkaReceiptPublisher, type ReceiptRawRecord } from '../../receipts/publisher.ts';
 import { ReceiptReceiver } from '../../receipts/server.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';

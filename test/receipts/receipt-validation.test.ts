@@ -16,7 +16,7 @@ import { MemoryNonceStore } from '../../receipts/nonces.ts';
 import { receiptParserFromRegistry } from '../../receipts/parsers.ts';
 import { KafkaReceiptPublisher } from '../../receipts/publisher.ts';
 import { ReceiptReceiver } from '../../receipts/server.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { RECEIPT_JOIN_STORES } from '../../processors/receipt-join/join.ts';
 import { type ReceiptRaw } from '../../processors/receipt-join/records.ts';
 import { tokenHash } from '../../processors/model/ids.ts';

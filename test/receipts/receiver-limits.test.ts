@@ -11,7 +11,7 @@ import { MemoryNonceStore } from '../../receipts/nonces.ts';
 import { receiptParserFromRegistry } from '../../receipts/parsers.ts';
 import { KafkaReceiptPublisher } from '../../receipts/publisher.ts';
 import { ReceiptReceiver } from '../../receipts/server.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import { stackEndpoints, uniqueName } from '../support/stack.ts';

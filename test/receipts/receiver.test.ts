@@ -10,7 +10,7 @@ import { receiptParserFromRegistry } from '../../receipts/parsers.ts';
 import { MemoryNonceStore } from '../../receipts/nonces.ts';
 import { KafkaReceiptPublisher, type ReceiptRawRecord } from '../../receipts/publisher.ts';
 import { ReceiptReceiver } from '../../receipts/server.ts';
-import { hmsCallbackHeader } from '../../receipts/verify.ts';
+import { hmsCallbackHeader } from '../../sinks/vendors/hms/receipts.ts';
 import { topicName } from '../../pipeline/topics.ts';
 import { recipientParam } from '../../processors/model/receipt-route.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { apnsIdOf, ApnsAdapter } from '../../sinks/vendors/apns/adapter.ts';
 import { ProviderToken } from '../../sinks/vendors/apns/provider-token.ts';
 import { VENDOR_USER_AGENT } from '../../sinks/vendors/http.ts';
-import type { ApnsAppConfig } from '../../sinks/vendors/apps-config.ts';
+import type { ApnsAppConfig } from '../../sinks/vendors/apns/index.ts';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../processors/fan-out/vendor-port.ts';
 import { APNS_REASON_STATUS } from '../../emulators/apns.ts';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ApnsAppConfig } from '../apps-config.ts';
+import type { ApnsAppConfig } from './index.ts';
 import { noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';

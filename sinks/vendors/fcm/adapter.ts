@@ -1,4 +1,4 @@
-import type { FcmAppConfig } from '../apps-config.ts';
+import type { FcmAppConfig } from './index.ts';
 import type { MintedCredential } from '../credential.ts';
 import { deadlineAfter, joinUrl, jsonOf } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';

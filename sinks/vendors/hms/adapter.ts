@@ -1,12 +1,12 @@
-import type { HmsAppConfig } from '../apps-config.ts';
+import type { HmsAppConfig } from './index.ts';
 import type { MintedCredential } from '../credential.ts';
 import { joinUrl, jsonOf } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
-import { recipientField } from '../../../processors/model/receipt-route.ts';
-import { HMS_CODES, HMS_RECEIPT_STATUS, HMS_STATUS_FALLBACK } from './codes.ts';
+import { HMS_CODES, HMS_STATUS_FALLBACK } from './codes.ts';
 import { hmsCountedBody, hmsMessage, HMS_PAYLOAD_LIMITS } from './payload.ts';
+import { HMS_RECEIPTS } from './receipts.ts';
 
 export const HMS_BASE_URL = 'https://push-api.cloud.huawei.com';
 export const HMS_AUTH_URL = 'https://oauth-login.cloud.huawei.com/oauth2/v3/token';
@@ -93,18 +93,9 @@ export class HmsAdapter extends CredentialedHttpAdapter implements VendorAdapter
     return Array.isArray(sent) ? sent : all(sent);
   }
 
-  /** Huawei receipt: `{"statuses":[{biTag, appid, token, status, timestamp, requestId}]}` (signature checked by the receiver). */
-  parseReceipt(body: Buffer): ParsedReceipt[] {
-    const parsed = jsonOf(body.toString('utf8')) as { statuses?: Array<Record<string, unknown>> } | undefined;
-    return (parsed?.statuses ?? []).map((s) => ({
-      vendor: 'hms' as const,
-      vendorMessageId: String(s.requestId ?? ''),
-      ...(typeof s.token === 'string' ? { token: s.token } : {}),
-      status: HMS_RECEIPT_STATUS[String(s.status)] ?? 'failed',
-      code: String(s.status),
-      at: Number(s.timestamp) || this.now(),
-      ...recipientField(s.biTag),
-    }));
+  /** Signature checked by the receiver (receipts.ts). */
+  parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[] {
+    return HMS_RECEIPTS.parse(body, contentType, this.now);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { HmsAppConfig } from '../apps-config.ts';
+import type { HmsAppConfig } from './index.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
 import type { PushMessage } from '../../../processors/fan-out/vendor-port.ts';
 import { fitJsonPayload, type NotificationText } from '../text.ts';

@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
-import type { OppoAppConfig } from '../apps-config.ts';
+import type { OppoAppConfig } from './index.ts';
 import type { MintedCredential } from '../credential.ts';
 import { deadlineAfter, joinUrl, jsonOf, type HttpAnswer } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
-import { channelOf } from '../channels.ts';
+import { channelOf } from '../channel-id.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
-import { recipientField } from '../../../processors/model/receipt-route.ts';
-import { OPPO_CODES, OPPO_RECEIPT_EVENTS } from './codes.ts';
+import { OPPO_CODES } from './codes.ts';
 import { oppoActionParameters, oppoText, OPPO_PAYLOAD_LIMITS, OPPO_STYLE } from './payload.ts';
+import { OPPO_RECEIPTS } from './receipts.ts';
 
 export const OPPO_BASE_URL = 'https://api.push.oppomobile.com';
 
@@ -136,23 +136,7 @@ export class OppoAdapter extends CredentialedHttpAdapter implements VendorAdapte
     });
   }
 
-  /** OPPO receipt: JSON array of `{messageId, appId, taskId, registrationIds:"r1,r2", eventTime, eventType, param}`. */
-  parseReceipt(body: Buffer): ParsedReceipt[] {
-    const parsed = jsonOf(body.toString('utf8'));
-    const events = (Array.isArray(parsed) ? parsed : []) as Array<Record<string, unknown>>;
-    return events.flatMap((e) =>
-      String(e.registrationIds ?? '')
-        .split(',')
-        .filter(Boolean)
-        .map((token) => ({
-          vendor: 'oppo' as const,
-          vendorMessageId: String(e.messageId ?? ''),
-          token,
-          status: OPPO_RECEIPT_EVENTS[String(e.eventType)] ?? 'failed',
-          code: String(e.eventType ?? ''),
-          at: Number(e.eventTime) || this.now(),
-          ...recipientField(e.param),
-        })),
-    );
+  parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[] {
+    return OPPO_RECEIPTS.parse(body, contentType, this.now);
   }
 }

@@ -16,7 +16,7 @@ export const OPPO_STYLE = 1;
 export const oppoCount = unitsOrThirdBytes;
 
 /** Title and content cut by grapheme clusters to the limits of `OPPO_STYLE`. */
-export function oppoText(m: PushMessage): { title: string; content: string } {
+export function oppoText(m: Pick<PushMessage, 'title' | 'body'>): { title: string; content: string } {
   return {
     title: cutText(m.title, OPPO_PAYLOAD_LIMITS.titleMax, oppoCount),
     content: cutText(m.body, OPPO_PAYLOAD_LIMITS.contentMaxByStyle[OPPO_STYLE], oppoCount),

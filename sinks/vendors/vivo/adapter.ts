@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { VivoAppConfig } from '../apps-config.ts';
+import type { VivoAppConfig } from './index.ts';
 import type { MintedCredential } from '../credential.ts';
 import { joinUrl, jsonOf } from '../http.ts';
 import { CredentialedHttpAdapter, CredentialRefused, REFRESH, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
 import { isUnknownOutcome, type ParsedReceipt, type PushMessage, type SubmitOutcome, type VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
-import { recipientField } from '../../../processors/model/receipt-route.ts';
-import { VIVO_INVALID_USER, VIVO_RECEIPT_ACK, VIVO_RESULTS } from './codes.ts';
+import { VIVO_INVALID_USER, VIVO_RESULTS } from './codes.ts';
 import { vivoCustomMapBytes, vivoText, VIVO_PAYLOAD_LIMITS } from './payload.ts';
+import { VIVO_RECEIPTS } from './receipts.ts';
 import { withFields } from '../../../common/objects.ts';
 
 export const VIVO_BASE_URL = 'https://api-push.vivo.com.cn';
@@ -141,23 +141,7 @@ export class VivoAdapter extends CredentialedHttpAdapter implements VendorAdapte
     });
   }
 
-  /** vivo receipt (this project's format): `{"<taskId>":{"param","targets":"r1,r2","ackTime","ackType"}}`. */
-  parseReceipt(body: Buffer): ParsedReceipt[] {
-    const parsed = jsonOf(body.toString('utf8')) as Record<string, { targets?: string; ackTime?: number; ackType?: number; param?: string }> | undefined;
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return [];
-    return Object.entries(parsed).flatMap(([taskId, r]) =>
-      String(r?.targets ?? '')
-        .split(',')
-        .filter(Boolean)
-        .map((token) => ({
-          vendor: 'vivo' as const,
-          vendorMessageId: taskId,
-          token,
-          status: VIVO_RECEIPT_ACK[String(r.ackType)] ?? 'failed',
-          code: String(r.ackType ?? ''),
-          at: Number(r.ackTime) || this.now(),
-          ...recipientField(r.param),
-        })),
-    );
+  parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[] {
+    return VIVO_RECEIPTS.parse(body, contentType, this.now);
   }
 }

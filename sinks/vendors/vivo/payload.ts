@@ -14,7 +14,7 @@ export const VIVO_PAYLOAD_LIMITS = { titleMax: 40, contentMax: 100, clientCustom
 export const vivoCount = asciiOneOtherTwo;
 
 /** Title and content cut by grapheme clusters to the documented lengths. */
-export function vivoText(m: PushMessage): { title: string; content: string } {
+export function vivoText(m: Pick<PushMessage, 'title' | 'body'>): { title: string; content: string } {
   return {
     title: cutText(m.title, VIVO_PAYLOAD_LIMITS.titleMax, vivoCount),
     content: cutText(m.body, VIVO_PAYLOAD_LIMITS.contentMax, vivoCount),

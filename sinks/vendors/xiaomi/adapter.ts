@@ -1,13 +1,13 @@
-import type { XiaomiAppConfig } from '../apps-config.ts';
+import type { XiaomiAppConfig } from './index.ts';
 import { joinUrl, jsonOf } from '../http.ts';
 import { answerOf, HttpVendorAdapter, type HttpAdapterDeps } from '../http-adapter.ts';
 import { httpStatusRule, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import { notifyId } from '../../../processors/model/ids.ts';
-import { channelOf } from '../channels.ts';
+import { channelOf } from '../channel-id.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
-import { recipientField } from '../../../processors/model/receipt-route.ts';
-import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES, XIAOMI_RECEIPT_BITS } from './codes.ts';
+import { XIAOMI_CALLBACK_TYPE, XIAOMI_CODES } from './codes.ts';
 import { xiaomiPayloadBytes, xiaomiText, XIAOMI_PAYLOAD_LIMITS } from './payload.ts';
+import { XIAOMI_RECEIPTS } from './receipts.ts';
 import { withFields } from '../../../common/objects.ts';
 
 export const XIAOMI_BASE_URL = 'https://api.xmpush.xiaomi.com';
@@ -92,34 +92,7 @@ export class XiaomiAdapter extends HttpVendorAdapter implements VendorAdapter {
     return outcomeOf(rule, code, withFields(extra, { vendorMessageId: body.data?.id ?? '' }));
   }
 
-  /**
-   * Xiaomi receipt: form field `data` holding `{"<msgId>":{"param","type","targets":"r1,r2","jobkey","barStatus","timestamp"}}`.
-   * Clicks (type 2 alone) are not arrival and are skipped.
-   */
   parseReceipt(body: Buffer, contentType: string | undefined): ParsedReceipt[] {
-    const text = body.toString('utf8');
-    const json = /json/i.test(contentType ?? '') ? text : (new URLSearchParams(text).get('data') ?? '');
-    const parsed = jsonOf(json) as Record<string, { type?: number; targets?: string; timestamp?: number; param?: string }> | undefined;
-    if (!parsed || typeof parsed !== 'object') return [];
-    const out: ParsedReceipt[] = [];
-    for (const [msgId, r] of Object.entries(parsed)) {
-      const type = Number(r?.type ?? 0);
-      const status =
-        type & XIAOMI_RECEIPT_BITS.invalidDevice
-          ? 'dead-token'
-          : type & XIAOMI_RECEIPT_BITS.failed
-            ? 'failed'
-            : type & XIAOMI_RECEIPT_BITS.delivered
-              ? 'delivered'
-              : undefined;
-      if (status === undefined) continue;
-      const recipient = recipientField(r.param);
-      for (const token of String(r.targets ?? '')
-        .split(',')
-        .filter(Boolean)) {
-        out.push({ vendor: 'xiaomi', vendorMessageId: msgId, token, status, code: String(type), at: Number(r.timestamp) || this.now(), ...recipient });
-      }
-    }
-    return out;
+    return XIAOMI_RECEIPTS.parse(body, contentType, this.now);
   }
 }

@@ -12,13 +12,17 @@ export const XIAOMI_PAYLOAD_LIMITS = { titleMax: 49, descriptionMax: 127, maxByt
 
 export const xiaomiCount = unitsOrThirdBytes;
 
-/** The notification fields of the form, cut by grapheme clusters to the documented lengths. */
-export function xiaomiText(m: PushMessage): { title: string; description: string; payload: string } {
+/** Title and description cut by grapheme clusters to the documented lengths. */
+export function xiaomiTitles(m: Pick<PushMessage, 'title' | 'body'>): { title: string; description: string } {
   return {
     title: cutText(m.title, XIAOMI_PAYLOAD_LIMITS.titleMax, xiaomiCount),
     description: cutText(m.body, XIAOMI_PAYLOAD_LIMITS.descriptionMax, xiaomiCount),
-    payload: JSON.stringify(m.data),
   };
+}
+
+/** The notification fields of the form. */
+export function xiaomiText(m: PushMessage): { title: string; description: string; payload: string } {
+  return { ...xiaomiTitles(m), payload: JSON.stringify(m.data) };
 }
 
 /** Bytes counted towards the size limit. */
