@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { arrival } from '../../cli/commands/arrival.ts';
 import { rowFromOutcome, rowFromReceipt } from '../../sinks/clickhouse/rows.ts';
 import { PushEventWriter } from '../../sinks/clickhouse/writer.ts';
-import { buildWorkload, type ArrivalTruth } from './fixtures.ts';
+import { ARRIVAL_VIEW_QUERY, arrivalFromView, buildWorkload, type ArrivalTruth, type ArrivalViewRow } from './fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './support.ts';
 
 /** Runs on the stack's real ClickHouse (18.16): DDL, writer, views, exactness under duplicates. */
@@ -20,33 +20,8 @@ describe('ClickHouse push events and arrival views', () => {
   const workload = buildWorkload(600);
 
   async function arrivalByVendorAppHour(): Promise<Map<string, ArrivalTruth & { rate: number }>> {
-    const rs = await db.client.query({
-      query:
-        'SELECT toUInt32(hour) AS h, vendor, app_id, pairs_submitted, pairs_arrived, pairs_delivered, pairs_unknown, arrival_rate FROM arrival_by_vendor_app_hour',
-      format: 'JSONEachRow',
-    });
-    const rows = await rs.json<{
-      h: number | string;
-      vendor: string;
-      app_id: string;
-      pairs_submitted: string;
-      pairs_arrived: string;
-      pairs_delivered: string;
-      pairs_unknown: string;
-      arrival_rate: number;
-    }>();
-    return new Map(
-      rows.map((r) => [
-        `${r.vendor}|${r.app_id}|${Number(r.h)}`,
-        {
-          submitted: Number(r.pairs_submitted),
-          arrived: Number(r.pairs_arrived),
-          delivered: Number(r.pairs_delivered),
-          unknown: Number(r.pairs_unknown),
-          rate: Number(r.arrival_rate),
-        },
-      ]),
-    );
+    const rs = await db.client.query({ query: ARRIVAL_VIEW_QUERY, format: 'JSONEachRow' });
+    return arrivalFromView(await rs.json<ArrivalViewRow>());
   }
 
   function assertMatchesTruth(actual: Map<string, ArrivalTruth & { rate: number }>) {

@@ -139,3 +139,34 @@ export function buildWorkload(pairs: number, seed = 7, baseMs = Date.UTC(2026, 1
   }
   return { outcomes, receipts, truth, otherOutcomes };
 }
+
+/** The arrival view's rows, one per (vendor, app, hour), as `truth` keys them. */
+export const ARRIVAL_VIEW_QUERY =
+  'SELECT toUInt32(hour) AS h, vendor, app_id, pairs_submitted, pairs_arrived, pairs_delivered, pairs_unknown, arrival_rate FROM arrival_by_vendor_app_hour';
+
+export interface ArrivalViewRow {
+  h: number | string;
+  vendor: string;
+  app_id: string;
+  pairs_submitted: string;
+  pairs_arrived: string;
+  pairs_delivered: string;
+  pairs_unknown: string;
+  arrival_rate: number;
+}
+
+/** ARRIVAL_VIEW_QUERY's rows keyed like `Workload.truth`, with their arrival rate. */
+export function arrivalFromView(rows: readonly ArrivalViewRow[]): Map<string, ArrivalTruth & { rate: number }> {
+  return new Map(
+    rows.map((r) => [
+      `${r.vendor}|${r.app_id}|${Number(r.h)}`,
+      {
+        submitted: Number(r.pairs_submitted),
+        arrived: Number(r.pairs_arrived),
+        delivered: Number(r.pairs_delivered),
+        unknown: Number(r.pairs_unknown),
+        rate: Number(r.arrival_rate),
+      },
+    ]),
+  );
+}
