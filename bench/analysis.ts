@@ -45,7 +45,7 @@ export interface LatencyFigures {
  * Latency from the scheduled persisted_at (the generator's timeline, so a late generator does not
  * hide waiting: no coordinated omission) to the emulator's receive time of the first accepted push
  * to each offline device for each leading message: one with no earlier message of the same
- * (uid, conv) within `idleMs` before it (so the merge window cannot have held it).
+ * (uid, conv) within `idleMs` before it (so the merge window cannot have carried it).
  */
 export function leadingPushLatency(events: readonly TimedRecord[], population: Population, received: readonly ReceivedPush[], idleMs: number): LatencyFigures {
   const byToken = devicesByToken(population);

@@ -3,7 +3,7 @@
  * written beside the JSON: offered against consumed load per step, latency percentiles per phase,
  * machine CPU per message by process, Kafka records per message by topic, and IM latency beside a
  * campaign. Every bar carries its figure in `data-series`, `data-category` and `data-value` (and a
- * tooltip), so test/bench/run.test.ts can check the charts against the JSON.
+ * tooltip), so test/bench/run.stack.test.ts can check the charts against the JSON.
  */
 import type { LatencyFigures } from './analysis.ts';
 import type { BenchResult } from './report.ts';

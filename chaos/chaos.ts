@@ -189,7 +189,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           const killedAtMs = Date.now();
           await stopWorker(env, index, 'SIGKILL');
           note('sigkill', `worker ${index}`);
-          // What its tasks' rows held when it died: the answers a takeover must not ask for again.
+          // What its tasks' rows kept when it died: the answers a takeover must not ask for again.
           kills.push({ pid: worker.process.pid!, atMs: killedAtMs, rows: await taskRowsOf(env.run) });
           await sleep(1000 + rnd() * 3000);
           await env.startWorker(index);

@@ -1,5 +1,5 @@
 /**
- * The independent model a repartition is checked against (test/ops/repartition.test.ts, chaos/repartition.ts):
+ * The independent model a repartition is checked against (test/pipeline/repartition/repartition.stack.test.ts, chaos/repartition.ts):
  * what a changelog holds, read with a plain consumer rather than the runtime's restore or the
  * repartition's own reader, and the partition of a uid as the producers choose it.
  */

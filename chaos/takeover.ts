@@ -6,10 +6,10 @@
  * For each kill, the pushes the killed worker had called whose last call needs no further call
  * (accepted, a dead token, or no answer before the kill; a 429 or 5xx is retried by design):
  * - re-sent after the takeover: another process called the push again after the kill;
- * - without a recorded answer at the kill: the row did not hold that call's answer (not final,
+ * - without a recorded answer at the kill: the row did not keep that call's answer (not final,
  *   and no answer of that vendor in its trail). Of those, the vendor had answered some before the
  *   kill signal: the answer was on its way back to the worker, or being written, when it died;
- * - re-sent although recorded: a push called again although its row held the answer. The fan-out
+ * - re-sent although recorded: a push called again although its row kept the answer. The fan-out
  *   consults the row before calling, so this stays 0, and re-sends never exceed the calls
  *   without a recorded answer.
  */
@@ -43,7 +43,7 @@ export interface TakeoverCheck {
   readonly withoutRecordedAnswer: number;
   /** Of those, the vendor had answered before the kill signal (the answer in transit or being written). */
   readonly answeredByVendorUnrecorded: number;
-  /** Pushes called again although the row held the answer of their call. */
+  /** Pushes called again although the row kept the answer of their call. */
   readonly resentAlthoughRecorded: number;
   /** A few of those, `vendor|token|conv|seq`. */
   readonly examples: string[];

@@ -59,7 +59,7 @@ export function readMysqlSecurity(env: Env): MysqlSecurity {
  * The TCP connection to a server reached by IP address, for mysql2 to upgrade to TLS. mysql2 names
  * no server for an address, and Node then checks the certificate against `localhost`; a socket that
  * carries its address the way Node records a host name's (`_host`) has the certificate checked
- * against that address, as for any other client (test/stack/secured-stack.test.ts covers both).
+ * against that address, as for any other client (test/stack/secured-stack.stack.test.ts covers both).
  */
 function addressedSocket(host: string, port: number): Socket {
   const socket = connect(port, host);

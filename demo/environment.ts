@@ -31,7 +31,7 @@ export interface EnvironmentOptions {
   readonly verbose?: boolean;
   /**
    * Bring the local stack up first. Default true; false when the PUSH_* endpoints name services
-   * started otherwise (the secured stack, test/stack/secured-stack.test.ts, or a cluster of one's own).
+   * started otherwise (the secured stack, test/stack/secured-stack.stack.test.ts, or a cluster of one's own).
    */
   readonly startStack?: boolean;
   /**

@@ -134,7 +134,7 @@ async function migrateClickHouse(target: ClickHouseTarget, dir: string, options:
 
 /**
  * The ClickHouse side through any runner of statements: the HTTP interface here, an embedded current
- * engine in test/clickhouse/current-engine.test.ts. A file that needs a newer server than this one
+ * engine in test/sinks/clickhouse/current-engine.test.ts. A file that needs a newer server than this one
  * waits, unrecorded, and is applied by the first run after an upgrade.
  */
 export async function migrateClickhouseWith(
@@ -147,7 +147,8 @@ export async function migrateClickhouseWith(
   const all = readMigrations(dir);
   const files = all.filter((f) => f.requiresServer === undefined || serverAtLeast(server, f.requiresServer));
   const waiting = all.filter((f) => !files.includes(f));
-  for (const f of waiting) options.log?.info('clickhouse migration waits for a newer server', { version: f.version, name: f.name, server, requires: f.requiresServer });
+  for (const f of waiting)
+    options.log?.info('clickhouse migration waits for a newer server', { version: f.version, name: f.name, server, requires: f.requiresServer });
   await run(`CREATE DATABASE IF NOT EXISTS ${chIdent(database)}`, false);
   // TinyLog: a handful of rows, appended once per version; runs on 18.16 and current releases.
   await run('CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime) ENGINE = TinyLog');

@@ -63,7 +63,7 @@ export function portOpen(port: number, host = '127.0.0.1', timeoutMs = 1000): Pr
       socket.destroy();
       resolve(open);
     };
-    // Deferred to the check phase: after a synchronous install step (Maven, apt) blocked the event
+    // Postponed to the check phase: after a synchronous install step (Maven, apt) blocked the event
     // loop past the timeout, the timer fires before the poll phase would report the connect.
     socket.setTimeout(timeoutMs, () => setImmediate(() => done(false)));
     socket.once('connect', () => done(true));

@@ -13,7 +13,7 @@ import { stackPort, type ServiceStatus, type StackService } from './service.ts';
  * run by this stack with its config and data under .stack/prometheus: it scrapes the workers, the
  * receipt receiver and the entry, and loads the alert rules of monitoring/alerts.yml.
  * `pushctl stack up --with-prometheus` starts it on 19090 (PUSH_STACK_PROMETHEUS_PORT); the
- * scrape test (test/monitoring/prometheus-scrape.test.ts) starts one of its own for its workers.
+ * scrape test (test/monitoring/prometheus-scrape.stack.test.ts) starts one of its own for its workers.
  */
 const NAME = 'prometheus';
 const SERVER = '/usr/bin/prometheus';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { availableParallelism, constants as osConstants } from 'node:os';
 import { ROOT } from '../stack/paths.ts';
 import { startCpuHog } from './support/cpu-hog.ts';
-import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, testFiles, unitEnv, type Placement } from './sets.ts';
+import { classify, EXCLUSIVE_STACK_TESTS, misnamed, SLOW_UNIT_TESTS, STACK_TEST_SUFFIX, testFiles, unitEnv, type Placement } from './sets.ts';
 
 /**
  * `npm test`: runs every `test/**\/*.test.ts` with node's test runner, the unit tests first, then,
@@ -18,6 +18,10 @@ import { classify, EXCLUSIVE_STACK_TESTS, SLOW_UNIT_TESTS, testFiles, unitEnv, t
  * `--unit` (`npm run test:unit`): the unit tests only, without the slow ones of test/sets.ts unless
  * a filter names them; the stack is neither started nor reached.
  * `--list`: prints each file's set, and for a test that needs the stack the import chain to it.
+ *
+ * A test on the stack is named `*.stack.test.ts` and a unit test is not (test/sets.ts): while a
+ * file's name disagrees with where the analysis puts it, `--list` names it and fails, and a run
+ * refuses to start.
  *
  * `--loaded` (`npm run test:loaded`), or PUSH_TEST_CPU_HOG=1: the same run beside a busy loop on one
  * core (test/support/cpu-hog.mjs), so that a test that holds only on an idle machine fails here
@@ -82,9 +86,16 @@ async function main(): Promise<number> {
     return 1;
   }
   const placements = classify(files);
+  const wrong = misnamed(placements);
   if (args.includes('--list')) {
     list(placements);
-    return 0;
+    for (const line of wrong) console.error(`misnamed: ${line}`);
+    return wrong.length > 0 ? 1 : 0;
+  }
+  if (wrong.length > 0) {
+    for (const line of wrong) console.error(`misnamed: ${line}`);
+    console.error(`a test on the stack is named *${STACK_TEST_SUFFIX}, a unit test is not (test/sets.ts): rename the files above`);
+    return 1;
   }
   const quick = unitOnly && filters.length === 0;
   const unit = placements.filter((p) => !p.stackVia && !(quick && SLOW_UNIT_TESTS[p.file])).map((p) => p.file);

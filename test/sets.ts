@@ -7,12 +7,18 @@ import { ROOT } from '../stack/paths.ts';
 /**
  * Which test files need the local stack (Kafka, registry, MariaDB, ClickHouse) and which are unit
  * tests (TopologyTestDriver, pure logic, emulators, static checks), decided from the code rather
- * than a list or a naming rule, so a new file lands in the right set by itself.
+ * than a list, so a new file lands in the right set by itself.
  *
  * A file needs the stack when a module it runs reaches one of the stack gateways below: its
  * imports (not `import type`, which is erased), theirs, and the scripts it starts — a `.ts` path in
  * a string, such as `'cli/pushctl.ts'` or `new URL('../../bench/run.ts', import.meta.url)`, counts
  * as an import of that script. Every other file is a unit test.
+ *
+ * A file's name says which set the analysis puts it in, so a reader knows without running it: a
+ * test on the stack is named `*.stack.test.ts`, a unit test any other `*.test.ts`. `misnamed` lists
+ * the files whose name and analysis disagree; test/run.ts refuses to run (and `--list` fails) while
+ * any does, and test/static/test-sets.test.ts fails the same way. A test whose imports start or stop
+ * reaching the stack is renamed with them.
  *
  * test/run.ts runs the unit tests under test/support/no-stack.mjs: in every node process of that
  * run (the test files and whatever they spawn) loading a gateway throws, and the endpoints point at
@@ -53,7 +59,7 @@ export function unitEnv(): Record<string, string> {
  */
 export const SLOW_UNIT_TESTS: Readonly<Record<string, string>> = {
   'test/static/checks.test.ts': 'tsc, eslint and prettier over the whole tree (npm run typecheck, lint, format:check)',
-  'test/vendors/connection-faults.test.ts': 'connection-fault storms of 1500 pushes per vendor, about a minute on its own',
+  'test/sinks/vendors/connection-faults.test.ts': 'connection-fault storms of 1500 pushes per vendor, about a minute on its own',
 };
 
 /**
@@ -61,10 +67,10 @@ export const SLOW_UNIT_TESTS: Readonly<Record<string, string>> = {
  * each starts infrastructure of its own or loads every core for minutes.
  */
 export const EXCLUSIVE_STACK_TESTS: Readonly<Record<string, string>> = {
-  'test/topology/broker-restart.test.ts': 'starts a broker of its own (a second JVM) and restarts it under three workers',
-  'test/stack/secured-stack.test.ts': 'starts a secured stack of its own (a broker, a registry, a MariaDB and a ClickHouse) and runs the pipeline on it',
-  'test/chaos/chaos.test.ts': 'kills workers and cuts MySQL and ClickHouse off on a timetable, with vendor storms',
-  'test/bench/run.test.ts': 'the quick benchmark: ceilings, load steps and latency phases that load both cores',
+  'test/topology/broker-restart.stack.test.ts': 'starts a broker of its own (a second JVM) and restarts it under three workers',
+  'test/stack/secured-stack.stack.test.ts': 'starts a secured stack of its own (a broker, a registry, a MariaDB and a ClickHouse) and runs the pipeline on it',
+  'test/chaos/chaos.stack.test.ts': 'kills workers and cuts MySQL and ClickHouse off on a timetable, with vendor storms',
+  'test/bench/run.stack.test.ts': 'the quick benchmark: ceilings, load steps and latency phases that load both cores',
 };
 
 /** Every `*.test.ts` under test/, relative to the repository root, sorted. */
@@ -136,6 +142,32 @@ export interface Placement {
   readonly file: string;
   /** Null for a unit test; else the chain of modules from the file to the gateway it reaches. */
   readonly stackVia: readonly string[] | null;
+}
+
+/** How the name of a test on the stack ends; a unit test's name ends in `.test.ts` without it. */
+export const STACK_TEST_SUFFIX = '.stack.test.ts';
+
+/** Whether `file`'s name says it is a test on the stack. */
+export function namedForStack(file: string): boolean {
+  return file.endsWith(STACK_TEST_SUFFIX);
+}
+
+/**
+ * The placements whose file name disagrees with the import analysis, each as a line saying which
+ * way and what to rename it to: a file that reaches the stack but is not named `*.stack.test.ts`
+ * (with the chain that reaches it), and a `*.stack.test.ts` that reaches no gateway.
+ */
+export function misnamed(placements: readonly Placement[]): string[] {
+  return placements.flatMap((p) => {
+    const named = namedForStack(p.file);
+    if (p.stackVia && !named) {
+      const rename = p.file.replace(/\.test\.ts$/, STACK_TEST_SUFFIX);
+      return [`${p.file} needs the stack (${p.stackVia.slice(1).join(' → ')}) but is not named *${STACK_TEST_SUFFIX}: rename it ${rename}`];
+    }
+    if (!p.stackVia && named)
+      return [`${p.file} reaches no stack gateway but is named *${STACK_TEST_SUFFIX}: rename it ${p.file.slice(0, -STACK_TEST_SUFFIX.length)}.test.ts`];
+    return [];
+  });
 }
 
 /** Where each test file (relative to `root`) belongs; breadth-first, so the chain shown is a shortest one. */

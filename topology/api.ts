@@ -28,7 +28,7 @@ export interface RecordMetadata {
 
 /**
  * The child nodes a processor forwards one kind of output to. A list lets the wiring add a child
- * (a tap: a sink to an observable topic) beside the processor that consumes the output in-process.
+ * (a tap: a sink node writing to an observable topic) beside the processor that consumes the output in-process.
  */
 export type ChildNames = string | readonly string[];
 
@@ -82,16 +82,17 @@ export interface ProcessorContext<KOut = unknown, VOut = unknown> {
   /** System time as the runtime (or the TopologyTestDriver) sees it. */
   wallClockTimeMs(): number;
   /**
-   * Declares that the record being processed finishes later (asynchronous work such as a vendor
-   * call). Until the returned function is called, neither its input offset nor any later offset
-   * of its topic is committed, so a crash before then processes it again. The processor must
-   * forward the record's outputs in the same synchronous step in which it calls the function, and
-   * never forward outputs of a later record of the topic before that (in input order), or a crash
-   * could write them twice. Returns a no-op inside a punctuator (no input record to hold).
+   * Pins the input offset of the record being processed, which finishes later (asynchronous work
+   * such as a vendor call). Until the returned function unpins it, neither that offset nor any
+   * later offset of its topic is committed, so a crash before then processes the record again. The
+   * processor must forward the record's outputs in the same synchronous step in which it calls the
+   * function, and never forward outputs of a later record of the topic before that (in input
+   * order), or a crash could write them twice. Returns a no-op inside a punctuator (no input offset
+   * to pin).
    * Called with an error, the record failed: a non-retriable error sends that record to the DLQ
    * (under the `dlq` processing-error policy), any other fails the task at its next flush.
    */
-  deferCompletion(): (error?: unknown) => void;
+  pinOffset(): (error?: unknown) => void;
 }
 
 export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = unknown> {
@@ -109,7 +110,7 @@ export interface Processor<KIn = unknown, VIn = unknown, KOut = unknown, VOut = 
    */
   flush?(): Promise<void>;
   /**
-   * For processors that defer completions: called before a periodic commit instead of `flush`.
+   * For processors that pin offsets: called before a periodic commit instead of `flush`.
    * Forwards what is finished, without waiting for work in flight (whose input offsets stay out
    * of this commit). Revocation, shutdown and the TopologyTestDriver still call `flush`.
    */

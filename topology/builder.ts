@@ -105,7 +105,7 @@ export class Topology {
 }
 
 /**
- * Wires sources, processors, stores and sinks by name. Parents must be added before their
+ * Wires source nodes, processors, stores and sink nodes by name. Parents must be added before their
  * children; every name is kebab-case and unique.
  *
  * @example

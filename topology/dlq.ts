@@ -12,9 +12,9 @@ export const DLQ_HEADERS = {
   /** `deserialization`, `processing` or `production` (see DlqPhase). */
   phase: 'dlq.error.phase',
   applicationId: 'dlq.application.id',
-  /** The node that failed: the processor (processing errors) or the sink (production errors). */
+  /** The node that failed: the processor (processing errors) or the sink node (production errors). */
   node: 'dlq.node',
-  /** Production errors: the topic the sink writes. */
+  /** Production errors: the topic the sink node writes. */
   sinkTopic: 'dlq.sink.topic',
   /**
    * Production errors: what was running when the output failed: `process` (an input record, which
@@ -36,7 +36,7 @@ export const DLQ_HEADERS = {
 /**
  * Where a record failed, after Kafka Streams' three exception handlers: it could not be decoded
  * (`deserialization`), a processor threw on it (`processing`), or one of its outputs could not be
- * written (`production`: serialization failed at a sink, or the output is over the record limit).
+ * written (`production`: serialization failed at a sink node, or the output is over the record limit).
  */
 export type DlqPhase = 'deserialization' | 'processing' | 'production';
 
@@ -111,7 +111,7 @@ export function deadLetter(
   return { topic: dlqTopic, key: source.key, value: source.value, timestamp: source.timestamp, headers };
 }
 
-/** An output a sink could not write: its key and value as serialized, or as given when serializing failed. */
+/** An output a sink node could not write: its key and value as serialized, or as given when serializing failed. */
 export interface FailedOutput {
   readonly key: Buffer | unknown;
   readonly value: Buffer | unknown;

@@ -35,7 +35,7 @@ export interface MetricsListener {
   onKafkaRequest?(event: { applicationId: string; api: string }): void;
   /**
    * A record sent to the DLQ: `topic` and `partition` are the input record's, or, for an output
-   * written without an input record (a punctuator's), the sink topic and the task's partition.
+   * written without an input record (a punctuator's), the sink node's topic and the task's partition.
    */
   onDeadLetter?(event: { applicationId: string; topic: string; partition: number; code: string }): void;
   /**

@@ -37,7 +37,7 @@ export class StreamsApp {
   private fatal?: unknown;
   private readonly tasks: TaskManager;
   private readonly supervisor: ConsumerSupervisor;
-  /** Record limits and key rules of the sink topics and the DLQ, read at start and at each restart. */
+  /** Record limits and key rules of the sink nodes' topics and the DLQ, read at start and at each restart. */
   private topicRules = new Map<string, TopicRules>();
 
   constructor(options: StreamsAppOptions) {
@@ -162,7 +162,7 @@ export class StreamsApp {
     return this.tasks.assignedTasks();
   }
 
-  /** Reads the sink topics' and the DLQ's limits; a failure or a broker slower than 5 s keeps the last ones (a restart must not wait on it). */
+  /** Reads the limits of the sink nodes' topics and the DLQ; a failure or a broker slower than 5 s keeps the last ones (a restart must not wait on it). */
   private async readTopicRules(): Promise<void> {
     const reading = readTopicRules(
       this.admin!,

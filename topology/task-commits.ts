@@ -85,8 +85,9 @@ export class TaskCommits {
 
   /**
    * Flush, then drain: outputs, changelog records and input offsets, written in one transaction
-   * under EOS. A periodic commit does not wait for work a processor deferred (a vendor call in
-   * flight): its offsets stay out until it is finished. `complete` (revocation, shutdown) waits.
+   * under EOS. A periodic commit does not wait for records whose offsets a processor pinned (a
+   * vendor call in flight): their offsets stay out until they are finished. `complete` (revocation,
+   * shutdown) waits.
    */
   private async prepare(handle: TaskHandle, complete = false): Promise<PreparedCommit | undefined> {
     // Only a task that ran may commit: a running one, or a suspended one's final commit.

@@ -72,7 +72,7 @@ export interface TaskManagerContext {
  *    task's partitions; when a partition may still hold an earlier record, it stops and looks again
  *    at `waitUntil` (`wakeAt`) or as soon as that partition's next fetch is handed over.
  * 4. Each record goes through the task's processors (StreamTask.process: source → processors →
- *    sinks and stores); an error of the record's own goes to the DLQ and the turn goes on.
+ *    sink nodes and stores); an error of the record's own goes to the DLQ and the turn goes on.
  * 5. At the end of the turn, a due commit starts (TaskCommits: flush the processors, produce the
  *    outputs and changelog records, commit the offsets in the task's transaction).
  * 6. The timer (`tick`, armed by `armFor` for the earliest wall-clock punctuation or commit of any
@@ -185,7 +185,7 @@ export class TaskManager {
       changelogTopic: (store) => changelogTopicName(applicationId, store),
       topicRules: this.ctx.topicRules,
       onOutputDeadLetter: ({ topic, code }) => metrics.onDeadLetter({ applicationId, topic, partition, code }),
-      onDeferredDone: () => this.armFor(handle),
+      onUnpinned: () => this.armFor(handle),
       logger: log,
     });
     const committer: TaskCommitter =
@@ -510,7 +510,7 @@ export class TaskManager {
     const refused = error instanceof CommitFailedError ? refusedForGood(error) : undefined;
     if (refused !== undefined) {
       // Refused again after the restart, which backs off: a slow loop that metrics and pushctl status
-      // show. Sinks check sizes and keys against the topic configs (re-read at each restart) first.
+      // show. Sink nodes check sizes and keys against the topic configs (re-read at each restart) first.
       log.error('the broker refused a commit; restarting with backoff', { task: handle.id, refusal: refused, error: errorMessage(error) });
       this.ctx.requestRestart(
         new PushError('COMMIT_REFUSED', `the broker refused the commit of task ${handle.id}: ${refused}`, { retriable: true, cause: error }),

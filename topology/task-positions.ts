@@ -1,12 +1,12 @@
-/** A record whose completion a processor deferred (ProcessorContext.deferCompletion). */
-export interface DeferredRecord {
+/** A record whose offset a processor pinned (ProcessorContext.pinOffset) until it is done. */
+export interface PinnedOffset {
   readonly offset: string;
   done: boolean;
 }
 
 /**
  * Where a task stands in each source topic: the last offset processed (or consumed through,
- * past transaction markers), the records whose completion is deferred, and what a drain last
+ * past transaction markers), the records whose offsets are pinned, and what a drain last
  * handed to a commit. A commit covers a topic up to the last offset whose record and every
  * earlier one are finished.
  */
@@ -15,8 +15,8 @@ export class TaskPositions {
   private readonly processed = new Map<string, string>();
   /** Last offset per source topic that a drain handed to a commit. */
   private readonly handedOut = new Map<string, bigint>();
-  /** Per source topic, the records whose completion is deferred, oldest first. */
-  private readonly deferred = new Map<string, DeferredRecord[]>();
+  /** Per source topic, the records whose offsets are pinned, oldest first. */
+  private readonly pinned = new Map<string, PinnedOffset[]>();
 
   /** A record of `topic` at `offset` is being processed. */
   processing(topic: string, offset: string): void {
@@ -31,31 +31,31 @@ export class TaskPositions {
     return true;
   }
 
-  /** Holds `offset` of `topic`, and every later one, out of commits until the record is marked done. */
-  defer(topic: string, offset: string): DeferredRecord {
-    let queue = this.deferred.get(topic);
-    if (!queue) this.deferred.set(topic, (queue = []));
+  /** Pins `offset` of `topic`: it, and every later one, stay out of commits until the record is marked done. */
+  pin(topic: string, offset: string): PinnedOffset {
+    let queue = this.pinned.get(topic);
+    if (!queue) this.pinned.set(topic, (queue = []));
     const record = { offset, done: false };
     queue.push(record);
     return record;
   }
 
-  /** Deferred records not yet finished, or finished since the last drain. */
-  hasDeferred(): boolean {
-    for (const queue of this.deferred.values()) if (queue.length > 0) return true;
+  /** Pinned records not yet finished, or finished since the last drain. */
+  hasPinned(): boolean {
+    for (const queue of this.pinned.values()) if (queue.length > 0) return true;
     return false;
   }
 
   /**
    * Per topic, the last offset whose record and every earlier one are finished, where it moved
-   * since the last drain: the last processed offset, or the one before the oldest deferred record.
+   * since the last drain: the last processed offset, or the one before the oldest pinned record.
    */
   drainCommittable(): Map<string, string> {
     const out = new Map<string, string>();
     for (const [topic, processed] of this.processed) {
-      const deferred = this.deferred.get(topic);
-      while (deferred && deferred.length > 0 && deferred[0]!.done) deferred.shift();
-      const through = deferred && deferred.length > 0 ? BigInt(deferred[0]!.offset) - 1n : BigInt(processed);
+      const pinned = this.pinned.get(topic);
+      while (pinned && pinned.length > 0 && pinned[0]!.done) pinned.shift();
+      const through = pinned && pinned.length > 0 ? BigInt(pinned[0]!.offset) - 1n : BigInt(processed);
       const handedOut = this.handedOut.get(topic);
       if (handedOut !== undefined && through <= handedOut) continue;
       this.handedOut.set(topic, through);

@@ -20,9 +20,9 @@ export interface ProductionContext {
   readonly logger?: Logger | undefined;
   /** A DLQ record was written for an output that has no input record (see TaskOptions.onOutputDeadLetter). */
   readonly onOutputDeadLetter?: ((event: { topic: string; code: string; origin: string }) => void) | undefined;
-  /** Appends a record (sink output or DLQ record) to the task's outputs of the current commit. */
+  /** Appends a record (a sink node's output or a DLQ record) to the task's outputs of the current commit. */
   readonly output: (record: OutputRecord) => void;
-  /** A sink wrote a record (per-node counts). */
+  /** A sink node wrote a record (per-node counts). */
   readonly counted: (sink: string) => void;
   /** True while an input record goes through the graph. */
   readonly processingInput: () => boolean;
@@ -30,20 +30,20 @@ export interface ProductionContext {
   readonly origin: () => string;
 }
 
-/** A sink output that could not be written, found while an input record was processed. */
+/** A sink node's output that could not be written, found while an input record was processed. */
 export interface ProductionFailure {
   readonly error: unknown;
   readonly sink: SinkNode;
 }
 
 /**
- * A task's production path: serializes sink outputs, holds them to what the broker accepts on
- * their topic, and turns what it refuses into production errors (docs/design.md, "Runtime"): the
- * input record, or the output itself when there is none, goes to the DLQ (dlq.ts), and the task
- * goes on.
+ * A task's production path: serializes sink nodes' outputs, keeps them within what the broker
+ * accepts on their topic, and turns what it refuses into production errors (docs/design.md,
+ * "Runtime"): the input record, or the output itself when there is none, goes to the DLQ (dlq.ts),
+ * and the task goes on.
  */
 export class TaskProduction {
-  /** The first output of the current input record that a sink could not write. */
+  /** The first output of the current input record that a sink node could not write. */
   private failure: ProductionFailure | undefined;
   /** What the broker refuses, per sink node name. */
   private readonly sinkRules = new Map<string, TopicRules>();
@@ -110,7 +110,7 @@ export class TaskProduction {
   }
 
   /**
-   * An output the sink cannot write. While an input record is processed, that record goes to the
+   * An output the sink node cannot write. While an input record is processed, that record goes to the
    * DLQ once it is through the graph (the task takes the failure, see takeFailure). Without one (a
    * punctuator, a flush, init), the output itself goes to the DLQ, with its reason and origin, and
    * the punctuator goes on: throwing would stop the task, and the same stored entry would stop it

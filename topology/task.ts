@@ -12,7 +12,7 @@ import { TaskPositions } from './task-positions.ts';
 /** A record as read from a source topic, bytes still encoded. */
 export type InputRecord = DlqSource;
 
-/** A record to write: sink output, DLQ record or changelog record (the latter carries a partition). */
+/** A record to write: a sink node's output, a DLQ record or a changelog record (the latter carries a partition). */
 export interface OutputRecord {
   readonly topic: string;
   readonly key: Buffer | null;
@@ -36,7 +36,7 @@ export interface TaskOptions {
   /** Name of a store's changelog topic. */
   readonly changelogTopic: (store: string) => string;
   /**
-   * What the broker will refuse on `topic` (sink topics and the DLQ): records over its
+   * What the broker will refuse on `topic` (sink nodes' topics and the DLQ): records over its
    * `maxRecordBytes` (key + value + headers, as `record-size.ts` counts them), and records without a
    * key where `keyRequired`. Such an output is a production error (docs/design.md, "Runtime").
    * Default: DEFAULT_MAX_RECORD_BYTES and no key rule for every topic.
@@ -48,11 +48,11 @@ export interface TaskOptions {
    */
   readonly onOutputDeadLetter?: (event: { topic: string; code: string; origin: string }) => void;
   /**
-   * A record whose completion a processor deferred has finished (a vendor call answered after its
-   * turn ended): the task has work to commit that no turn of its own announced, so the runtime arms
-   * its commit timer.
+   * A record whose offset a processor pinned has finished and unpinned it (a vendor call answered
+   * after its turn ended): the task has work to commit that no turn of its own announced, so the
+   * runtime arms its commit timer.
    */
-  readonly onDeferredDone?: () => void;
+  readonly onUnpinned?: () => void;
   readonly logger?: Logger;
 }
 
@@ -114,10 +114,10 @@ export class StreamTask {
   private readonly schedules: Schedule[] = [];
   private pending: Promise<unknown> | undefined;
   private metadata: RecordMetadata | undefined;
-  /** The encoded record being processed (what a deferred record's DLQ entry carries). */
+  /** The encoded record being processed (what a pinned record's DLQ entry carries). */
   private input: InputRecord | undefined;
-  /** A deferred record's failure that the policy does not absorb; thrown by the next flush. */
-  private deferredFailure: unknown;
+  /** A pinned record's failure that the policy does not absorb; thrown by the next flush. */
+  private pinnedFailure: unknown;
   private streamTime = -1;
   private outputs: OutputRecord[] = [];
   private readonly positions = new TaskPositions();
@@ -129,7 +129,7 @@ export class StreamTask {
   private origin = 'task';
   /** The DLQ topic's record limit. */
   private readonly dlqLimit: number;
-  /** Sink outputs and their production errors (task-production.ts). */
+  /** Sink nodes' outputs and their production errors (task-production.ts). */
   private readonly production: TaskProduction;
 
   constructor(options: TaskOptions) {
@@ -199,14 +199,14 @@ export class StreamTask {
   }
 
   /**
-   * True when records were processed or punctuators ran since the last drain, or deferred records
+   * True when records were processed or punctuators ran since the last drain, or pinned records
    * are unfinished. A punctuation whose punctuator said it found nothing due (returned `false`:
    * a stale entry of the merge's schedule, for one) and that forwarded nothing and changed no
    * changelogged store does not count, so an idle task commits nothing.
    */
   hasUncommittedWork(): boolean {
-    // Deferred records may have finished since: a commit's flush forwards them.
-    return this.uncommitted || this.positions.hasDeferred();
+    // Pinned records may have finished since: a commit's flush forwards them.
+    return this.uncommitted || this.positions.hasPinned();
   }
 
   /** A punctuation left outputs or store changes behind: they wait for the next commit. */
@@ -216,7 +216,7 @@ export class StreamTask {
     return false;
   }
 
-  /** Output records (sinks, DLQ) wait for the next commit. */
+  /** Output records (sink nodes, DLQ) wait for the next commit. */
   hasOutputs(): boolean {
     return this.outputs.length > 0;
   }
@@ -325,12 +325,12 @@ export class StreamTask {
 
   /**
    * Lets every processor finish buffered work (in topological order), before a commit. With
-   * `complete` false (a periodic commit), a processor that defers completions only forwards what is
+   * `complete` false (a periodic commit), a processor that pins offsets only forwards what is
    * finished (`flushFinished`); what is still in flight stays out of the commit's offsets.
    */
   async flush({ complete = true }: { complete?: boolean } = {}): Promise<void> {
     try {
-      if (this.deferredFailure !== undefined) throw this.deferredFailure;
+      if (this.pinnedFailure !== undefined) throw this.pinnedFailure;
       for (const [name, processor] of this.processors) {
         const flush = !complete && processor.flushFinished ? processor.flushFinished : processor.flush;
         if (!flush) continue;
@@ -346,7 +346,7 @@ export class StreamTask {
     }
   }
 
-  /** Everything produced since the last drain: sink and DLQ records, then changelog records. */
+  /** Everything produced since the last drain: sink node and DLQ records, then changelog records. */
   drainOutputs(): { records: OutputRecord[]; changelog: OutputRecord[]; offsets: Map<string, string>; inputRecords: number } {
     const changelog: OutputRecord[] = [];
     const now = this.options.clock();
@@ -370,23 +370,23 @@ export class StreamTask {
   }
 
   /**
-   * Holds the current record's offset out of commits until the returned function is called
-   * (ProcessorContext.deferCompletion). Called with an error, the record failed: under the `dlq`
+   * Pins the current record's offset, keeping it out of commits until the returned function is
+   * called (ProcessorContext.pinOffset). Called with an error, the record failed: under the `dlq`
    * policy a non-retriable error sends that record (not the one being processed now) to the DLQ;
    * otherwise the next flush fails the task.
    */
-  private defer(node: string): (error?: unknown) => void {
+  private pin(node: string): (error?: unknown) => void {
     const metadata = this.metadata;
     const input = this.input;
     if (!metadata) return () => undefined;
-    const entry = this.positions.defer(metadata.topic, metadata.offset);
+    const entry = this.positions.pin(metadata.topic, metadata.offset);
     return (error?: unknown) => {
       if (entry.done) return;
       entry.done = true;
       this.uncommitted = true;
-      this.options.onDeferredDone?.();
+      this.options.onUnpinned?.();
       if (error === undefined) return;
-      if (this.options.processingErrorPolicy === 'fail' || isRetriable(error) || !input) this.deferredFailure ??= error;
+      if (this.options.processingErrorPolicy === 'fail' || isRetriable(error) || !input) this.pinnedFailure ??= error;
       else
         this.outputs.push(
           fitDeadLetter(deadLetter(this.options.dlqTopic, input, error, 'processing', this.options.applicationId, this.options.clock(), node), this.dlqLimit),
@@ -512,7 +512,7 @@ export class StreamTask {
       },
       streamTimeMs: () => task.streamTime,
       wallClockTimeMs: () => task.options.clock(),
-      deferCompletion: () => task.defer(node.name),
+      pinOffset: () => task.pin(node.name),
     };
   }
 }

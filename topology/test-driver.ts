@@ -26,7 +26,7 @@ export interface PipeOptions {
   headers?: RecordHeaders;
 }
 
-/** An output record, decoded with the writing sink's serdes (raw bytes for the DLQ and unknown topics). */
+/** An output record, decoded with the writing sink node's serdes (raw bytes for the DLQ and unknown topics). */
 export interface TestRecord<K = unknown, V = unknown> {
   readonly topic: string;
   readonly key: K;

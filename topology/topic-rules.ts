@@ -6,7 +6,7 @@ import { RECORD_BATCH_OVERHEAD_BYTES } from './record-size.ts';
 /** kafkajs' ConfigResourceTypes.TOPIC: the enum is not among kafkajs' ES-module named exports. */
 export const TOPIC_RESOURCE = 2 as ConfigResourceTypes;
 
-/** What the broker will refuse from a task's writes to one topic, checked per record at the sink. */
+/** What the broker will refuse from a task's writes to one topic, checked per record at the sink node. */
 export interface TopicRules {
   /** Largest key + value + headers (topology/record-size.ts), bytes. */
   readonly maxRecordBytes: number;
@@ -25,10 +25,10 @@ export interface TopicRules {
 export const DLQ_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /**
- * Reads `max.message.bytes` and `cleanup.policy` of the topics that exist. A sink topic's record
- * limit is the smaller of `maxRecordBytes` and its own limit less batch overhead; the DLQ keeps its
- * own limit (it must take records near the other topics' limits). Topics that do not exist yet, or
- * a broker that will not describe them, get `maxRecordBytes` and no key rule.
+ * Reads `max.message.bytes` and `cleanup.policy` of the topics that exist. The record limit of a
+ * sink node's topic is the smaller of `maxRecordBytes` and its own limit less batch overhead; the
+ * DLQ keeps its own limit (it must take records near the other topics' limits). Topics that do not
+ * exist yet, or a broker that will not describe them, get `maxRecordBytes` and no key rule.
  */
 export async function readTopicRules(
   admin: Admin,

@@ -14,7 +14,7 @@ export const receiverHelp = `pushctl receiver
  * The receiver thread's young generation, MB (V8's own limit is 3 × its 16 MB semi-space). A flood
  * allocates fast (connections, headers, the first socket read of every rejected body); with the
  * default, that garbage grows the young generation and waits there for a collection, which was
- * most of the receiver's RSS growth under test/receipts/flood.test.ts. Node sets this limit only
+ * most of the receiver's RSS growth under test/receipts/flood.stack.test.ts. Node sets this limit only
  * for a thread it starts, hence the thread.
  */
 const YOUNG_GENERATION_MB = 6;

@@ -73,7 +73,7 @@ export interface DecisionsTopologyOptions extends WiringOptions {
 /** Fused: where `pushctl replay`'s dispatches come in. */
 const REPLAY_NODES = { source: 'replay-source', filter: 'replays' } as const;
 
-/** The topics the decision stages read (sources; dispatch for replays, fused) and write (sinks; candidates and merged only as taps). */
+/** The topics the decision stages read (sources; dispatch for replays, fused) and write (sink nodes; candidates and merged only as taps). */
 export const DECISION_TOPICS = {
   reads: ['persisted', 'presence', 'tokens', 'settings', 'dispatch'],
   writes: ['dispatch', 'outcomes', 'candidates', 'merged'],

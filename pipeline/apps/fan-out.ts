@@ -5,7 +5,7 @@ import { fanOut } from '../../processors/fan-out/fan-out.ts';
 import { tagged } from '../../processors/model/inputs.ts';
 import type { PresenceEvent, PushDispatch } from '../../processors/model/records.ts';
 import { fanOutOptionsFromEnv, type FanOutListener, type FanOutOptions } from '../../processors/fan-out/options.ts';
-import { decodeHeld, decodeParked, encodeParked, isHeldKey, parkedStoreSerde } from '../../processors/fan-out/parked.ts';
+import { decodeCheckpoints, decodeParked, encodeParked, isCheckpointKey, parkedStoreSerde } from '../../processors/fan-out/parked.ts';
 import { MysqlPushTaskLedger } from '../../sinks/mysql/tasks.ts';
 import { startCampaignCancellations } from '../campaign-control.ts';
 import type { Placement } from '../repartition/store-keys.ts';
@@ -42,7 +42,7 @@ export const FAN_OUT_NODES = {
  * → push.tokens (source FAN_OUT). im.presence (co-partitioned by uid) is read too, for its READs:
  * a READ cancels the conversation's dispatches waiting out retryable vendor failures. Both inputs
  * reach the processor tagged with their kind (`dispatch-in`, `reads-in`). Idempotency lives in
- * im_push_task (the injected ledger); the stores, declared by the processor's supplier, hold
+ * im_push_task (the injected ledger); the stores, declared by the processor's supplier, keep
  * dispatches waiting out a long backoff (changelogged, so a restart resumes them). The processor
  * itself (processors/fan-out/fan-out.ts) sees neither topics nor serdes; this wiring does.
  */
@@ -68,16 +68,16 @@ export function buildFanOutTopology(o: FanOutTopologyOptions): Topology {
 
 /**
  * The fan-out's changelogged stores (both lanes, and the decisions' when fused): parked dispatches
- * keyed by task id, whose value keeps its input record key; the dispatches held at a commit
- * (`~held.<n>`) are split into parked ones, each resumed at once where it lands.
+ * keyed by task id, whose value keeps its input record key; the checkpoints a commit wrote
+ * (`~held.<n>`) are split into parked dispatches, each resumed at once where it lands.
  */
 export const FAN_OUT_STORES: Readonly<Record<string, Placement>> = {
   'fan-out-parked': {
     kind: 'owner',
     owner: (taskId, value) => decodeParked(taskId, parkedStoreSerde.deserialize(value)).key,
     split: (key, value) =>
-      isHeldKey(key)
-        ? decodeHeld(parkedStoreSerde.deserialize(value)).map((p) => [p.dispatch.task_id, parkedStoreSerde.serialize(encodeParked(p))])
+      isCheckpointKey(key)
+        ? decodeCheckpoints(parkedStoreSerde.deserialize(value)).map((p) => [p.dispatch.task_id, parkedStoreSerde.serialize(encodeParked(p))])
         : [[key, value]],
   },
   'fan-out-retry-timers': { kind: 'companion', store: 'fan-out-parked' },

@@ -14,7 +14,7 @@
  *
  * Each stage is one definition (`StageDefinition`, stage.ts) in its file of this folder, beside its
  * wiring: a topology built from the same `WiringOptions` (value serdes, topic prefix) plus its own
- * options, with a describe() snapshot test in test/pipeline/.
+ * options, with a describe() snapshot test in test/pipeline/apps/.
  */
 import { STAGE_NAMES } from '../../common/config-keys.ts';
 import { registryValueSerdes } from '../serdes.ts';

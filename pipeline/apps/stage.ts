@@ -80,7 +80,7 @@ export interface StageDefinition<S extends StageName = StageName> extends StageS
    * Every changelogged store its topology can have, with where its entries go when the partition
    * count changes (`pushctl repartition`; the kinds of placement: pipeline/repartition/store-keys.ts).
    * `buildStage` refuses a topology with a changelogged store missing here, and
-   * test/ops/store-keys.test.ts compares it with `inspect`'s both ways. `{}` for a stateless stage.
+   * test/pipeline/repartition/store-keys.test.ts compares it with `inspect`'s both ways. `{}` for a stateless stage.
    */
   readonly stores: Readonly<Record<string, Placement>>;
   /**

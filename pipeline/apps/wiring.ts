@@ -12,7 +12,7 @@ export interface WiringOptions {
   readonly topicPrefix?: string;
 }
 
-/** Source and sink options of a pipeline topic: uid keys as strings, values by the topic's serde. */
+/** Source and sink node options of a pipeline topic: uid keys as strings, values by the topic's serde. */
 export function topicIo(options: WiringOptions) {
   const topic = (key: TopicKey) => topicName(key, options.topicPrefix);
   return {

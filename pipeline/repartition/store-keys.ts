@@ -6,7 +6,7 @@
  * *input record key* (uid, campaign id, vendor message id) whose records read and write the entry.
  * The store key does not always hold it: each stage's definition (pipeline/apps/<stage>.ts,
  * `stores`) says, per changelogged store, how to find it, with the kinds of placement declared here.
- * test/ops/store-keys.test.ts fails when an application has a changelogged store its definition does
+ * test/pipeline/repartition/store-keys.test.ts fails when an application has a changelogged store its definition does
  * not place (or places one it does not have).
  */
 import { keyParts } from '../../processors/model/keys.ts';

@@ -1,6 +1,6 @@
 /**
  * Which campaigns are cancelled, for the stages after the expansion (the business strategies): a
- * request of a cancelled campaign still on its way (expanded before the cancel, held by a rule,
+ * request of a cancelled campaign still on its way (expanded before the cancel, deferred by a rule,
  * waiting in a lane) is dropped instead of submitted. The expansion announces each cancellation on
  * the compacted push.campaign-control topic; pipeline/campaign-control.ts reads it into this port.
  */

@@ -9,7 +9,7 @@
  * deleting each finished chunk in the same step in which it forwards the requests. Requests, chunk deletions, cursor and input offsets are
  * committed in one Kafka transaction, so a worker killed in the middle of a campaign resumes, after
  * the restore, exactly at the first chunk whose requests were not committed: no uid is expanded
- * twice or skipped (test/entry/expansion-crash.test.ts).
+ * twice or skipped (test/processors/campaigns/expansion-crash.stack.test.ts).
  */
 import { ContractError } from '../../common/errors.ts';
 import type { ChildNames, Processor, ProcessorContext, StreamRecord } from '../../topology/api.ts';

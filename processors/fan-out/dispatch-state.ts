@@ -17,9 +17,9 @@ import { PushError } from '../../common/errors.ts';
  *             ├─ a vendor accepted ───────────────────────────────────→ accepted
  *             └─ every channel failed, a READ, its campaign cancelled ─→ failed
  *   parked   ─┬─ due ─────────────────────────────────────────────────→ calling
- *             ├─ parked unclaimed (its shard was down), held in flight → claiming
+ *             ├─ unclaimed (its shard down), checkpointed in flight ──→ claiming
  *             ├─ expired ─────────────────────────────────────────────→ dropped
- *             └─ a READ, evicted over the cap, held ended ────────────→ failed
+ *             └─ a READ, evicted over the cap, checkpointed ended ────→ failed
  *
  * - `received`: a dispatch record, not looked at yet.
  * - `parked`: in the `fan-out-parked` store, waiting out a long backoff, the vendor's pause or its
@@ -33,11 +33,11 @@ import { PushError } from '../../common/errors.ts';
  * Whatever state a run leaves the dispatch in (final, or parked), its outputs (outcomes, token
  * invalidations) and, for a record, its input offset are released in the order the dispatches
  * started (release-queue.ts), and committed only once its task's result is in MySQL (fan-out.ts
- * `start`, `endParked`). Holding is not a state: a fused commit keeps a copy of a dispatch still
- * running (`IN_FLIGHT`), or of one ended while its failed row is not yet written (`ENDED`), in the
- * parked store, read only after a restart, where it comes back `parked`. An error (a row MySQL
- * refuses) stops a dispatch in any state: its record goes to the DLQ (a resumed dispatch's error
- * fails the task).
+ * `start`, `endParked`). Checkpointing is not a state: a fused commit keeps a copy of a dispatch
+ * still running (`IN_FLIGHT`), or of one ended while its failed row is not yet written (`ENDED`),
+ * in the parked store (a checkpoint), read only after a restart, where it comes back `parked`. An
+ * error (a row MySQL refuses) stops a dispatch in any state: its record goes to the DLQ (a resumed
+ * dispatch's error fails the task).
  */
 export type DispatchState = 'received' | 'parked' | 'claiming' | 'calling' | 'waiting' | 'accepted' | 'failed' | 'dropped' | 'replayed' | 'skipped';
 

@@ -82,8 +82,8 @@ export function fanOut(options: FanOutOptions): ProcessorSupplier<string, FanOut
  * parked push ends FAILED parked_evicted (`evictOverCap`). A READ from im.presence ends the
  * conversation's dispatches waiting to retry (`onPresence`). Results are forwarded from `process`,
  * punctuations and the flushes, in the order the dispatches started; a periodic commit does not
- * wait for dispatches in flight (their input offsets stay out of it: `deferCompletion`; fused, they
- * are held: `flushFinished`), `flush` does.
+ * wait for dispatches in flight (their input offsets stay out of it: `pinOffset`; fused, they are
+ * checkpointed: `flushFinished`), `flush` does.
  */
 export class FanOutProcessor implements Processor<string, FanOutInput, string, Out> {
   private ctx!: ProcessorContext<string, Out>;
@@ -127,13 +127,13 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   /**
    * Before a periodic commit: what has finished goes out; dispatches in flight stay out of it. Fused
    * behind the decisions, where the commit must carry every input offset, it waits `commitWaitMs`
-   * for them and holds those still running in the parked store (`hold`).
+   * for them and checkpoints those still running in the parked store (`checkpoint`).
    */
   async flushFinished(): Promise<void> {
     if (this.config.fused) {
       // What goes out now has its task's result in MySQL already (`start`): nothing to flush.
-      await this.running.settleOrHold(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
-      this.parked.writeHeld();
+      await this.running.settleOrCheckpoint(this.config.commitWaitMs, (ms) => this.config.clock.sleep(ms));
+      this.parked.writeCheckpoints();
       this.reportParked();
       return;
     }
@@ -144,7 +144,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
 
   async flush(): Promise<void> {
     await this.running.settle(true);
-    this.parked.writeHeld();
+    this.parked.writeCheckpoints();
     this.reportParked();
     await this.ledger.flush();
   }
@@ -154,7 +154,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     this.listener?.onParked?.(this.ctx.taskId, 0);
   }
 
-  /** A dispatch from push.dispatch: started now (its input offset held until it is released), then back pressure. */
+  /** A dispatch from push.dispatch: started now (its input offset pinned until it is released), then back pressure. */
   private async onDispatch(record: StreamRecord<string, FanOutInput>, d: PushDispatch): Promise<void> {
     this.listener?.onDispatchReceived?.(d);
     if (this.options.cancellationsRead) await this.options.cancellationsRead; // the business lane: every earlier cancellation known first
@@ -199,7 +199,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   }
 
   /**
-   * Starts a dispatch: fresh (a record, whose input offset it holds; `replayed` when an operator
+   * Starts a dispatch: fresh (a record, whose input offset it pins; `replayed` when an operator
    * re-submits it) or resumed from the parked store. It runs behind any dispatch of the same task
    * still in flight (a replayed record waits for the first one's verdict), and its outputs are
    * released in start order (`drain`). It ends only once its task's result is in MySQL, so its
@@ -210,7 +210,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     const live: { walk?: Walk } = {};
     this.running.start(
       taskId,
-      fresh ? this.ctx.deferCompletion() : undefined,
+      fresh ? this.ctx.pinOffset() : undefined,
       async (outputs) => {
         await this.run(p, fresh, replayed, outputs, live);
         await this.ledger.written(taskId);
@@ -218,18 +218,18 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
       () => {
         if (!this.parked.has(taskId)) this.retrying.remove(taskId);
       },
-      () => this.parked.hold(live.walk ? progressOf(live.walk, live.walk.channel, live.walk.call, IN_FLIGHT) : p),
+      () => this.parked.checkpoint(live.walk ? progressOf(live.walk, live.walk.channel, live.walk.call, IN_FLIGHT) : p),
     );
   }
 
   /**
    * Takes a dispatch as far as it goes now, its outputs into `ready`, `live.walk` showing where it
-   * is (for a commit that holds it):
-   * 1. One held ENDED (a READ or an eviction ended it parked) writes its failed row and emits its
-   *    final answer again; an expired business push is dropped.
-   * 2. Fresh, or parked unclaimed or held in flight: claimed (without channel, dropped; its task
-   *    parked by an earlier dispatch, skipped). A task no longer pending re-emits its answers; one
-   *    claimed before and still pending is taken over: it resumes after the answers its row
+   * is (for a commit that checkpoints it):
+   * 1. One checkpointed ENDED (a READ or an eviction ended it parked) writes its failed row and
+   *    emits its final answer again; an expired business push is dropped.
+   * 2. Fresh, or parked unclaimed or checkpointed in flight: claimed (without channel, dropped; its
+   *    task parked by an earlier dispatch, skipped). A task no longer pending re-emits its answers;
+   *    one claimed before and still pending is taken over: it resumes after the answers its row
    *    recorded, and its first call is a re-send (the earlier owner's call may have reached the
    *    vendor; docs/design.md, "Takeover").
    * 3. Over the device's channels from where it is, until a vendor accepts, it parks, or every
@@ -321,7 +321,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
    */
   private replay(p: DispatchProgress, known: StoredTask, ready: Output[]): void {
     ready.push(...recordedOutputs(p, known.trail, this.config.clock.now(), this.options.outputs));
-    // A failed task's trail holds every outcome it had, its final one included: nothing else is
+    // A failed task's trail keeps every outcome it had, its final one included: nothing else is
     // emitted (a made-up "duplicate" outcome would be counted as a second ending). Rows without a
     // trail (written before trails existed) re-emit their stored verdict.
     if (known.status !== TASK_STATUS.failed || known.trail.length === 0) this.emit(p, ready, replayedAnswer(known));
@@ -428,7 +428,7 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
   private enterTrail(walk: Walk, a: ChannelAnswer): void {
     walk.trail.push(a);
     this.emit(walk.progress, walk.ready, a);
-    // A copy: the walk's trail grows on, and the write must hold the trail these attempts go with.
+    // A copy: the walk's trail grows on, and the write must keep the trail these attempts go with.
     this.ledger.record(walk.task, pendingResult(a, walk.attempts, [...walk.trail]));
     walk.last = lastAfter(walk.last, a);
   }
@@ -475,15 +475,15 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     this.retrying.remove(p.dispatch.task_id);
     this.endWithTrail(new DispatchLifecycle(p.dispatch.task_id, 'parked'), ended, taskRowOf(p.dispatch), outputs);
     // Released in start order behind the dispatches in flight, like any other outcome; fused, once
-    // the task's result is in MySQL (held ENDED meanwhile: a restart writes the row and emits it again).
+    // the task's result is in MySQL (checkpointed ENDED meanwhile: a restart writes the row and emits it again).
     if (!this.config.fused) return this.running.addFinished(outputs);
-    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.hold(ended, ENDED));
+    this.running.addWhen(p.dispatch.task_id, this.ledger.written(p.dispatch.task_id), outputs, () => this.parked.checkpoint(ended, ENDED));
   }
 
   /**
    * Ends a parked dispatch with the last answer of its trail (a READ, an eviction): the task row
    * goes to failed (3) with that trail, and the answer is emitted. A parked push ended now
-   * (`endParked`), or one held ENDED (parked.ts) and resumed after a restart.
+   * (`endParked`), or one checkpointed ENDED (parked.ts) and resumed after a restart.
    */
   private endWithTrail(life: DispatchLifecycle, p: DispatchProgress, task: TaskRow, ready: Output[]): void {
     life.to('failed');

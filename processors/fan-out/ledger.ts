@@ -117,7 +117,7 @@ export interface PushTaskLedger {
    * Resolves once the result recorded for `taskId` is durable (at once when none is buffered or
    * being written), asking for a write soon; rejects if that write fails with an error a retry
    * cannot fix. The fan-out waits for it before a dispatch's next vendor call and before its
-   * outcome goes out, so no commit waits on a MySQL write (a MySQL outage holds the dispatches, not
+   * outcome goes out, so no commit waits on a MySQL write (a MySQL outage stalls the dispatches, not
    * the decisions) and no call is made while an earlier answer of its task is not yet recorded.
    */
   written(taskId: string): Promise<void>;

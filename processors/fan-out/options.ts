@@ -37,7 +37,7 @@ export interface FanOutOptions {
   readonly vendors: VendorDirectory;
   /** The im_push_task ledger (sinks/mysql/tasks.ts on MySQL). */
   readonly ledger: PushTaskLedger;
-  /** Child node names: outcomes (push.outcomes) and token invalidations (a push.tokens sink). */
+  /** Child node names: outcomes (push.outcomes) and token invalidations (a push.tokens sink node). */
   readonly outputs: { readonly outcomes: string; readonly tokens: string };
   /** Vendor time to live of a push, s. Env PUSH_FANOUT_TTL_SECONDS; default 86 400; 0–2 419 200. */
   readonly ttlSeconds?: number;
@@ -64,7 +64,7 @@ export interface FanOutOptions {
    * last call never reached the vendor), its task row failed (3); counted by `onEvicted`. Env
    * PUSH_FANOUT_MAX_PARKED; default 50 000; 1–10 000 000. A parked push costs about 1.4–1.8 KB
    * of memory all in (store value, retry timer, age and READ indexes; measured with ASCII and CJK
-   * text), so the default bounds a task near 90 MB while a vendor is down. That holds the whole
+   * text), so the default bounds a task near 90 MB while a vendor is down. That covers the whole
    * default hour for up to ~14 parked pushes a second per partition; above it the oldest go first,
    * so the newest notifications still go out when the vendor returns.
    */
@@ -96,9 +96,9 @@ export interface FanOutOptions {
    */
   readonly cancellations?: CampaignCancellations;
   /**
-   * Settles once `cancellations` holds every cancellation made before the stage started (its topic
-   * read to the end, or the read given up); dispatches wait for it, so a restarted lane never sends
-   * a queued push of a campaign cancelled before the restart. Default: nothing to wait for.
+   * Settles once `cancellations` contains every cancellation made before the stage started (its
+   * topic read to the end, or the read given up); dispatches wait for it, so a restarted lane never
+   * sends a queued push of a campaign cancelled before the restart. Default: nothing to wait for.
    */
   readonly cancellationsRead?: Promise<void>;
   readonly listener?: FanOutListener;
@@ -106,12 +106,12 @@ export interface FanOutOptions {
    * The fan-out runs fused behind the decisions (pipeline/apps/decisions.ts `fanOut`): its input is
    * a persisted message whose decision state the same commit stores, so reading that message again
    * would not decide the push again, and a commit cannot leave the input offset of a dispatch in
-   * flight out. Instead, a commit waits up to `commitWaitMs` for the dispatches in flight and keeps
-   * those still running in the `fan-out-parked` store (held: resumed from there only if the
+   * flight out. Instead, a commit waits up to `commitWaitMs` for the dispatches in flight and
+   * checkpoints those still running in the `fan-out-parked` store (resumed from there only if the
    * process stops before they finish). Default false.
    */
   readonly fused?: boolean;
-  /** Fused: how long a commit waits for the dispatches in flight before holding them, ms. Env PUSH_FAN_OUT_COMMIT_WAIT_MS; default 50; 0–10 000. */
+  /** Fused: how long a commit waits for the dispatches in flight before checkpointing them, ms. Env PUSH_FAN_OUT_COMMIT_WAIT_MS; default 50; 0–10 000. */
   readonly commitWaitMs?: number;
 }
 

@@ -40,7 +40,7 @@ export type ParkedValue = string | DispatchProgress;
 
 /**
  * What a parked dispatch keeps, and why the text stays: the retry rebuilds the vendor message from
- * the dispatch (records.ts `pushMessage`), and nothing else the fan-out can read holds the title
+ * the dispatch (records.ts `pushMessage`), and nothing else the fan-out can read contains the title
  * and summary — im_push_task has no text, im.message.persisted is not an input here, and the
  * policy may have replaced the text by the generic pair (docs/design.md,
  * "A push wakes, it does not deliver"), which a message id alone would not tell. A reference would
@@ -105,7 +105,7 @@ function parkedFields(p: DispatchProgress): unknown[] {
   ];
 }
 
-/** `p` waiting on `waitingOn`: a literal of its fields, as held for every push (common/objects.ts says why). */
+/** `p` waiting on `waitingOn`: a literal of its fields, as kept for every push (common/objects.ts says why). */
 function withWaitingOn(p: DispatchProgress, waitingOn: string): DispatchProgress {
   const { dispatch, key, timestamp, channel, call, attempts, last, trail } = p;
   return trail === undefined
@@ -130,12 +130,12 @@ function fromTail(business: unknown, detail: unknown): Pick<PushDispatch, 'busin
   };
 }
 
-/** The progress a parked value holds; `taskId` is its store key. Values of earlier versions are objects, returned as they are. */
+/** The progress a parked value keeps; `taskId` is its store key. Values of earlier versions are objects, returned as they are. */
 export function decodeParked(taskId: string, value: ParkedValue): DispatchProgress {
   return typeof value === 'string' ? fromParkedFields(taskId, JSON.parse(value) as unknown[]) : value;
 }
 
-/** The progress a compact form's array holds (decodeParked). */
+/** The progress a compact form's array contains (decodeParked). */
 function fromParkedFields(taskId: string, v: unknown[]): DispatchProgress {
   if (v[0] !== FORMAT) throw new TypeError(`fan-out-parked ${taskId}: unknown format ${String(v[0])}`);
   const [
@@ -237,53 +237,56 @@ export const parkedStoreSerde: StoreSerde<ParkedValue> = {
 };
 
 /**
- * `waitingOn` of a dispatch held while its calls run (the fused fan-out's commit, `hold`): resumed
- * only after a restart, where it claims again first (a task already final re-emits its verdict)
- * and repeats the call that was in flight.
+ * `waitingOn` of a dispatch checkpointed while its calls run (the fused fan-out's commit,
+ * `checkpoint`): resumed only after a restart, where it claims again first (a task already final
+ * re-emits its verdict) and repeats the call that was in flight.
  */
 export const IN_FLIGHT = 'IN_FLIGHT';
 
 /**
- * `waitingOn` of a held dispatch that has already ended (a READ, an eviction: the last answer of its
- * trail) and waits only for its failed row to reach MySQL. Resumed after a restart, it writes that
- * row and emits that answer again, without claiming or calling: the row may never have been written.
+ * `waitingOn` of a checkpointed dispatch that has already ended (a READ, an eviction: the last
+ * answer of its trail) and waits only for its failed row to reach MySQL. Resumed after a restart,
+ * it writes that row and emits that answer again, without claiming or calling: the row may never
+ * have been written.
  */
 export const ENDED = 'ENDED';
 
 /**
- * Keys of the held dispatches' entries: `~held.0`, `~held.1`, … (a task id never starts with `~`),
- * each a JSON array of up to HELD_PER_KEY `[task id, compact form's array]` pairs. One record per
- * commit for every dispatch held, instead of a put and a tombstone per dispatch: most are held for
- * one commit only, while their vendor call ends.
+ * Keys of the checkpoint entries: `~held.0`, `~held.1`, … (a task id never starts with `~`), each
+ * a JSON array of up to CHECKPOINTS_PER_KEY `[task id, compact form's array]` pairs. One record per
+ * commit for every dispatch checkpointed, instead of a put and a tombstone per dispatch: most are
+ * checkpointed by one commit only, while their vendor call ends. The prefix is stored data: the
+ * changelogs of running deployments contain it, so it keeps its spelling.
  */
-const HELD_KEY = '~held.';
-const HELD_PER_KEY = 64;
+const CHECKPOINT_KEY = '~held.';
+const CHECKPOINTS_PER_KEY = 64;
 
-export const isHeldKey = (key: string): boolean => key.startsWith(HELD_KEY);
+export const isCheckpointKey = (key: string): boolean => key.startsWith(CHECKPOINT_KEY);
 
-/** The dispatches a held entry keeps, `waitingOn` IN_FLIGHT. */
-export function decodeHeld(value: ParkedValue): DispatchProgress[] {
+/** The dispatches a checkpoint entry keeps, `waitingOn` IN_FLIGHT. */
+export function decodeCheckpoints(value: ParkedValue): DispatchProgress[] {
   return (JSON.parse(value as string) as Array<[string, unknown[]]>).map(([taskId, fields]) => fromParkedFields(taskId, fields));
 }
 
-function encodeHeld(held: DispatchProgress[]): string {
-  return JSON.stringify(held.map((p) => [p.dispatch.task_id, parkedFields(p)]));
+function encodeCheckpoints(checkpoints: DispatchProgress[]): string {
+  return JSON.stringify(checkpoints.map((p) => [p.dispatch.task_id, parkedFields(p)]));
 }
 
 /**
  * The parked dispatches of one fan-out task (docs/design.md, "fan-out"): the changelogged store,
  * the retry timers, and an index by age (decided_at, in memory, rebuilt at init) that names the
  * push to evict when the store is over its cap. A resumed dispatch leaves all three while its calls
- * run, and is parked again (with a new due time) if it has to wait once more. A held dispatch
- * (`hold`) is written with the others held (`writeHeld`) as long as it runs: no timer resumes it
- * and the cap does not evict it; after a restart it is parked, due at once.
+ * run, and is parked again (with a new due time) if it has to wait once more. A checkpointed
+ * dispatch (`checkpoint`) is written with the other checkpoints (`writeCheckpoints`) as long as it
+ * runs: no timer resumes it and the cap does not evict it; after a restart it is parked, due at
+ * once.
  */
 export class ParkedDispatches {
-  /** Dispatches held while they run, by task id. */
-  private readonly held = new Map<string, DispatchProgress>();
-  /** Held entries in the store (`~held.<n>`), and whether `held` changed since they were written. */
-  private heldKeys = 0;
-  private heldChanged = false;
+  /** Checkpoints of the dispatches that run, by task id. */
+  private readonly checkpoints = new Map<string, DispatchProgress>();
+  /** Checkpoint entries in the store (`~held.<n>`), and whether `checkpoints` changed since they were written. */
+  private checkpointKeys = 0;
+  private checkpointsChanged = false;
 
   constructor(
     private readonly store: KeyValueStore<ParkedValue>,
@@ -296,16 +299,16 @@ export class ParkedDispatches {
   /** Rebuilds the age index from a restored store, handing each parked progress to `each`. */
   restore(each: (taskId: string, p: DispatchProgress) => void): void {
     for (const [key, value] of [...this.store.entries()]) {
-      if (!isHeldKey(key)) {
+      if (!isCheckpointKey(key)) {
         const p = decodeParked(key, value);
         this.byAge.set(key, p.dispatch.decided_at);
-        if (p.waitingOn === IN_FLIGHT || p.waitingOn === ENDED) this.timers.set(key, 0); // held, then placed by a repartition
+        if (p.waitingOn === IN_FLIGHT || p.waitingOn === ENDED) this.timers.set(key, 0); // checkpointed, then placed by a repartition
         each(key, p);
         continue;
       }
-      // Their runs ended with the process that held them: parked, due at once.
+      // Their runs ended with the process that checkpointed them: parked, due at once.
       this.store.delete(key);
-      for (const p of decodeHeld(value)) {
+      for (const p of decodeCheckpoints(value)) {
         const taskId = p.dispatch.task_id;
         if (this.store.get(taskId) !== undefined) continue;
         this.park(p, 0);
@@ -314,9 +317,9 @@ export class ParkedDispatches {
     }
   }
 
-  /** Dispatches parked (held ones are running). */
+  /** Dispatches parked (checkpointed ones are running). */
   get size(): number {
-    return this.store.size - this.heldKeys;
+    return this.store.size - this.checkpointKeys;
   }
 
   has(taskId: string): boolean {
@@ -324,34 +327,36 @@ export class ParkedDispatches {
   }
 
   /**
-   * Keeps a running dispatch's progress (`waitingOn` IN_FLIGHT, or ENDED for one that has ended and
-   * waits for its row), written by `writeHeld`, until it parks or the returned function is called
-   * (it has finished and its outputs go out). Progress already waiting on that is kept as it is.
+   * Checkpoints a running dispatch's progress (`waitingOn` IN_FLIGHT, or ENDED for one that has
+   * ended and waits for its row), written by `writeCheckpoints`, until it parks or the returned
+   * function is called (it has finished and its outputs go out). Progress already waiting on that
+   * is kept as it is.
    */
-  hold(p: DispatchProgress, waitingOn: typeof ENDED | typeof IN_FLIGHT = p.waitingOn === ENDED ? ENDED : IN_FLIGHT): () => void {
+  checkpoint(p: DispatchProgress, waitingOn: typeof ENDED | typeof IN_FLIGHT = p.waitingOn === ENDED ? ENDED : IN_FLIGHT): () => void {
     const taskId = p.dispatch.task_id;
-    this.held.set(taskId, p.waitingOn === waitingOn ? p : withWaitingOn(p, waitingOn));
-    this.heldChanged = true;
+    this.checkpoints.set(taskId, p.waitingOn === waitingOn ? p : withWaitingOn(p, waitingOn));
+    this.checkpointsChanged = true;
     return () => {
-      if (this.held.delete(taskId)) this.heldChanged = true;
+      if (this.checkpoints.delete(taskId)) this.checkpointsChanged = true;
     };
   }
 
-  /** Before a commit: writes the held dispatches if they changed (a record per HELD_PER_KEY), deleting the entries left over. */
-  writeHeld(): void {
-    if (!this.heldChanged) return;
-    this.heldChanged = false;
-    const held = [...this.held.values()];
-    const keys = Math.ceil(held.length / HELD_PER_KEY);
-    for (let i = 0; i < keys; i++) this.store.put(HELD_KEY + i, encodeHeld(held.slice(i * HELD_PER_KEY, (i + 1) * HELD_PER_KEY)));
-    for (let i = keys; i < this.heldKeys; i++) this.store.delete(HELD_KEY + i);
-    this.heldKeys = keys;
+  /** Before a commit: writes the checkpoints if they changed (a record per CHECKPOINTS_PER_KEY), deleting the entries left over. */
+  writeCheckpoints(): void {
+    if (!this.checkpointsChanged) return;
+    this.checkpointsChanged = false;
+    const checkpoints = [...this.checkpoints.values()];
+    const keys = Math.ceil(checkpoints.length / CHECKPOINTS_PER_KEY);
+    for (let i = 0; i < keys; i++)
+      this.store.put(CHECKPOINT_KEY + i, encodeCheckpoints(checkpoints.slice(i * CHECKPOINTS_PER_KEY, (i + 1) * CHECKPOINTS_PER_KEY)));
+    for (let i = keys; i < this.checkpointKeys; i++) this.store.delete(CHECKPOINT_KEY + i);
+    this.checkpointKeys = keys;
   }
 
   /** Parks (or parks again) a dispatch until `dueMs`. */
   park(p: DispatchProgress, dueMs: number): void {
     const taskId = p.dispatch.task_id;
-    if (this.held.delete(taskId)) this.heldChanged = true;
+    if (this.checkpoints.delete(taskId)) this.checkpointsChanged = true;
     this.store.put(taskId, encodeParked(p));
     this.timers.set(taskId, dueMs);
     this.byAge.set(taskId, p.dispatch.decided_at);

@@ -14,17 +14,19 @@ export interface Job {
   /** What stopped this dispatch (not a vendor answer: a record MySQL refuses, a bug); set when finished. */
   error?: unknown;
   /**
-   * Lets the record's input offset into commits (a no-op for a dispatch resumed from the parked
-   * store); with an error, the runtime sends that record — not a later one — to the DLQ.
+   * Unpins the record's input offset, letting it into commits (`pinOffset` in topology/api.ts; a
+   * no-op for a dispatch resumed from the parked store); with an error, the runtime sends that
+   * record — not a later one — to the DLQ.
    */
   readonly done: (error?: unknown) => void;
   /**
-   * Keeps the dispatch, still running, in the parked store (`DispatchesInFlight.settleOrHold`);
-   * returns what to do once it has finished and its last outputs go out (take it out again).
+   * Checkpoints the dispatch, still running, in the parked store
+   * (`DispatchesInFlight.settleOrCheckpoint`); returns what to do once it has finished and its last
+   * outputs go out (drop the checkpoint).
    */
-  readonly hold?: () => () => void;
-  /** Held while still running: left the queue; what it adds now goes out when it finishes. */
-  held?: () => void;
+  readonly checkpoint?: () => () => void;
+  /** Checkpointed while still running: left the queue; what it adds now goes out when it finishes. */
+  checkpointed?: () => void;
   /** The run, once started (DispatchesInFlight). */
   run?: Promise<void>;
 }
@@ -32,8 +34,8 @@ export interface Job {
 /**
  * The fan-out's dispatches in the order they started. Each releases its outputs (and, for a
  * record, its input offset) only once it and every earlier one have finished, so a commit never
- * carries the outcome of a dispatch whose input offset it does not also commit (`deferCompletion`
- * in topology/api.ts).
+ * carries the outcome of a dispatch whose input offset it does not also commit (`pinOffset` in
+ * topology/api.ts).
  */
 export class ReleaseQueue {
   private jobs: Job[] = [];
@@ -63,32 +65,33 @@ export class ReleaseQueue {
 
   /**
    * Releases every job, running or not, in start order: a finished one as `release` does; one still
-   * running forwards the outputs it has so far, is held (`Job.hold`: its progress goes to the parked
-   * store, so this commit may carry its input offset) and leaves the queue. Returns the jobs held.
+   * running forwards the outputs it has so far, is checkpointed (`Job.checkpoint`: its progress goes
+   * to the parked store, so this commit may carry its input offset) and leaves the queue. Returns
+   * the jobs checkpointed.
    */
-  releaseHolding(forward: (output: Output) => void): Job[] {
-    const held: Job[] = [];
+  releaseOrCheckpoint(forward: (output: Output) => void): Job[] {
+    const checkpointed: Job[] = [];
     for (const job of this.jobs) {
       if (job.finished) {
         if (job.error === undefined) for (const o of job.outputs) forward(o);
         job.done(job.error);
         continue;
       }
-      if (!job.hold) throw new Error('a dispatch still running cannot be held here');
+      if (!job.checkpoint) throw new Error('a dispatch still running cannot be held here');
       for (const o of job.outputs.splice(0)) forward(o);
-      job.held = job.hold();
+      job.checkpointed = job.checkpoint();
       job.done();
-      held.push(job);
+      checkpointed.push(job);
     }
     this.jobs = [];
-    return held;
+    return checkpointed;
   }
 }
 
 /**
  * The completion of a job without an input record of its own (a dispatch resumed from the parked
  * store, an outcome of a parked one): its input offset was committed when it was first parked, so
- * there is nothing to hold or release.
+ * there is nothing to pin or unpin.
  */
 const NO_INPUT_RECORD = (): void => undefined;
 
@@ -97,15 +100,16 @@ const NO_INPUT_RECORD = (): void => undefined;
  * (a replayed record waits for the first one's verdict), and their outputs are released in start
  * order (ReleaseQueue). A dispatch resumed from the parked store has no input record: its error
  * fails the task at the next flush instead of going to the DLQ (`rethrow`), and a periodic commit
- * waits for it (its parked entry is already gone) unless the commit holds it (`settleOrHold`).
+ * waits for it (its parked entry is already gone) unless the commit checkpoints it
+ * (`settleOrCheckpoint`).
  */
 export class DispatchesInFlight {
   private readonly queue = new ReleaseQueue();
   /** The first error of a resumed dispatch: fails the task at the next flush. */
   private failure: unknown;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Those in flight not held by a commit: what the next commit waits for (`settleOrHold`). */
-  private readonly unheld = new Set<Promise<void>>();
+  /** Those in flight no commit has checkpointed: what the next commit waits for (`settleOrCheckpoint`). */
+  private readonly uncheckpointed = new Set<Promise<void>>();
   private readonly resumed = new Set<Promise<void>>();
   /** The latest run of each task in flight. */
   private readonly activeTasks = new Map<string, Promise<void>>();
@@ -123,32 +127,32 @@ export class DispatchesInFlight {
    * Starts `run` for task `taskId`: `done` completes the input record of a fresh dispatch
    * (undefined for a resumed one); `settled` runs when it has finished, whatever the result.
    */
-  start(taskId: string, done: Job['done'] | undefined, run: (outputs: Output[]) => Promise<void>, settled: () => void, hold?: Job['hold']): void {
-    const job: Job = { outputs: [], finished: false, done: done ?? NO_INPUT_RECORD, ...(hold ? { hold } : {}) };
+  start(taskId: string, done: Job['done'] | undefined, run: (outputs: Output[]) => Promise<void>, settled: () => void, checkpoint?: Job['checkpoint']): void {
+    const job: Job = { outputs: [], finished: false, done: done ?? NO_INPUT_RECORD, ...(checkpoint ? { checkpoint } : {}) };
     this.queue.add(job);
     const previous = this.activeTasks.get(taskId) ?? Promise.resolve();
     const running: Promise<void> = previous
       .then(() => run(job.outputs))
       .catch((error: unknown) => {
-        // The error belongs to this dispatch: released with it, in start order (drain). Once held,
-        // its input offset is committed: the error fails the task instead.
-        if (done && !job.held) job.error = error;
+        // The error belongs to this dispatch: released with it, in start order (drain). Once
+        // checkpointed, its input offset is committed: the error fails the task instead.
+        if (done && !job.checkpointed) job.error = error;
         else this.failure ??= error;
       })
       .finally(() => {
         settled();
         job.finished = true;
-        // Held: its outputs since go out behind those queued now, then it leaves the parked store.
-        if (job.held) this.queue.add({ outputs: this.failure === undefined ? job.outputs : [], finished: true, done: job.held });
+        // Checkpointed: its later outputs go out behind those queued now, then it leaves the store.
+        if (job.checkpointed) this.queue.add({ outputs: this.failure === undefined ? job.outputs : [], finished: true, done: job.checkpointed });
         this.inFlight.delete(running);
-        this.unheld.delete(running);
+        this.uncheckpointed.delete(running);
         this.resumed.delete(running);
         if (this.activeTasks.get(taskId) === running) this.activeTasks.delete(taskId);
       });
     this.activeTasks.set(taskId, running);
     job.run = running;
     this.inFlight.add(running);
-    this.unheld.add(running);
+    this.uncheckpointed.add(running);
     if (!done) this.resumed.add(running);
   }
 
@@ -157,13 +161,13 @@ export class DispatchesInFlight {
     this.queue.add({ outputs, finished: true, done: NO_INPUT_RECORD });
   }
 
-  /** Outputs without an input record, released in start order once `ready` resolves; a commit before then holds them (`hold`). */
-  addWhen(taskId: string, ready: Promise<void>, outputs: Output[], hold: Job['hold']): void {
+  /** Outputs without an input record, released in start order once `ready` resolves; a commit before then checkpoints them (`checkpoint`). */
+  addWhen(taskId: string, ready: Promise<void>, outputs: Output[], checkpoint: Job['checkpoint']): void {
     const run = async (into: Output[]) => {
       await ready;
       into.push(...outputs);
     };
-    this.start(taskId, undefined, run, () => undefined, hold);
+    this.start(taskId, undefined, run, () => undefined, checkpoint);
   }
 
   /** Waits for the resumed dispatches (or, with `all`, every one in flight), then releases what has finished. */
@@ -176,17 +180,17 @@ export class DispatchesInFlight {
 
   /**
    * Before a commit that must carry every input offset (the fan-out fused behind the decisions):
-   * waits up to `waitMs` for the dispatches in flight, then releases what has finished and holds
-   * what is still running (ReleaseQueue.releaseHolding), so a slow vendor delays the commit by
-   * `waitMs` at most.
+   * waits up to `waitMs` for the dispatches in flight, then releases what has finished and
+   * checkpoints what is still running (ReleaseQueue.releaseOrCheckpoint), so a slow vendor delays
+   * the commit by `waitMs` at most.
    */
-  async settleOrHold(waitMs: number, sleep: (ms: number) => Promise<void>): Promise<void> {
-    if (this.unheld.size > 0) {
+  async settleOrCheckpoint(waitMs: number, sleep: (ms: number) => Promise<void>): Promise<void> {
+    if (this.uncheckpointed.size > 0) {
       let waited = false;
       const timeout = sleep(waitMs).then(() => (waited = true));
-      while (this.unheld.size > 0 && !waited) await Promise.race([Promise.all([...this.unheld]), timeout]);
+      while (this.uncheckpointed.size > 0 && !waited) await Promise.race([Promise.all([...this.uncheckpointed]), timeout]);
     }
-    for (const job of this.queue.releaseHolding(this.forward)) this.unheld.delete(job.run!);
+    for (const job of this.queue.releaseOrCheckpoint(this.forward)) this.uncheckpointed.delete(job.run!);
     this.rethrow();
   }
 

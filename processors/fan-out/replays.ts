@@ -5,7 +5,7 @@ import { REPLAY_HEADER } from './fan-out.ts';
 /**
  * Passes on only the dispatches an operator re-submits (`pushctl replay`, REPLAY_HEADER) from
  * push.dispatch. With the fan-out fused behind the decisions, push.dispatch is not its input: it
- * holds those replays and, with taps on, the decisions' own dispatches, which the fan-out already
+ * contains those replays and, with taps on, the decisions' own dispatches, which the fan-out already
  * has in-process and must not send twice.
  */
 export function replaysOnly(): ProcessorSupplier<string, PushDispatch, string, PushDispatch> {

@@ -49,7 +49,7 @@ export type SubmitOutcome =
   | { readonly kind: 'auth-failed'; readonly code: string }
   /**
    * `perToken`: the limit concerns this device token only (APNs TooManyRequests), so other tokens
-   * of the app are not held back. Optional; added by the vendor engineer, compatible.
+   * of the app are not paused. Optional; added by the vendor engineer, compatible.
    */
   | { readonly kind: 'rate-limited'; readonly code: string; readonly retryAfterMs?: number; readonly perToken?: boolean }
   | { readonly kind: 'quota-exhausted'; readonly code: string }

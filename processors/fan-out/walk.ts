@@ -27,7 +27,7 @@ export interface Walk {
   /** Vendor calls made so far, all channels. */
   attempts: number;
   last: LastFailure;
-  /** The channel and call being made (or next): where a held walk resumes after a restart. */
+  /** The channel and call being made (or next): where a checkpointed walk resumes after a restart. */
   channel: number;
   call: number;
   /** The walk took over a task claimed before: its next call is a re-send (counted, then cleared). */
@@ -192,8 +192,9 @@ export function progressOf(walk: Walk, ci: number, call: number, waitingOn: stri
 
 /**
  * A pending task's claim (docs/design.md, "Takeover"): when its row recorded more of the walk than
- * `p` holds (an earlier owner's answers), the walk resumes after them (`resumedFrom`), and `unseen`
- * lists those `p` does not hold (a held dispatch's went out with the commit that held it; a fresh
+ * `p` keeps (an earlier owner's answers), the walk resumes after them (`resumedFrom`), and `unseen`
+ * lists those `p` does not keep (a checkpointed dispatch's went out with the commit that
+ * checkpointed it; a fresh
  * dispatch's never went out), to emit again with their event ids.
  */
 export function takeOver(p: DispatchProgress, known: StoredTask): { progress: DispatchProgress; unseen: readonly ChannelAnswer[] } {
@@ -229,7 +230,7 @@ export function resumedFrom(p: DispatchProgress, trail: readonly ChannelAnswer[]
   return { dispatch, key, timestamp, channel, call, attempts, last, trail: [...trail] };
 }
 
-/** The task row recorded more of the walk than `p` holds (more calls answered, or as many and more answers). */
+/** The task row recorded more of the walk than `p` keeps (more calls answered, or as many and more answers). */
 export function recordedBeyond(p: DispatchProgress, attempts: number, trail: readonly ChannelAnswer[]): boolean {
   return attempts > p.attempts || (attempts === p.attempts && trail.length > (p.trail?.length ?? 0));
 }

@@ -36,7 +36,7 @@ export type OutcomeSubject = Pick<PushOutcome, 'uid' | 'conv_id' | 'seq' | 'msg_
  * - merge: `by` the seq whose push carries a merged message; `win` the merge window, ms
  * - policy: `tz` the user's zone, `qh` quiet hours `HH:MM-HH:MM`, `local` the user's local time;
  *   `mention` a mention and `over` what it overrode (mute, dnd); `private` 1 in private mode,
- *   `sensitive` 1 for a sensitive conversation; `deferred` 1 for a push held through quiet hours
+ *   `sensitive` 1 for a sensitive conversation; `deferred` 1 for a push deferred through quiet hours
  *   and released when they ended; `ch` the channel chosen, `why` why (`only` the
  *   device's one token, `maker` the device maker's vendor, `order` the fallback order, `quota` the
  *   earlier ones over quota), `skip` the vendors skipped for quota

@@ -3,7 +3,7 @@
 // it fixes and why; fixes.json lists them, each with the mark its code carries and the sha256 of
 // every file it changes as published. Runs as npm's postinstall and from stack/bootstrap.mjs; the
 // workers and the entry refuse to start unless every mark is installed (common/kafkajs-patch.ts).
-// Plain JS: it runs before tsx exists. Only the pinned kafkajs with its files as published is
+// Plain JS: it runs before tsx exists. Only the exact kafkajs version with its files as published is
 // patched; any other version or content stops the install, so an upgrade cannot silently drop or
 // misapply a fix. To change a fix: edit the patched file in node_modules, bump the fix's mark (in
 // the code and in fixes.json), and write the diff again with `diff -u --label a/<path> --label

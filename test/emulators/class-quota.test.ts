@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { message, useEmulators } from '../vendors/support.ts';
+import { message, useEmulators } from '../sinks/vendors/support.ts';
 import type { StartedEmulators } from '../../emulators/index.ts';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createVendorRegistry, type VendorRegistry } from '../../sinks/vendors/registry.ts';
-import { message, startReceiver } from '../vendors/support.ts';
+import { message, startReceiver } from '../sinks/vendors/support.ts';
 import { startEmulators, type StartedEmulators } from '../../emulators/index.ts';
 import type { PushMessage } from '../../processors/fan-out/vendor-port.ts';
 import { recipientParam } from '../../processors/model/receipt-route.ts';

@@ -25,7 +25,7 @@ import { registryValueSerdes } from '../../pipeline/serdes.ts';
 import { topicName, type TopicKey } from '../../pipeline/topics.ts';
 import type { Topology } from '../../topology/builder.ts';
 import { createLogger } from '../../common/log.ts';
-import { createTestTopics, endpoints, kafka, registry, type TestTopics } from '../pipeline/stack-io.ts';
+import { createTestTopics, endpoints, kafka, registry, type TestTopics } from '../pipeline/apps/stack-io.ts';
 import { deleteRunTopics } from '../support/run-topics.ts';
 import { uniqueName } from '../support/stack.ts';
 

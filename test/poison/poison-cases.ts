@@ -1,5 +1,5 @@
 /**
- * Cases of the poison suite (poison-suite.test.ts) that are data or a procedure of their own: the
+ * Cases of the poison suite (poison-suite.stack.test.ts) that are data or a procedure of their own: the
  * decision inputs that break an ingest rule, and a MySQL outage under a running worker.
  */
 import assert from 'node:assert/strict';

@@ -25,7 +25,7 @@ import type { Vendor } from '../../processors/fan-out/vendor-port.ts';
 import { stackPath } from '../../stack/paths.ts';
 import type { ReceivedPush } from '../../emulators/index.ts';
 import { stackEndpoints } from '../support/stack.ts';
-import { createTestMysql, type TestMysql } from '../tokens/mysql.ts';
+import { createTestMysql, type TestMysql } from '../support/test-mysql.ts';
 
 export const VENDOR_LIST: readonly Vendor[] = ['apns', 'fcm', 'hms', 'xiaomi', 'oppo', 'vivo'];
 

@@ -1,11 +1,11 @@
 /**
  * Texts for the poison suite's payload case: as long as ingest lets through (docs/design.md,
  * "Ingest validation": title 1,024 and summary 8,192 UTF-16 units), or exactly at a Chinese
- * vendor's documented limit (docs/vendors.md), made of hard graphemes (test/vendors/texts.ts).
+ * vendor's documented limit (docs/vendors.md), made of hard graphemes (test/sinks/vendors/texts.ts).
  */
 import assert from 'node:assert/strict';
 import { ELLIPSIS, graphemes } from '../../sinks/vendors/text.ts';
-import { HARD_GRAPHEMES } from '../vendors/texts.ts';
+import { HARD_GRAPHEMES } from '../sinks/vendors/texts.ts';
 
 export const POOLS = {
   cjk: [...'你好世界消息中文字测试漢字한국어日本語'],

@@ -87,7 +87,7 @@ describe('decision details', () => {
       );
     }));
 
-  test('policy: a push held through quiet hours and released at their end says so', () =>
+  test('policy: a push deferred through quiet hours and released at their end says so', () =>
     withHarness({ startMs: Date.parse('2026-01-15T14:30:00Z'), policy: { deferredRelease: true } }, async (h) => {
       // 22:30 in Shanghai; quiet 22:00-07:00 there ends at 23:00 UTC.
       await h.token('u1', 'd1', 'fcm');

@@ -3,7 +3,7 @@
  * schemas/baseline/ wrote (BACKWARD, the rule the registry applies when the new version is
  * registered), and the captured wire fixtures must decode with the current reader schemas.
  *
- * schemas/baseline/ pins the released schemas, so the check means the same in a fresh clone, in CI
+ * schemas/baseline/ keeps the released schemas, so the check means the same in a fresh clone, in CI
  * and after any commit. It moves forward only on a release: the release commit copies the schemas
  * it ships over the baseline (`cp schemas/*.avsc schemas/baseline/`), and later changes are then
  * checked against what was released. A schema without a baseline is new since the last release.
@@ -66,7 +66,7 @@ describe('schemas/', () => {
   for (const file of schemaFiles()) {
     test(`${file} reads data written by its released version in schemas/baseline/ (BACKWARD)`, () => {
       const current = loadSchema(file);
-      // A schema new since the release has nothing to be compatible with; the fixture test below still pins its encoding.
+      // A schema new since the release has nothing to be compatible with; the fixture test below still checks its encoding.
       assert.equal(releasedIncompatibility(file, current), undefined, `schemas/${file} is not BACKWARD compatible with schemas/baseline/${file}`);
       assert.equal(backwardIncompatibility(current, current), undefined);
     });

@@ -25,10 +25,10 @@ try {
 }
 
 const stopAt = Date.now() + maxMs;
-let sink = 0;
+let hash = 0;
 for (;;) {
-  for (let i = 0; i < 5_000_000; i++) sink = (sink * 31 + i) | 0; // a few ms of pure CPU
+  for (let i = 0; i < 5_000_000; i++) hash = (hash * 31 + i) | 0; // a few ms of pure CPU
   // process.ppid is read from the OS on each access: it changes when the parent dies.
   if (process.ppid !== parent || Date.now() >= stopAt) break;
 }
-process.exit(sink === 0.5 ? 1 : 0); // `sink` is read so the loop is not optimised away
+process.exit(hash === 0.5 ? 1 : 0); // `hash` is read so the loop is not optimised away

@@ -43,7 +43,7 @@ export class CountingProcessor implements Processor<string, WordEvent, string, W
   }
 }
 
-/** source → counter (store word-counts) → sink; the counting topology of the runtime tests. */
+/** source → counter (store word-counts) → sink node; the counting topology of the runtime tests. */
 export function countingTopology(input: string, output: string, valueSerde = avroSerde<WordEvent>(wordSchema)): Topology {
   return new TopologyBuilder()
     .addSource('words-source', { topics: [input], keySerde: stringSerde, valueSerde })

@@ -4,7 +4,7 @@ import { avroSerde, bufferSerde, jsonSerde, stringSerde, type Serde } from '../.
 import { keyValueStore, timerStore, type KeyValueStore, type TimerStore } from '../../topology/stores.ts';
 import { wordSchema, type WordEvent } from './fixtures.ts';
 
-/** Topologies whose outputs a sink cannot write (production errors, docs/design.md, "Runtime"). */
+/** Topologies whose outputs a sink node cannot write (production errors, docs/design.md, "Runtime"). */
 
 /**
  * words (raw Avro) → `scaler` (copies seq, except for the words `huge` (1e20) and `fraction` (0.5),

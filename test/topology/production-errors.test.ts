@@ -10,7 +10,7 @@ import { wordSchema, type WordEvent } from './fixtures.ts';
 import { padTopology, releaseTopology, scalerTopology } from './poison-fixtures.ts';
 
 /**
- * Production errors (docs/design.md, "Runtime"): an output a sink cannot write — its serde refuses
+ * Production errors (docs/design.md, "Runtime"): an output a sink node cannot write — its serde refuses
  * the value, it is over the topic's record limit, or it has no key for a compacted topic — never
  * stops the task. With an input record, that record goes to the DLQ; from a punctuator, the output
  * does.
@@ -169,7 +169,7 @@ describe('production errors', () => {
     );
   });
 
-  test('a keyless output for a compacted topic is refused at the sink (the broker would refuse the whole transaction)', async () => {
+  test('a keyless output for a compacted topic is refused at the sink node (the broker would refuse the whole transaction)', async () => {
     const driver = new TopologyTestDriver(padTopology(1), { dlqTopic: 'dlq', topicRules: rules({ padded: { keyRequired: true } }) });
     await driver.pipeInput('blobs', null, Buffer.from('no key'));
     await driver.pipeInput('blobs', 'k', Buffer.from('keyed'));
