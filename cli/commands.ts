@@ -51,6 +51,10 @@ export const commands: Record<string, { load: () => Promise<Command>; usage: Com
     needs: () => ['kafka'],
     usage: { values: ['--app', '--stage', '--metrics'], switches: ['--json'] },
   },
+  apps: {
+    load: () => import('./commands/apps.ts').then((m) => ({ help: m.appsHelp, run: m.appsCommand })),
+    usage: { actions: ['reload', 'version'], maxArguments: 1, values: ['--metrics'], switches: ['--json'] },
+  },
   tokens: {
     load: () => import('./commands/tokens.ts').then((m) => ({ help: m.tokensHelp, run: m.tokensCommand })),
     needs: (a) => (a[0] === 'invalidate' ? ['mysql', 'kafka', 'registry'] : ['mysql']),

@@ -217,7 +217,7 @@ export const CONFIG_KEYS = {
     section: 'workers',
     default: [],
     defaultDoc: "this host's `PUSH_METRICS_PORT`",
-    doc: "workers' `/metrics` URLs `pushctl status` reads restarts from",
+    doc: "workers' `/metrics` URLs `pushctl status` reads restarts and apps file versions from; `pushctl apps reload` posts to `/-/reload` on each",
   }),
   PUSH_APPS_CONFIG: str({
     key: 'PUSH_APPS_CONFIG',
@@ -225,6 +225,22 @@ export const CONFIG_KEYS = {
     default: '',
     defaultDoc: '—',
     doc: 'vendor apps JSON file (docs/vendors.md); required for fan-out, receipts and the receiver',
+  }),
+  PUSH_APPS_RELOAD_DEBOUNCE_MS: int({
+    key: 'PUSH_APPS_RELOAD_DEBOUNCE_MS',
+    section: 'workers',
+    default: 500,
+    min: 0,
+    max: MINUTE,
+    doc: 'a worker reloads its apps file this long after the last change it saw in the file\'s folder, ms (a file written in steps is read once, whole); `SIGHUP` and `pushctl apps reload` reload at once (docs/operations.md, "Reloading the apps file")',
+  }),
+  PUSH_CREDENTIAL_EXPIRY_WARN_DAYS: int({
+    key: 'PUSH_CREDENTIAL_EXPIRY_WARN_DAYS',
+    section: 'workers',
+    default: 30,
+    min: 1,
+    max: 365,
+    doc: 'a vendor credential of the apps file expiring within this many days (an APNs provider certificate) is logged as a warning at start, after a reload and daily; `push_credential_expiry_seconds` shows the seconds left',
   }),
   PUSH_RECEIVER: bool({
     key: 'PUSH_RECEIVER',

@@ -4,7 +4,7 @@
  * receipt callbacks) on their own topic prefix and application id, so runs never see each other.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync, writeFileSync } from 'node:fs';
+import { openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -41,6 +41,12 @@ export interface EnvironmentOptions {
    * advises for production. Default false: every worker runs every stage.
    */
   readonly backgroundWorker?: boolean;
+  /**
+   * Vendor apps of the run (`appIds`): the run's app, then `<app>-2`, `<app>-3`, ... Default 1. With
+   * several, the last one's APNs entry authenticates with a provider certificate (docs/vendors.md,
+   * "APNs certificate auth"), the others with the team's token key, so a run covers both.
+   */
+  readonly apps?: number;
 }
 
 export interface Worker {
@@ -55,6 +61,20 @@ export interface Environment {
   readonly applicationId: string;
   /** The vendor app of this run (its own, so ClickHouse figures of one run can be read apart). */
   readonly appId: string;
+  /** Every vendor app of the run, `appId` first (`apps`). */
+  readonly appIds: readonly string[];
+  /** The apps file the workers read (PUSH_APPS_CONFIG). */
+  readonly appsConfigPath: string;
+  /**
+   * Replaces the apps file as an operator's deploy would: written beside it and renamed over it, so
+   * a worker never reads half a file (pipeline/apps-reload.ts reloads it).
+   */
+  writeAppsConfig(raw: unknown): void;
+  /**
+   * The receipt URLs the entry of `appId` carries (Xiaomi, OPPO), for apps added later
+   * (`emulators.addApps`); HMS and vivo post every app's receipts to the one URL set at start.
+   */
+  receiptUrls(appId: string): Partial<Record<'xiaomi' | 'oppo', string>>;
   readonly emulators: StartedEmulators;
   readonly receiptPort: number;
   readonly workers: Worker[];
@@ -105,22 +125,44 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   await migrateAll();
   await createPipelineTopics({ partitions, prefix: topicPrefix });
 
+  const appIds = Array.from({ length: options.apps ?? 1 }, (_, i) => (i === 0 ? appId : `${appId}-${i + 1}`));
   const receiptPort = await freePort();
   const secret = randomBytes(16).toString('hex');
-  const receiptUrl = (vendor: string) => `http://127.0.0.1:${receiptPort}/receipts/${vendor}/${appId}${vendor === 'hms' ? '' : `?key=${secret}`}`;
-  say('[env] vendor emulators (APNs, FCM, HMS, Xiaomi, OPPO, vivo) ...');
-  const emulators = await startEmulators({
-    apps: [appId],
-    receiptUrls: { hms: receiptUrl('hms'), xiaomi: receiptUrl('xiaomi'), oppo: receiptUrl('oppo'), vivo: receiptUrl('vivo') },
+  const receiptUrl = (vendor: string, app: string) => `http://127.0.0.1:${receiptPort}/receipts/${vendor}/${app}${vendor === 'hms' ? '' : `?key=${secret}`}`;
+  const receiptUrls = (app: string) => ({
+    hms: receiptUrl('hms', app),
+    xiaomi: receiptUrl('xiaomi', app),
+    oppo: receiptUrl('oppo', app),
+    vivo: receiptUrl('vivo', app),
   });
+  say('[env] vendor emulators (APNs, FCM, HMS, Xiaomi, OPPO, vivo) ...');
+  // HMS and vivo post every app's receipts to the one URL of their console (the first app's); Xiaomi
+  // and OPPO to the URL each app's entry carries.
+  const emulators = await startEmulators({ apps: appIds, receiptUrls: receiptUrls(appId), apnsCertificateApps: appIds.length > 1 ? appIds.slice(-1) : [] });
+  for (const app of emulators.rawAppsConfig.apps.slice(1)) {
+    const urls = receiptUrls(app.appId);
+    app.vendors.xiaomi = { ...app.vendors.xiaomi, receiptUrl: urls.xiaomi };
+    app.vendors.oppo = { ...app.vendors.oppo, receiptUrl: urls.oppo };
+  }
   const dir = ensureDir(stackPath('runs', run));
   const appsConfig = join(dir, 'apps.json');
-  writeFileSync(appsConfig, JSON.stringify(emulators.rawAppsConfig, null, 2), { mode: 0o600 });
+  const writeAppsConfig = (raw: unknown) => {
+    const next = join(dir, '.apps.json.next');
+    writeFileSync(next, JSON.stringify(raw, null, 2), { mode: 0o600 });
+    renameSync(next, appsConfig);
+  };
+  writeAppsConfig(emulators.rawAppsConfig);
   const receiptsConfig = join(dir, 'receipts.json');
   writeFileSync(
     receiptsConfig,
     JSON.stringify({
-      apps: [{ appId, hms: emulators.hmsReceiptSigning, xiaomi: { sharedSecret: secret }, oppo: { sharedSecret: secret }, vivo: { sharedSecret: secret } }],
+      apps: appIds.map((app) => ({
+        appId: app,
+        hms: emulators.hmsReceiptSigning,
+        xiaomi: { sharedSecret: secret },
+        oppo: { sharedSecret: secret },
+        vivo: { sharedSecret: secret },
+      })),
     }),
     { mode: 0o600 },
   );
@@ -180,6 +222,10 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
     topicPrefix,
     applicationId,
     appId,
+    appIds,
+    appsConfigPath: appsConfig,
+    writeAppsConfig,
+    receiptUrls: (app) => ({ xiaomi: receiptUrl('xiaomi', app), oppo: receiptUrl('oppo', app) }),
     emulators,
     receiptPort,
     workers,

@@ -71,7 +71,7 @@ export async function trafficProducer(topicPrefix: string): Promise<TrafficProdu
 /** Live counts of the pipeline's outcomes (read_committed), for progress and the summary. */
 export interface OutcomeWatcher {
   readonly total: () => number;
-  /** Counts by `status` or `status/reason` or `vendor`. */
+  /** Counts by `status` or `status/reason` or `vendor/<vendor>`, and per app by `<app_id>|status` and `<app_id>|status/reason`. */
   readonly counts: Map<string, number>;
   /** persisted → vendor-accepted latencies of ACCEPTED outcomes, ms. */
   readonly acceptedLatencies: number[];
@@ -95,11 +95,21 @@ export async function watchOutcomes(topicPrefix: string, groupId: string): Promi
   await consumer.run({
     eachMessage: async ({ message }) => {
       if (!message.value) return;
-      const o = (await serde.deserialize('', message.value)) as { status: string; reason: string | null; vendor: string | null; latency_ms: number | null };
+      const o = (await serde.deserialize('', message.value)) as {
+        status: string;
+        reason: string | null;
+        vendor: string | null;
+        latency_ms: number | null;
+        app_id: string;
+      };
       total++;
       last = Date.now();
       bump(o.status);
-      if (o.reason) bump(`${o.status}/${o.reason}`);
+      bump(`${o.app_id}|${o.status}`);
+      if (o.reason) {
+        bump(`${o.status}/${o.reason}`);
+        bump(`${o.app_id}|${o.status}/${o.reason}`);
+      }
       if (o.status === 'ACCEPTED' && o.vendor) {
         bump(`vendor/${o.vendor}`);
         if (o.latency_ms !== null) acceptedLatencies.push(Number(o.latency_ms));

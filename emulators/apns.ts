@@ -1,9 +1,10 @@
-import { createPublicKey, generateKeyPairSync, randomUUID, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomUUID, verify, X509Certificate, type KeyObject } from 'node:crypto';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { EmulatorCore, pemOf, sleep, type ConnectionFault, type EmulatorSetup, type Fault } from './common.ts';
 import { resetConnection } from './https-server.ts';
-import type { TestTls } from './tls.ts';
+import { issuePushCertificate, type CertificateAuthority, type PushCertificate, type PushCertificateOptions, type TestTls } from './tls.ts';
 
 /** Status of every APNs reason (docs/vendors.md, Sources), for scripted `code` faults. */
 export const APNS_REASON_STATUS: Readonly<Record<string, number>> = {
@@ -74,6 +75,21 @@ interface VerifiedToken {
   readonly iat: number;
 }
 
+/**
+ * The DER of the extension ids Apple's push certificates carry for the environment they may
+ * connect to: 1.2.840.113635.100.6.3.1 (sandbox) and .2 (production).
+ */
+const ENVIRONMENT_OID_DER = {
+  sandbox: Buffer.from('060a2a864886f763640603' + '01', 'hex'),
+  production: Buffer.from('060a2a864886f763640603' + '02', 'hex'),
+} as const;
+
+/** The bundle id of a push certificate: its subject's UID, as Apple writes it (the CN repeats it after "Push Services: "). */
+function certificateTopic(cert: X509Certificate): string | undefined {
+  const uid = /^UID=(.+)$/m.exec(cert.subject)?.[1];
+  return uid ?? /^CN=.*Push Services: (.+)$/m.exec(cert.subject)?.[1];
+}
+
 export interface ApnsEmulatorOptions {
   /** Least time between provider-token changes on one connection before 429, ms. Default 20 min. */
   readonly minTokenUpdateIntervalMs?: number;
@@ -87,6 +103,17 @@ export interface ApnsEmulatorOptions {
  * token change within 20 min on a connection), validates every apns-* header and the payload size,
  * and answers with Apple's statuses and `{"reason"}` bodies. GOAWAY can be scripted mid-stream, and
  * connection faults (common.ts ConnectionFault: TCP reset without GOAWAY, stalled or late answers).
+ *
+ * A connection that presents a TLS client certificate is a certificate-based connection: no
+ * provider token is read. The certificate must be issued by the emulator's CA (it issues them:
+ * `issueCertificate`), valid by the emulator's clock, marked for the emulator's environment, and
+ * its bundle id (subject UID) must be the apns-topic (with a .voip / .complication suffix at
+ * most); else 403 BadCertificate, 403 BadCertificateEnvironment or 400 TopicDisallowed. Apple's
+ * servers are reported to refuse an expired or foreign certificate already in the TLS handshake;
+ * node's TLS server cannot refuse one there while taking connections without a certificate (token
+ * auth) on the same port, so the handshake completes and each request of that connection is
+ * answered with Apple's documented reason for an invalid certificate, BadCertificate
+ * (docs/vendors.md, "APNs certificate auth").
  */
 export class ApnsEmulator extends EmulatorCore {
   private server: Http2SecureServer | undefined;
@@ -95,6 +122,13 @@ export class ApnsEmulator extends EmulatorCore {
   private readonly sessions = new Set<Http2Session>();
   /** Last stream id a GOAWAY promised to process, per connection: later streams are refused. */
   private readonly goneAway = new WeakMap<Http2Session, number>();
+  /** The client certificate each certificate-based connection presented. */
+  private readonly clientCertificates = new WeakMap<Http2Session, X509Certificate>();
+  /** The app (for recordings) of each bundle id a certificate was issued for. */
+  private readonly certificateApps = new Map<string, string>();
+  /** The CA whose client certificates the emulator trusts, and issues. */
+  private authority: CertificateAuthority | undefined;
+  private trustedCa: X509Certificate | undefined;
   baseUrl = '';
   /** GOAWAY frames sent so far. */
   goaways = 0;
@@ -104,18 +138,49 @@ export class ApnsEmulator extends EmulatorCore {
     super('apns');
   }
 
+  /** Keys registered so far. */
+  get registeredKeys(): number {
+    return this.keys.size;
+  }
+
   registerKey(reg: ApnsKeyRegistration): void {
     const publicKey = typeof reg.publicKey === 'string' ? createPublicKey(reg.publicKey) : reg.publicKey;
     this.keys.set(reg.keyId, { teamId: reg.teamId, publicKey, topics: reg.topics });
   }
 
+  /**
+   * Issues a provider certificate for `appId` (bundle id `com.example.<appId>` unless given), as
+   * Apple does for an app of the developer account; its pushes are recorded under `appId`.
+   */
+  async issueCertificate(appId: string, options: Partial<PushCertificateOptions> = {}): Promise<PushCertificate> {
+    if (!this.authority) throw new Error('the APNs emulator issues certificates once started');
+    const topic = options.topic ?? `com.example.${appId}`;
+    this.certificateApps.set(topic, appId);
+    return issuePushCertificate(this.authority, { ...options, topic });
+  }
+
+  /** Open certificate-based connections whose certificate names `topic` (tests check pool sizes and closes). */
+  certificateConnections(topic: string): number {
+    let n = 0;
+    for (const s of this.sessions) {
+      const cert = this.clientCertificates.get(s);
+      if (cert && !s.closed && !s.destroyed && certificateTopic(cert) === topic) n++;
+    }
+    return n;
+  }
+
   async start(tls: TestTls, port = 0): Promise<string> {
     this.closing = false;
-    this.server = createSecureServer({ key: tls.key, cert: tls.cert, allowHTTP1: false });
+    this.authority = tls;
+    this.trustedCa = new X509Certificate(tls.ca);
+    // A client certificate is asked for, never required: token-based connections present none.
+    this.server = createSecureServer({ key: tls.key, cert: tls.cert, allowHTTP1: false, requestCert: true, rejectUnauthorized: false, ca: tls.ca });
     this.server.on('session', (session) => {
       // A connection accepted just before close() is dropped too.
       if (this.closing) return session.destroy();
       this.sessions.add(session);
+      const peer = (session.socket as TLSSocket).getPeerCertificate();
+      if (peer?.raw) this.clientCertificates.set(session, new X509Certificate(peer.raw));
       // A client that resets its connection or stream is normal traffic for a vendor endpoint: nothing is left to answer.
       session.on('error', () => undefined);
       session.on('close', () => this.sessions.delete(session));
@@ -192,6 +257,21 @@ export class ApnsEmulator extends EmulatorCore {
     return { appId };
   }
 
+  /** A certificate-based connection's request: the certificate and the topic checked as APNs does (see the class). */
+  private verifyCertificate(cert: X509Certificate, topic: string | undefined): { reason?: string; appId?: string } {
+    const now = this.clock.now();
+    const ca = this.trustedCa;
+    const trusted = ca !== undefined && cert.checkIssued(ca) && cert.verify(ca.publicKey);
+    if (!trusted || now < Date.parse(cert.validFrom) || now > Date.parse(cert.validTo)) return { reason: 'BadCertificate' };
+    if (!cert.raw.includes(ENVIRONMENT_OID_DER[this.options.environment ?? 'production'])) return { reason: 'BadCertificateEnvironment' };
+    const bundle = certificateTopic(cert);
+    // Without apns-topic, APNs takes the certificate's subject as the topic.
+    const requested = topic ?? bundle;
+    if (requested === undefined || bundle === undefined) return { reason: 'MissingTopic' };
+    if (requested.replace(/\.(voip|complication)$/, '') !== bundle) return { reason: 'TopicDisallowed' };
+    return { appId: this.certificateApps.get(bundle) ?? bundle };
+  }
+
   private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
     this.sendRequests++;
     const chunks: Buffer[] = [];
@@ -219,7 +299,10 @@ export class ApnsEmulator extends EmulatorCore {
     const token = path.slice('/3/device/'.length);
     if (token === '') return reply(400, 'MissingDeviceToken');
     const topic = headers['apns-topic'] as string | undefined;
-    const auth = this.verifyToken(stream.session!, headers.authorization as string | undefined, topic);
+    const clientCertificate = this.clientCertificates.get(stream.session!);
+    const auth = clientCertificate
+      ? this.verifyCertificate(clientCertificate, topic)
+      : this.verifyToken(stream.session!, headers.authorization as string | undefined, topic);
     const record = (answer: string) =>
       this.record({
         client: headers['user-agent'],
@@ -242,7 +325,10 @@ export class ApnsEmulator extends EmulatorCore {
     }
     const fault = this.takeFault([token]);
     if (fault?.kind === 'goaway') return this.goaway(stream);
-    const refused = this.validate(token, headers, body) ?? this.faultReason(fault) ?? (this.deadTokens.has(token) ? 'Unregistered' : undefined);
+    const refused =
+      this.validate(token, headers, body) ??
+      this.faultReason(fault, clientCertificate !== undefined) ??
+      (this.deadTokens.has(token) ? 'Unregistered' : undefined);
     record(refused ?? 'accepted');
     if (refused) {
       const retryAfter = fault && 'retryAfterS' in fault && fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined;
@@ -266,7 +352,8 @@ export class ApnsEmulator extends EmulatorCore {
     return undefined;
   }
 
-  private faultReason(fault: Fault | undefined): string | undefined {
+  /** The reason a scripted fault answers with; an expired credential of a certificate-based connection is its certificate. */
+  private faultReason(fault: Fault | undefined, certificateBased: boolean): string | undefined {
     switch (fault?.kind) {
       case undefined:
         return undefined;
@@ -278,7 +365,7 @@ export class ApnsEmulator extends EmulatorCore {
       case 'server-error':
         return 'ServiceUnavailable';
       case 'expired-auth':
-        return 'ExpiredProviderToken';
+        return certificateBased ? 'BadCertificate' : 'ExpiredProviderToken';
       case 'code':
         return fault.code;
       case 'goaway':
@@ -332,13 +419,17 @@ function verifyProviderToken(jwt: string, keys: ReadonlyMap<string, ApnsKey>): V
   return { key, iat: claims.iat };
 }
 
-/** One team key shared by every app, as in an Apple developer account with several bundle ids; tokens of 64 hex digits. */
+/**
+ * One team key shared by the apps registered together, as in an Apple developer account with several
+ * bundle ids (apps registered later get a key of their own, the team's keys before it stay valid);
+ * tokens of 64 hex digits.
+ */
 export const APNS_EMULATOR: EmulatorSetup<ApnsEmulator> = {
   create: () => new ApnsEmulator(),
   register(apns, appIds) {
     const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const teamId = 'TEAM4PUSH1';
-    const keyId = 'KEY4PUSH01';
+    const keyId = `KEY4PUSH${String(apns.registeredKeys + 1).padStart(2, '0')}`;
     apns.registerKey({ teamId, keyId, publicKey: key.publicKey, topics: Object.fromEntries(appIds.map((a) => [`com.example.${a}`, a])) });
     const privateKey = pemOf(key.privateKey, 'pkcs8');
     return appIds.map((appId) => ({ teamId, keyId, privateKey, topic: `com.example.${appId}`, environment: 'sandbox' }));

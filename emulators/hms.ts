@@ -78,8 +78,14 @@ export class HmsEmulator extends HttpsEmulator {
     return `${this.baseUrl}/oauth2/v3/token`;
   }
 
+  /** Registers an app, or gives a registered client id a new secret (a secret reset in AppGallery Connect: tokens minted before stay valid). */
   registerApp(reg: HmsAppRegistration): void {
     this.apps.set(reg.clientId, reg);
+  }
+
+  /** Client ids registered so far. */
+  get registeredApps(): number {
+    return this.apps.size;
   }
 
   protected route(path: string): Route | undefined {
@@ -224,9 +230,11 @@ export class HmsEmulator extends HttpsEmulator {
 export const HMS_EMULATOR: EmulatorSetup<HmsEmulator> = {
   create: () => new HmsEmulator(),
   register(hms, appIds, receiptUrl) {
-    hms.receipts.url = receiptUrl;
-    return appIds.map((appId, i) => {
-      const app = { clientId: String(100_000_000 + i), clientSecret: randomSecret(), appId };
+    // The console URL is one per vendor account: apps registered later leave it as it is.
+    if (receiptUrl !== undefined) hms.receipts.url = receiptUrl;
+    return appIds.map((appId) => {
+      // Numbered in registration order, so apps registered later (a reload's new app) get ids of their own.
+      const app = { clientId: String(100_000_000 + hms.registeredApps), clientSecret: randomSecret(), appId };
       hms.registerApp(app);
       return { authUrl: hms.authUrl, clientId: app.clientId, clientSecret: app.clientSecret, receiptId: 'RCP-1' };
     });

@@ -25,6 +25,18 @@ const EMULATORS = {
 
 const SETUPS: { readonly [V in Vendor]: EmulatorSetup<EmulatorCore & RestartableEmulator> } = EMULATORS;
 
+/** One app's entry of an apps file, as JSON (docs/vendors.md). */
+export interface RawAppEntry {
+  appId: string;
+  vendors: Record<string, Record<string, unknown>>;
+}
+
+/** An apps file as JSON: the emulators' CA and the apps. */
+export interface RawAppsFile {
+  ca: string;
+  apps: RawAppEntry[];
+}
+
 /** The running emulator of each vendor. */
 export type Emulators = { readonly [V in Vendor]: ReturnType<(typeof EMULATORS)[V]['create']> };
 
@@ -44,6 +56,11 @@ export interface StartEmulatorsOptions {
   readonly connections?: number;
   /** Per (vendor, app) rate limit in the generated apps config. Default 5000/s. */
   readonly ratePerSecond?: number;
+  /**
+   * Apps (of `apps`) whose APNs entry authenticates with a provider certificate the APNs emulator
+   * issued (`certificate` and `key`, PEM) instead of the team's token key. Default none.
+   */
+  readonly apnsCertificateApps?: readonly string[];
 }
 
 export interface StartedEmulators extends Emulators {
@@ -55,7 +72,7 @@ export interface StartedEmulators extends Emulators {
   /** Ready-to-use apps configuration (credentials inline, base URLs and CA pointing here). */
   readonly appsConfig: AppsConfig;
   /** The same as JSON-serialisable raw config (to write a PUSH_APPS_CONFIG file for workers). */
-  readonly rawAppsConfig: Record<string, unknown>;
+  readonly rawAppsConfig: RawAppsFile;
   /** Key and username the HMS receipts are signed with (X-HUAWEI-CALLBACK-ID). */
   readonly hmsReceiptSigning: HmsReceiptSigning;
   /** Device tokens in each vendor's format (APNs wants 64 hex digits). */
@@ -65,6 +82,15 @@ export interface StartedEmulators extends Emulators {
   reset(): void;
   /** Every emulator forgets its recordings made in [fromMs, untilMs) (EmulatorCore.forget); returns how many in all. */
   forget(fromMs: number, untilMs: number): number;
+  /**
+   * Registers more apps with every emulator (after start, as apps added to a running fleet) and
+   * returns their entries of the apps file, as `rawAppsConfig.apps` holds them. `receiptUrls` as in
+   * startEmulators; `apnsCertificateApps` among them use APNs certificate auth.
+   */
+  addApps(
+    appIds: readonly string[],
+    options?: { receiptUrls?: Partial<Record<ReceiptVendor, string>>; apnsCertificateApps?: readonly string[] },
+  ): Promise<RawAppEntry[]>;
   /** Restarts one vendor's server: connections dropped, port refusing for `downMs`, then back on the same port. */
   restart(vendor: Vendor, downMs: number, hooks?: RestartHooks): Promise<void>;
   close(): Promise<void>;
@@ -90,13 +116,25 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     concurrency: 256,
     timeoutMs: 10_000,
   };
-  const receiptUrls: Partial<Record<Vendor, string>> = options.receiptUrls ?? {};
-  const entries = VENDORS.map((v) => [v, SETUPS[v].register(emulators[v], appIds, receiptUrls[v])] as const);
-  const apps = appIds.map((appId, i) => ({
-    appId,
-    vendors: Object.fromEntries(entries.map(([v, byApp]) => [v, { ...common, baseUrl: baseUrls[v], ...byApp[i] }])),
-  }));
-  const rawAppsConfig = { ca: tls.ca, apps };
+  /** Registers `ids` with every emulator; their entries of the apps file. */
+  const register = async (ids: readonly string[], receiptUrls: Partial<Record<Vendor, string>>, certificateApps: readonly string[]): Promise<RawAppEntry[]> => {
+    const entries = VENDORS.map((v) => [v, SETUPS[v].register(emulators[v], ids, receiptUrls[v])] as const);
+    return Promise.all(
+      ids.map(async (appId, i) => {
+        const vendors: Record<string, Record<string, unknown>> = Object.fromEntries(
+          entries.map(([v, byApp]) => [v, { ...common, baseUrl: baseUrls[v], ...byApp[i] }]),
+        );
+        if (certificateApps.includes(appId)) {
+          const { cert, key } = await emulators.apns.issueCertificate(appId);
+          const { teamId: _t, keyId: _k, privateKey: _p, ...rest } = vendors.apns!;
+          vendors.apns = { ...rest, certificate: cert, key };
+        }
+        return { appId, vendors };
+      }),
+    );
+  };
+  const apps = await register(appIds, options.receiptUrls ?? {}, options.apnsCertificateApps ?? []);
+  const rawAppsConfig: RawAppsFile = { ca: tls.ca, apps };
   return {
     ...emulators,
     ca: tls.ca,
@@ -107,6 +145,7 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     hmsReceiptSigning: emulators.hms.receiptSigning,
     token: (vendor, seed) => SETUPS[vendor].token?.(seed) ?? `${vendor}-${seed}`,
     all,
+    addApps: (ids, o = {}) => register(ids, o.receiptUrls ?? {}, o.apnsCertificateApps ?? []),
     reset: () => all().forEach((e) => e.reset()),
     forget: (fromMs, untilMs) => all().reduce((n, e) => n + e.forget(fromMs, untilMs), 0),
     restart: (vendor, downMs, hooks) => restartEmulator(emulators[vendor], tls, downMs, hooks),

@@ -35,6 +35,11 @@ export class VivoEmulator extends HttpsEmulator {
     this.apps.set(String(reg.appId), reg);
   }
 
+  /** Apps registered so far. */
+  get registeredApps(): number {
+    return this.apps.size;
+  }
+
   protected route(path: string): Route | undefined {
     if (path === '/message/auth') return (_req, res, body) => this.auth(res, body);
     if (path === '/message/send') return (req, res, body) => this.send(req, res, body, 'single');
@@ -193,9 +198,11 @@ export class VivoEmulator extends HttpsEmulator {
 export const VIVO_EMULATOR: EmulatorSetup<VivoEmulator> = {
   create: () => new VivoEmulator(),
   register(vivo, appIds, receiptUrl) {
-    vivo.receipts.url = receiptUrl;
-    return appIds.map((_appId, i) => {
-      const app = { appId: String(10_000 + i), appKey: randomSecret(), appSecret: randomSecret() };
+    // The console URL is one per vendor account: apps registered later leave it as it is.
+    if (receiptUrl !== undefined) vivo.receipts.url = receiptUrl;
+    return appIds.map(() => {
+      // Numbered in registration order, so apps registered later (a reload's new app) get ids of their own.
+      const app = { appId: String(10_000 + vivo.registeredApps), appKey: randomSecret(), appSecret: randomSecret() };
       vivo.registerApp(app);
       return { appId: app.appId, appKey: app.appKey, appSecret: app.appSecret, receiptId: 'receipt-1' };
     });

@@ -80,7 +80,7 @@ export async function restartStatus(urls: readonly string[], app: string): Promi
 }
 
 /** Samples of the Prometheus text format (no timestamps; the project's registry writes none). */
-function parseSamples(text: string): Array<{ name: string; labels: Record<string, string>; value: number }> {
+export function parseSamples(text: string): Array<{ name: string; labels: Record<string, string>; value: number }> {
   const samples: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);

@@ -105,6 +105,8 @@ export function eventWords(e: TraceEvent, merge: TraceLine['merge'], mergedCount
       return e.device_id
         ? 'not pushed: the device has no valid push token for this app (it never registered one, or every token was invalidated)'
         : 'not pushed: none of the user’s devices has a valid push token for this app';
+    case 'dropped/app_removed':
+      return 'not pushed: the app had been removed from the vendor apps file when the push was due (its device tokens are kept)';
     case 'dropped/quota':
       return `not pushed: every push channel of the device (${f.skip ? vendorList(f.skip) : `${v} first`}) had used up today's quota`;
     case 'merged/merged':

@@ -45,6 +45,10 @@ export interface WorkerConfig {
   readonly metricsPort: number;
   /** PUSH_APPS_CONFIG: the vendor apps JSON file (needed by fan-out, receipts and the receiver). */
   readonly appsConfigPath: string;
+  /** PUSH_APPS_RELOAD_DEBOUNCE_MS: wait after a change in the apps file's folder before reloading it. Default 500. */
+  readonly appsReloadDebounceMs: number;
+  /** PUSH_CREDENTIAL_EXPIRY_WARN_DAYS: credentials expiring within this many days are logged. Default 30. */
+  readonly credentialExpiryWarnDays: number;
   /** PUSH_MAX_RECORD_BYTES: largest output record (key + value + headers); larger ones go to the DLQ as RECORD_TOO_LARGE. Default 1,048,460; 1 024–104 857 600. */
   readonly maxRecordBytes: number;
   /** PUSH_RESTART_BACKOFF_INITIAL_MS / _MAX_MS / _RESET_MS: restart backoff of each stage (topology/runtime-options.ts). Defaults 200, 30 000, 60 000. */
@@ -114,6 +118,8 @@ export function readWorkerConfig(env: Env = process.env): WorkerConfig {
     topicPrefix: readKey(env, CONFIG_KEYS.PUSH_TOPIC_PREFIX),
     metricsPort: readKey(env, CONFIG_KEYS.PUSH_METRICS_PORT),
     appsConfigPath,
+    appsReloadDebounceMs: readKey(env, CONFIG_KEYS.PUSH_APPS_RELOAD_DEBOUNCE_MS),
+    credentialExpiryWarnDays: readKey(env, CONFIG_KEYS.PUSH_CREDENTIAL_EXPIRY_WARN_DAYS),
     maxRecordBytes: readKey(env, CONFIG_KEYS.PUSH_MAX_RECORD_BYTES),
     restartBackoff: Object.freeze({
       initialMs: backoffInitialMs,

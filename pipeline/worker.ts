@@ -13,8 +13,10 @@ import { createLogger, type Logger } from '../common/log.ts';
 import { StreamsApp } from '../topology/runtime.ts';
 import { PipelineMetrics } from '../sinks/metrics/pipeline-metrics.ts';
 import { startMetricsServer } from '../sinks/metrics/server.ts';
-import { loadAppsConfig } from '../sinks/vendors/apps-config.ts';
-import { createVendorRegistry, type VendorRegistry } from '../sinks/vendors/registry.ts';
+import { readAppsFile } from '../sinks/vendors/apps-config.ts';
+import { CredentialExpiryWatch } from '../sinks/vendors/credential-expiry.ts';
+import { ReloadableVendorRegistry } from '../sinks/vendors/registry.ts';
+import { AppsReloader } from './apps-reload.ts';
 import { startReceiptReceiver, type RunningReceiver } from './receiver.ts';
 import type { ReceiptMetricsListener } from '../receipts/metrics.ts';
 import { receiptPrometheusListener } from '../receipts/prometheus.ts';
@@ -32,6 +34,8 @@ export interface RunningWorker {
   readonly metrics: PipelineMetrics;
   readonly metricsPort: number;
   readonly receiverPort?: number;
+  /** The apps file's reloader, when the worker has one (PUSH_APPS_CONFIG). */
+  readonly apps?: AppsReloader;
   /** True once every stage has its tasks assigned. */
   ready(): boolean;
   /** Settles with the error when a stage stops on an error it cannot recover from. */
@@ -59,7 +63,27 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   const registry = schemaRegistryClient(endpoints);
   // One pool per uid shard (PUSH_MYSQL_SHARDS; PUSH_MYSQL_URL alone by default); shard 0 also holds the tables that are not per user.
   const shards = openShardedPools(endpoints.mysqlShards, endpoints.mysqlSecurity, { connectionLimit: 8 });
-  const vendors: VendorRegistry | undefined = config.appsConfigPath ? createVendorRegistry(loadAppsConfig(config.appsConfigPath)) : undefined;
+  // The apps file, validated before anything is opened; reloaded in place later (apps-reload.ts).
+  const appsFile = config.appsConfigPath ? readAppsFile(config.appsConfigPath) : undefined;
+  const vendors = appsFile && new ReloadableVendorRegistry(appsFile.config);
+  const expiry =
+    appsFile &&
+    new CredentialExpiryWatch({ gauge: metrics.credentialExpiry, logger: logger.child({ service: 'push-apps' }), warnDays: config.credentialExpiryWarnDays });
+  if (expiry) metrics.registry.onCollect(() => expiry.collect());
+  const reloader =
+    appsFile &&
+    new AppsReloader({
+      path: config.appsConfigPath,
+      version: appsFile.version,
+      registry: vendors!,
+      metrics,
+      logger: logger.child({ service: 'push-apps' }),
+      debounceMs: config.appsReloadDebounceMs,
+      ...(expiry ? { expiry } : {}),
+    });
+  const onHangup = () => {
+    reloader?.reload('signal').catch((error: unknown) => logger.error('reloading the apps file failed', { error }));
+  };
 
   // Building the stages validates every option, so a bad configuration fails before anything is touched.
   const stages: Stage[] = config.stages.map((name) =>
@@ -79,6 +103,9 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
   let receiver: RunningReceiver | undefined;
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined = undefined;
   const close = async () => {
+    process.off('SIGHUP', onHangup);
+    expiry?.stop();
+    await reloader?.close();
     await receiver?.stop();
     for (const app of apps) await app.close();
     for (const stage of stages) await stage.close();
@@ -149,14 +176,31 @@ export async function startWorker(env: Env = process.env, logger: Logger = creat
     throw error;
   }
   const ready = () => fatal === undefined && apps.every((a) => a.assignedTasks().length > 0);
-  server = await startMetricsServer(metrics.registry, { live: () => fatal === undefined, ready }, config.metricsPort);
-  logger.info('worker running', { stages: config.stages, metricsPort: server.port, receiverPort: receiver?.port, guarantee: config.guarantee });
+  server = await startMetricsServer(
+    metrics.registry,
+    { live: () => fatal === undefined, ready },
+    config.metricsPort,
+    undefined,
+    reloader ? { reload: () => reloader.reload('http') } : {},
+  );
+  // From here on the apps file may change under the worker: a change in its folder, SIGHUP, or POST /-/reload.
+  reloader?.start();
+  expiry?.start();
+  if (reloader) process.on('SIGHUP', onHangup);
+  logger.info('worker running', {
+    stages: config.stages,
+    metricsPort: server.port,
+    receiverPort: receiver?.port,
+    guarantee: config.guarantee,
+    appsVersion: reloader?.version,
+  });
 
   return {
     config,
     metrics,
     metricsPort: server.port,
     ...(receiver ? { receiverPort: receiver.port } : {}),
+    ...(reloader ? { apps: reloader } : {}),
     ready,
     failed,
     close,

@@ -185,9 +185,10 @@ export async function demoCommand(args: string[]): Promise<number> {
   const instances = flag(args, '--instances', 2, 16);
   const started = Date.now();
 
-  const env = await startEnvironment({ instances });
+  // Two apps, the second's APNs entry with certificate auth (docs/vendors.md): the demo shows both kinds.
+  const env = await startEnvironment({ instances, apps: 2 });
   try {
-    const population = buildPopulation({ users, apps: [env.appId], idPrefix: `${env.run}-` }, env.emulators.token);
+    const population = buildPopulation({ users, apps: env.appIds, idPrefix: `${env.run}-` }, env.emulators.token);
     // Some devices' preferred token is one the vendor has already forgotten: the fan-out must drop it and fall back.
     for (const device of population.devices) if (device.deadFirstToken) env.emulators[device.tokens[0]!.vendor].deadTokens.add(device.tokens[0]!.token);
     console.log(`[demo] ${users} users, ${population.devices.length} devices; waiting for workers to be ready ...`);
@@ -229,18 +230,23 @@ export async function demoCommand(args: string[]): Promise<number> {
     for (const [k, n] of reasons) console.log(`${k.toLowerCase().padEnd(32)}${n}`);
     await watcher.close();
     await traffic.close();
-    console.log(`\narrival rate of app ${env.appId} from ClickHouse (distinct submitted (task, device) pairs):`);
     const clickhouse = createClickhouseClient(connectionFromEndpoints(readEndpoints()));
     try {
       const since = Math.floor(started / 1000) - 60;
-      const rows = await queryArrival(clickhouse, 'vendor', since, env.appId);
-      const total = rows.length > 0 ? distinctTotal(await queryArrival(clickhouse, 'app', since, env.appId)) : undefined;
-      console.log(formatArrivalTable('vendor', rows, new Date(started), total).trimEnd());
+      for (const appId of env.appIds) {
+        console.log(`\narrival rate of app ${appId} from ClickHouse (distinct submitted (task, device) pairs):`);
+        const rows = await queryArrival(clickhouse, 'vendor', since, appId);
+        const total = rows.length > 0 ? distinctTotal(await queryArrival(clickhouse, 'app', since, appId)) : undefined;
+        console.log(formatArrivalTable('vendor', rows, new Date(started), total).trimEnd());
+      }
     } finally {
       await clickhouse.close();
     }
     const tasks = await taskSummary(env.appId);
-    console.log(describeTasks(tasks));
+    for (const appId of env.appIds) {
+      console.log(`\napp ${appId}${appId === env.appIds.at(-1) && env.appIds.length > 1 ? ' (APNs certificate auth)' : ''}:`);
+      console.log(describeTasks(appId === env.appId ? tasks : await taskSummary(appId)).trimStart());
+    }
     console.log(TERMS);
     console.log(`\n[demo] done in ${((Date.now() - started) / 1000).toFixed(1)} s (run ${env.run})`);
     console.log(

@@ -11,7 +11,8 @@ import { STAGES } from '../../pipeline/apps/index.ts';
 
 export const runHelp = `pushctl run [--stages ${STAGES.join(',')}] [--instances N] [--receiver]
 
-  runs pipeline workers until SIGTERM/SIGINT (finishes in-flight batches, commits, leaves groups).
+  runs pipeline workers until SIGTERM/SIGINT (finishes in-flight batches, commits, leaves groups);
+  SIGHUP reloads the apps file (PUSH_APPS_CONFIG), as a change of the file does.
   --stages      which stages (default all; PUSH_STAGES)
   --instances   start N worker processes (metrics ports PUSH_METRICS_PORT, +1, ...); default 1
   --receiver    also serve vendor receipt callbacks (PUSH_RECEIVER=true)
@@ -56,6 +57,8 @@ export async function runCommand(args: string[]): Promise<number> {
   const stop = () => children.forEach((c) => c.kill('SIGTERM'));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // SIGHUP reloads each worker's apps file (docs/operations.md, "Reloading the apps file").
+  process.on('SIGHUP', () => children.forEach((c) => c.kill('SIGHUP')));
   const codes = await Promise.all(children.map((c) => new Promise<number>((resolve) => c.once('exit', (code) => resolve(code ?? 1)))));
   return codes.every((c) => c === 0) ? 0 : 1;
 }

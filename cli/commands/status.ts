@@ -4,6 +4,7 @@ import { readKey } from '../../common/config.ts';
 import { CONFIG_KEYS } from '../../common/config-keys.ts';
 import { readEndpoints } from '../../common/endpoints.ts';
 import { groupStatus, restartStatus, type GroupStatus, type RestartStatus } from '../../pipeline/group-status.ts';
+import { appsVersions, describeVersions } from '../../pipeline/apps-fleet.ts';
 import { STAGES } from '../../pipeline/apps/index.ts';
 import { UsageError } from '../args.ts';
 
@@ -13,7 +14,8 @@ export const statusHelp = `pushctl status [--app offline-push] [--stage ${STAGES
   state, members with their assigned partitions, and per input topic the committed offsets, end
   offsets and lag (records not yet consumed; commit markers are consumed past, so a caught-up group
   shows 0); then, from each worker's /metrics (--metrics, else PUSH_STATUS_METRICS_URLS, else this
-  host's PUSH_METRICS_PORT), the group's restarts by reason and its current restart backoff.
+  host's PUSH_METRICS_PORT), the group's restarts by reason and its current restart backoff, and
+  the version of the apps file (PUSH_APPS_CONFIG) each worker runs.
   --app         the application id (PUSH_APPLICATION_ID); a consumer group's own name shows that group
   --stage       only this stage's group`;
 
@@ -59,7 +61,8 @@ export async function statusGroups(admin: Admin, app: string, stage?: string): P
   return Promise.all(STAGES.map((s) => groupStatus(admin, `${app}-${s}`)));
 }
 
-function metricsUrls(listed: string | undefined): string[] {
+/** The workers' /metrics URLs: `listed` (--metrics), else PUSH_STATUS_METRICS_URLS, else this host's PUSH_METRICS_PORT. */
+export function metricsUrls(listed: string | undefined): string[] {
   const urls = readKey({ PUSH_STATUS_METRICS_URLS: listed ?? process.env.PUSH_STATUS_METRICS_URLS }, CONFIG_KEYS.PUSH_STATUS_METRICS_URLS);
   if (urls.length > 0) return urls;
   // A worker's port, not 0 (which lets a worker pick any free port): status needs one to read.
@@ -77,9 +80,9 @@ export async function statusCommand(args: string[]): Promise<number> {
   try {
     const groups = await statusGroups(admin, app, stage);
     const urls = metricsUrls(i('--metrics'));
-    const restarts = await Promise.all(groups.map((g) => restartStatus(urls, g.groupId)));
+    const [restarts, versions] = await Promise.all([Promise.all(groups.map((g) => restartStatus(urls, g.groupId))), appsVersions(urls)]);
     if (args.includes('--json')) {
-      console.log(JSON.stringify({ applicationId: app, groups: groups.map((g, n) => ({ ...g, restarts: restarts[n] })) }, null, 2));
+      console.log(JSON.stringify({ applicationId: app, groups: groups.map((g, n) => ({ ...g, restarts: restarts[n] })), appsFile: versions }, null, 2));
       return 0;
     }
     groups.forEach((status, n) => {
@@ -96,6 +99,8 @@ export async function statusCommand(args: string[]): Promise<number> {
       // A stage that never ran has no restarts to report.
       if (status.state !== 'Dead' || status.topics.length > 0) for (const r of restarts[n]!) console.log(describeRestarts(r));
     });
+    console.log('workers:');
+    for (const line of describeVersions(versions)) console.log(line);
     return 0;
   } finally {
     await admin.disconnect();

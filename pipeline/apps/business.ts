@@ -116,7 +116,11 @@ export function businessLaneVendors(
     concurrency: Math.max(1, Math.floor((l.concurrency * percent) / 100)),
   });
   return {
-    vendors: { adapter: (vendor, appId) => vendors.adapter(vendor, appId), limits: (vendor, appId) => ((l) => l && scale(l))(vendors.limits(vendor, appId)) },
+    vendors: {
+      adapter: (vendor, appId) => vendors.adapter(vendor, appId),
+      limits: (vendor, appId) => ((l) => l && scale(l))(vendors.limits(vendor, appId)),
+      hasApp: (appId) => vendors.hasApp?.(appId) ?? true,
+    },
     defaultLimits: scale(fallback),
   };
 }

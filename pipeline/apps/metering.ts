@@ -29,7 +29,8 @@ export function meteredSerdes(base: ValueSerdes, metrics: PipelineMetrics): Valu
 
 /** The vendor registry with every submit call timed and every per-message answer counted by kind and code. */
 export function meteredVendors(vendors: VendorRegistry, metrics: PipelineMetrics): VendorRegistry {
-  const wrapped = new Map<VendorAdapter, VendorAdapter>();
+  // Weak: the adapters of an app replaced by a reload (ReloadableVendorRegistry) are let go.
+  const wrapped = new WeakMap<VendorAdapter, VendorAdapter>();
   const meter = (adapter: VendorAdapter, appId: string): VendorAdapter => {
     let m = wrapped.get(adapter);
     if (!m) {
@@ -58,6 +59,7 @@ export function meteredVendors(vendors: VendorRegistry, metrics: PipelineMetrics
       return adapter && meter(adapter, appId);
     },
     limits: (vendor, appId) => vendors.limits(vendor, appId),
+    hasApp: (appId) => vendors.hasApp(appId),
     receiptParser: (vendor) => vendors.receiptParser(vendor),
     close: () => vendors.close(),
   };

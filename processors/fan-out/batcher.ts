@@ -68,11 +68,15 @@ export class SubmitBatcher {
 export interface SubmitPath {
   readonly batcher: SubmitBatcher;
   readonly gate: VendorGate;
+  /** The directory's adapter the path was made for. */
+  readonly adapter: VendorAdapter;
 }
 
 /**
  * The (vendor, app) submit paths of a fan-out supplier, created on first use. Shared by every task
- * of the process, so a 429 seen by one partition's task pauses that vendor for all of them.
+ * of the process, so a 429 seen by one partition's task pauses that vendor for all of them. When the
+ * directory hands out another adapter for (vendor, app) (the app changed in a reload of the apps
+ * file), the path is made anew with the new limits; calls already in the old one finish there.
  */
 export class SubmitPaths {
   private readonly paths = new Map<string, SubmitPath>();
@@ -89,13 +93,16 @@ export class SubmitPaths {
   get(vendor: string, appId: string): SubmitPath | undefined {
     if (!(VENDORS as readonly string[]).includes(vendor)) return undefined;
     const key = `${vendor}/${appId}`;
-    let path = this.paths.get(key);
-    if (path) return path;
     const adapter = this.vendors.adapter(vendor as Vendor, appId);
-    if (!adapter) return undefined;
+    let path = this.paths.get(key);
+    if (path && path.adapter === adapter) return path;
+    if (!adapter) {
+      this.paths.delete(key);
+      return undefined;
+    }
     const limits = this.vendors.limits(vendor as Vendor, appId) ?? this.defaultLimits;
     const gate = new VendorGate(limits.ratePerSecond, limits.concurrency, this.clock);
-    path = { batcher: new SubmitBatcher(this.cancelled ? this.cancelled.guard(adapter) : adapter, gate), gate };
+    path = { batcher: new SubmitBatcher(this.cancelled ? this.cancelled.guard(adapter) : adapter, gate), gate, adapter };
     this.paths.set(key, path);
     return path;
   }

@@ -14,7 +14,19 @@ import type { FanOutAnswer } from './records.ts';
 import { DispatchesInFlight, type Output } from './release-queue.ts';
 import { RetryingDispatches } from './retrying.ts';
 import type { Vendor } from './vendor-port.ts';
-import { allChannelsFailed, decide, evictedAnswer, lastAfter, pausedChannel, progressOf, readAnswer, takeOver, uncalledChannel, vendorAt } from './walk.ts';
+import {
+  allChannelsFailed,
+  appRemovedAnswer,
+  decide,
+  evictedAnswer,
+  lastAfter,
+  pausedChannel,
+  progressOf,
+  readAnswer,
+  takeOver,
+  uncalledChannel,
+  vendorAt,
+} from './walk.ts';
 import type { ChannelAt, Walk } from './walk.ts';
 
 /**
@@ -284,12 +296,18 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     const vendor = vendorAt(p);
     if (!fresh && this.retrying.isRead(walk.conversation, d.seq)) return void this.fail(walk, readAnswer(vendor, walk.attempts));
     if (this.cancelled?.isCancelled(d)) return void this.fail(walk, cancelledAnswer(vendor, walk.attempts));
+    if (!this.appListed(d.app_id)) return void this.fail(walk, appRemovedAnswer(vendor, walk.attempts));
     for (let ci = p.channel; ci < d.channels.length; ci++) {
       const end = await this.callChannel(walk, ci);
       if (end === 'done') return;
       if (end === 'no-other-channel') break;
     }
     this.fail(walk, allChannelsFailed(walk.last, walk.attempts));
+  }
+
+  /** Whether the apps file lists the app now (VendorDirectory.hasApp; a reload may remove one while its pushes are under way). */
+  private appListed(appId: string): boolean {
+    return this.options.vendors.hasApp?.(appId) ?? true;
   }
 
   /** Dropped unsent, without a task row: a business push past its expiry, or a dispatch without channel. */
@@ -338,20 +356,27 @@ export class FanOutProcessor implements Processor<string, FanOutInput, string, O
     const d = walk.dispatch;
     const channel = d.channels[ci]!;
     const vendor = channel.vendor as Vendor;
-    const path = this.paths.get(vendor, d.app_id);
+    if (!this.appListed(d.app_id)) return this.fail(walk, appRemovedAnswer(vendor, walk.attempts));
+    let path = this.paths.get(vendor, d.app_id);
     if (!path) {
       this.enterTrail(walk, uncalledChannel(ci, vendor, walk.attempts, 'no_adapter'));
       return 'next-channel';
     }
-    const adapter = this.options.vendors.adapter(vendor, d.app_id)!;
     const message = pushMessage(d, channel.token, channel.classification, this.config.ttlSeconds);
-    if (adapter.payloadBytes(message) > adapter.maxPayloadBytes) {
+    if (path.adapter.payloadBytes(message) > path.adapter.maxPayloadBytes) {
       this.enterTrail(walk, uncalledChannel(ci, vendor, walk.attempts, 'payload_too_large'));
       return 'next-channel';
     }
     const at: ChannelAt = { index: ci, vendor, hasNext: ci < d.channels.length - 1 };
     this.cancelled?.follow(message, d);
     for (let call = ci === walk.progress.channel ? walk.progress.call : 1; ; call++) {
+      // A reload of the apps file may have removed the app, or rebuilt its adapters, since the last call.
+      if (!this.appListed(d.app_id)) return this.fail(walk, appRemovedAnswer(vendor, walk.attempts));
+      path = this.paths.get(vendor, d.app_id);
+      if (!path) {
+        this.enterTrail(walk, uncalledChannel(ci, vendor, walk.attempts, 'no_adapter'));
+        return 'next-channel';
+      }
       const paused = path.gate.pausedUntil - this.config.clock.now();
       if (paused > this.config.inlineBackoffMaxMs) {
         if (!at.hasNext) return this.park(walk, ci, call, paused, 'VENDOR_PAUSED');

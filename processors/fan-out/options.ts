@@ -6,10 +6,19 @@ import type { PushDispatch } from '../model/records.ts';
 import { realClock, type GateClock } from './vendor-gate.ts';
 import type { CampaignCancellations } from '../campaigns/cancellations.ts';
 
-/** What the fan-out needs of the vendor registry (sinks/vendors/registry.ts). */
+/**
+ * What the fan-out needs of the vendor registry (sinks/vendors/registry.ts). The registry may swap
+ * an app's adapters at run time (a reload of the apps file): the fan-out asks for the adapter at
+ * each call rather than keeping one.
+ */
 export interface VendorDirectory {
   adapter(vendor: Vendor, appId: string): VendorAdapter | undefined;
   limits(vendor: Vendor, appId: string): VendorLimits | undefined;
+  /**
+   * Whether the apps file lists `appId` now; a push of an app it no longer lists ends DROPPED
+   * `app_removed`, without a vendor call and with its tokens kept. Absent: every app is listed.
+   */
+  hasApp?(appId: string): boolean;
 }
 
 /** Non-blocking observer of the fan-out (metrics). Every method is optional and must return at once. */

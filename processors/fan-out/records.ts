@@ -25,6 +25,7 @@ export type FanOutReason =
   | 'parked_evicted' // parked waiting out retryable answers when the task's parked store was full (PUSH_FANOUT_MAX_PARKED): the oldest parked push ends
   | 'read' // the conversation was read while the push waited to be retried (SUPPRESSED)
   | 'no_adapter' // the app has no such vendor configured
+  | 'app_removed' // the app is no longer in the apps file (DROPPED; its tokens are kept)
   | 'no_token' // the dispatch carried no channel
   | 'duplicate' // already submitted (or final) in im_push_task
   | 'expired'; // a business push past its expire_at before it was submitted (DROPPED; docs/entry.md)

@@ -150,6 +150,14 @@ export function allChannelsFailed(last: LastFailure, attempts: number): ChannelA
   return undefined;
 }
 
+/**
+ * The final answer of a dispatch whose app left the apps file (a reload): DROPPED app_removed, on
+ * the channel it was at, no vendor called. Not the token's fault: nothing counts against it.
+ */
+export function appRemovedAnswer(vendor: string, attempts: number): ChannelAnswer {
+  return { channel: -1, status: 'DROPPED', vendor, reason: 'app_removed', code: 'APP_REMOVED', attempts, discriminator: 'app_removed' };
+}
+
 /** The final answer of a retrying dispatch whose conversation was read: SUPPRESSED read. */
 export function readAnswer(vendor: string, attempts: number): ChannelAnswer {
   return { channel: -1, status: 'SUPPRESSED', vendor, reason: 'read', code: 'READ', attempts, discriminator: 'read' };

@@ -206,6 +206,23 @@ export class PipelineMetrics {
     },
   };
 
+  readonly appsConfigInfo = this.registry.gauge(
+    'push_apps_config_info',
+    'The apps file (PUSH_APPS_CONFIG) this worker runs: 1 for its version, the first 12 hex digits of the sha256 of its content',
+  );
+  readonly appsReloads = this.registry.counter(
+    'push_apps_reloads_total',
+    'Reloads of the apps file that put a new version in force, by trigger (watch, signal, http)',
+  );
+  readonly appsReloadFailures = this.registry.counter(
+    'push_apps_reload_failures_total',
+    'Reloads of the apps file refused (invalid or unreadable; the running version stays), by trigger',
+  );
+  readonly credentialExpiry = this.registry.gauge(
+    'push_credential_expiry_seconds',
+    'Seconds until a vendor credential of the apps file expires (negative once expired), by app, vendor and credential; only credentials that carry an expiry',
+  );
+
   readonly fanOutEvictions = this.registry.counter(
     'push_fanout_evictions_total',
     "Parked pushes ended by the fan-out's cap PUSH_FANOUT_MAX_PARKED (the oldest first, FAILED parked_evicted), by vendor",

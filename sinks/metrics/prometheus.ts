@@ -74,6 +74,10 @@ export class Gauge implements Metric {
   get(labels: Labels = {}): number | undefined {
     return this.values.get(labelKey(labels));
   }
+  /** Drops every series (a gauge whose label sets come and go, such as the apps file's version). */
+  clear(): void {
+    this.values.clear();
+  }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
     for (const [key, value] of this.values) lines.push(`${series(this.name, key)} ${value}`);
@@ -117,6 +121,12 @@ export class Histogram implements Metric {
 
 export class MetricsRegistry {
   private readonly metrics = new Map<string, Metric>();
+  private readonly collectors: Array<() => void> = [];
+
+  /** Runs `collect` before each render: for gauges computed at scrape time (seconds until a credential expires). */
+  onCollect(collect: () => void): void {
+    this.collectors.push(collect);
+  }
 
   counter(name: string, help: string): Counter {
     return this.register(name, () => new Counter(name, help));
@@ -128,6 +138,7 @@ export class MetricsRegistry {
     return this.register(name, () => new Histogram(name, help, buckets));
   }
   render(): string {
+    for (const collect of this.collectors) collect();
     return [...this.metrics.values()].map((m) => m.render()).join('\n') + '\n';
   }
 

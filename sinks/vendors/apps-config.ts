@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../../common/errors.ts';
@@ -10,7 +11,8 @@ import { ConfigReader, jsonSecret, withoutUndefined } from './vendor-config.ts';
  * with per-vendor credentials (inline, or `…File` paths relative to the config file), connection
  * counts, rate limits and overridable base URLs. See config/apps.example.json. Each vendor's entry is
  * read by its module (modules.ts, `parseConfig`).
- * Validated once at start; every error names the field, e.g. `apps[1].vendors.apns.keyId`.
+ * Validated as a whole, at start and at each reload (pipeline/apps-reload.ts); every error names the
+ * field, e.g. `apps[1].vendors.apns.keyId`.
  */
 export type VendorConfigs = { readonly [V in Vendor]?: VendorConfigOf<V> };
 
@@ -61,11 +63,22 @@ export function parseAppsConfig(raw: unknown, baseDir = process.cwd()): AppsConf
 
 /** Reads and validates the apps file (PUSH_APPS_CONFIG in the workers). */
 export function loadAppsConfig(path: string): AppsConfig {
+  return readAppsFile(path).config;
+}
+
+/**
+ * The apps file's version: the first 12 hex digits of the sha256 of its content, as
+ * `sha256sum apps.json` prints it (push_apps_config_info, `pushctl status`).
+ */
+export const appsFileVersion = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 12);
+
+/** Reads and validates the apps file, with the version of the very text it validated. */
+export function readAppsFile(path: string): { config: AppsConfig; version: string } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     throw new ConfigError('PUSH_APPS_CONFIG', `cannot read ${path}: ${(error as Error).message}`);
   }
-  return parseAppsConfig(jsonSecret(text, 'PUSH_APPS_CONFIG'), dirname(resolve(path)));
+  return { config: parseAppsConfig(jsonSecret(text, 'PUSH_APPS_CONFIG'), dirname(resolve(path))), version: appsFileVersion(text) };
 }

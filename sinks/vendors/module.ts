@@ -24,6 +24,13 @@ export interface AdapterContext {
   shared<T>(key: string, create: () => T): T;
 }
 
+/** A credential of an app that stops working at a known time (push_credential_expiry_seconds, credential-expiry.ts). */
+export interface CredentialExpiry {
+  /** What it is (`certificate`), the metric's `credential` label; never the secret. */
+  readonly credential: string;
+  readonly expiresAtMs: number;
+}
+
 /** The fields of a message class at a vendor: the policy puts them on the dispatch's channel, the adapter copies them onto its request. */
 export type ClassFields = Readonly<Record<string, string>>;
 
@@ -92,6 +99,11 @@ export interface VendorModule<V extends Vendor, C extends VendorCommon = VendorC
   parseConfig(read: ConfigReader, entry: RawConfig, key: string): C;
   /** The adapter behind the vendor port for one app (processors/fan-out/vendor-port.ts). */
   createAdapter(config: C, ctx: AdapterContext): VendorAdapter;
+  /**
+   * The app's credentials that carry an expiry in the apps file (an APNs provider certificate's
+   * notAfter), watched by credential-expiry.ts; [] for a vendor whose credentials carry none.
+   */
+  credentialExpiries(config: C): readonly CredentialExpiry[];
   readonly channels: ChannelFacts;
   /**
    * The title and summary as the adapter sends them, stored in im_push_task.payload (docs/vendors.md,

@@ -77,6 +77,23 @@ export class ConfigReader {
     }
   }
 
+  /** The bytes of a binary file named by `field` (a PKCS#12 bundle), relative to the apps file; undefined when absent. */
+  binaryFile(o: RawConfig, field: string, key: string): Buffer | undefined {
+    const file = o[field];
+    if (file === undefined) return undefined;
+    if (typeof file !== 'string' || file === '') throw new ConfigError(`${key}.${field}`, 'expected a file path');
+    try {
+      return readFileSync(resolve(this.baseDir, file));
+    } catch (error) {
+      throw new ConfigError(`${key}.${field}`, `cannot read ${file}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Whether `field` is given inline or as `fieldFile`. */
+  has(o: RawConfig, field: string): boolean {
+    return o[field] !== undefined || o[`${field}File`] !== undefined;
+  }
+
   url(o: RawConfig, field: string, key: string): string | undefined {
     const v = this.optStr(o, field, key);
     if (v === undefined) return undefined;

@@ -34,9 +34,11 @@ test('the rules file is valid and names every alert the operations guide expects
   assert.equal(check.code, 0, check.output);
   assert.match(check.output, new RegExp(`SUCCESS: ${alertNames.length} rules found`));
   assert.deepEqual(alertNames.sort(), [
+    'PushAppsFileRefused',
     'PushArrivalLow',
     'PushCampaignExpansionStalled',
     'PushConsumerLagGrowing',
+    'PushCredentialExpiring',
     'PushDeadLetters',
     'PushRestartLoop',
     'PushTokenInvalidationsSurge',

@@ -4,6 +4,7 @@ import { noAnswer, outcomeOf, retryAfterOf, ruleFor } from '../outcomes.ts';
 import type { ParsedReceipt, PushMessage, SubmitOutcome, VendorAdapter } from '../../../processors/fan-out/vendor-port.ts';
 import { APNS_REASONS, APNS_STATUS_FALLBACK } from './codes.ts';
 import { ApnsConnectionPool, LostStreamError } from './connection-pool.ts';
+import { clientSecureContext } from './certificate.ts';
 import { apnsMaxPayloadBytes, apnsPayload } from './payload.ts';
 import type { ProviderToken } from './provider-token.ts';
 
@@ -13,8 +14,8 @@ export const APNS_HOSTS = {
 } as const;
 
 export interface ApnsAdapterDeps {
-  /** The provider token of this app's (team, key), shared with other apps of the same key. */
-  readonly providerToken: ProviderToken;
+  /** Token auth: the provider token of this app's (team, key), shared with other apps of the same key. */
+  readonly providerToken?: ProviderToken;
   readonly ca?: string | undefined;
   readonly now?: () => number;
 }
@@ -28,7 +29,18 @@ export function apnsIdOf(taskId: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** APNs over HTTP/2 with token auth: one pooled adapter per app. No batch sends, no receipts. */
+/**
+ * The code of a push not sent because the app's provider certificate has expired by the adapter's
+ * clock: APNs would refuse the connection, so none is made (not an Apple reason).
+ */
+export const CERTIFICATE_EXPIRED = 'CERTIFICATE_EXPIRED';
+
+/**
+ * APNs over HTTP/2: one pooled adapter per app. Token auth sends the provider token in every
+ * request's `authorization`; certificate auth presents the app's provider certificate as the TLS
+ * client certificate of each connection and sends no `authorization`. Either way the same pool,
+ * reconnects and GOAWAY handling. No batch sends, no receipts.
+ */
 export class ApnsAdapter implements VendorAdapter {
   readonly vendor = 'apns' as const;
   readonly maxBatchSize = 1;
@@ -36,17 +48,22 @@ export class ApnsAdapter implements VendorAdapter {
   private readonly pool: ApnsConnectionPool;
   private readonly now: () => number;
   private readonly timeoutMs: number;
+  /** Certificate auth: when the provider certificate expires, epoch ms. */
+  private readonly certificateExpiresAtMs: number | undefined;
 
   constructor(
     private readonly config: ApnsAppConfig,
     private readonly deps: ApnsAdapterDeps,
   ) {
+    if (config.auth === 'token' && deps.providerToken === undefined) throw new Error('APNs token auth needs a provider token');
     this.maxPayloadBytes = apnsMaxPayloadBytes(config.pushType);
     this.now = deps.now ?? Date.now;
     this.timeoutMs = config.timeoutMs ?? 10_000;
+    this.certificateExpiresAtMs = config.auth === 'certificate' ? config.certificate.notAfterMs : undefined;
     this.pool = new ApnsConnectionPool({
       origin: config.baseUrl ?? APNS_HOSTS[config.environment],
       ca: deps.ca,
+      ...(config.auth === 'certificate' ? { secureContext: clientSecureContext(config.certificate, deps.ca) } : {}),
       connections: config.connections,
       timeoutMs: config.timeoutMs,
     });
@@ -70,28 +87,42 @@ export class ApnsAdapter implements VendorAdapter {
   private async submitOne(m: PushMessage, deadline: number): Promise<SubmitOutcome> {
     const body = apnsPayload(m, this.maxPayloadBytes);
     if (Buffer.byteLength(body) > this.maxPayloadBytes) return { kind: 'payload-too-large', code: 'PayloadTooLarge' };
+    if (this.certificateExpiresAtMs !== undefined && this.now() >= this.certificateExpiresAtMs) return { kind: 'auth-failed', code: CERTIFICATE_EXPIRED };
     const topic = this.config.pushType === 'voip' ? `${this.config.topic}.voip` : this.config.topic;
     const expiration = m.ttlSeconds <= 0 ? '0' : String(Math.floor(this.now() / 1000) + m.ttlSeconds);
     const apnsId = apnsIdOf(m.taskId);
-    // The request's headers with the provider token current at each attempt: a literal, not a
-    // spread of the fixed ones plus the token (common/objects.ts says why).
-    const headers = (jwt: string) => ({
-      ':path': `/3/device/${m.token}`,
-      'apns-topic': topic,
-      'apns-push-type': this.config.pushType,
-      'apns-priority': this.config.pushType === 'background' ? '5' : '10',
-      'apns-expiration': expiration,
-      'apns-collapse-id': m.collapseId,
-      'apns-id': apnsId,
-      'content-type': 'application/json',
-      authorization: `bearer ${jwt}`,
-    });
+    const priority = this.config.pushType === 'background' ? '5' : '10';
+    // The request's headers with the provider token current at each attempt (none with certificate
+    // auth): literals, not a spread of the fixed ones plus the token (common/objects.ts says why).
+    const headers = (jwt: string | undefined) =>
+      jwt === undefined
+        ? {
+            ':path': `/3/device/${m.token}`,
+            'apns-topic': topic,
+            'apns-push-type': this.config.pushType,
+            'apns-priority': priority,
+            'apns-expiration': expiration,
+            'apns-collapse-id': m.collapseId,
+            'apns-id': apnsId,
+            'content-type': 'application/json',
+          }
+        : {
+            ':path': `/3/device/${m.token}`,
+            'apns-topic': topic,
+            'apns-push-type': this.config.pushType,
+            'apns-priority': priority,
+            'apns-expiration': expiration,
+            'apns-collapse-id': m.collapseId,
+            'apns-id': apnsId,
+            'content-type': 'application/json',
+            authorization: `bearer ${jwt}`,
+          };
     let authRetried = false;
     let lost = 0;
     /** Some attempt reached APNs without an answer: if none is answered, the outcome is unknown. */
     let written = false;
     for (;;) {
-      const jwt = this.deps.providerToken.current();
+      const jwt = this.deps.providerToken?.current();
       let answer;
       try {
         answer = await this.pool.request(headers(jwt), body, deadline);
@@ -110,7 +141,7 @@ export class ApnsAdapter implements VendorAdapter {
         authRetried = true;
         // Apple wedges a connection after ExpiredProviderToken: new token, new connection.
         this.pool.retire(answer.session);
-        if (this.deps.providerToken.renew(jwt)) continue;
+        if (jwt !== undefined && this.deps.providerToken?.renew(jwt) === true) continue;
       }
       if (reason === 'TooManyProviderTokenUpdates') this.pool.retire(answer.session);
       const outcome = outcomeOf(rule, code, retryAfterOf(answer.headers, this.now()));

@@ -5,6 +5,9 @@ import type { CodeTable } from '../outcomes.ts';
  * from APNs"). 400 BadDeviceToken is dead only when the environment is right, which the app's
  * configuration asserts; DeviceTokenNotForTopic / TopicDisallowed are permanent token rejections.
  * Refusals of a header or body field are `payload-rejected`: the message's fault, not the token's.
+ * BadCertificate / BadCertificateEnvironment refuse the app's provider certificate (expired, revoked,
+ * not Apple's, the wrong environment): `auth-failed`, a credential fault that never counts against
+ * the token.
  */
 export const APNS_REASONS: CodeTable = {
   BadCollapseId: 'payload-rejected',
@@ -21,8 +24,8 @@ export const APNS_REASONS: CodeTable = {
   MissingTopic: 'permanent',
   PayloadEmpty: 'payload-rejected',
   TopicDisallowed: 'dead-token',
-  BadCertificate: 'permanent',
-  BadCertificateEnvironment: 'permanent',
+  BadCertificate: 'auth-failed',
+  BadCertificateEnvironment: 'auth-failed',
   ExpiredProviderToken: 'auth-refresh',
   Forbidden: 'permanent',
   InvalidProviderToken: 'auth-failed',

@@ -1,4 +1,5 @@
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import type { SecureContext } from 'node:tls';
 import { VENDOR_USER_AGENT } from '../http.ts';
 import { ReconnectBackoff } from '../reconnect.ts';
 import { UnansweredError } from '../unanswered.ts';
@@ -8,6 +9,11 @@ export interface ApnsPoolOptions {
   readonly origin: string;
   /** Extra trusted CA (PEM). TLS verification stays on. */
   readonly ca?: string | undefined;
+  /**
+   * The TLS context of every connection, when the app authenticates with its provider certificate
+   * (certificate.ts `clientSecureContext`, which holds the CA too); `ca` is then not read.
+   */
+  readonly secureContext?: SecureContext | undefined;
   /** HTTP/2 connections kept open, requests spread round-robin; also the most new connections per reconnect step. Default 2. */
   readonly connections?: number;
   /**
@@ -87,7 +93,8 @@ export class ApnsConnectionPool {
       const wait = this.backoff.waitMs();
       throw new LostStreamError(`APNs unreachable; reconnecting in ${wait} ms`, false, { retryAfterMs: wait });
     }
-    const session = connect(this.options.origin, this.options.ca === undefined ? {} : { ca: this.options.ca });
+    const { secureContext, ca } = this.options;
+    const session = connect(this.options.origin, secureContext !== undefined ? { secureContext } : ca === undefined ? {} : { ca });
     this.connectionsOpened++;
     this.open.add(session);
     this.slots[slot] = session;

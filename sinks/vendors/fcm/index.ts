@@ -42,6 +42,8 @@ export const FCM: VendorModule<'fcm', FcmAppConfig, null> = {
     };
   },
   createAdapter: (c, ctx) => new FcmAdapter(c, ctx),
+  // A Google service-account key file carries no expiry (a key's expiry, when an organisation policy sets one, lives in Google Cloud, not in the JSON).
+  credentialExpiries: () => [],
   channels: { platforms: [], makers: [], generic: true, classes: NO_CLASSES },
   sentText: asGiven,
   receipts: null,

@@ -31,6 +31,8 @@ export const HMS: VendorModule<'hms', HmsAppConfig, HmsCallbackSecrets> = {
     badgeClass: read.optStr(o, 'badgeClass', key),
   }),
   createAdapter: (c, ctx) => new HmsAdapter(c, ctx),
+  // A client secret carries no expiry of its own.
+  credentialExpiries: () => [],
   channels: {
     platforms: ['harmony', 'harmonyos'],
     makers: ['huawei', 'honor'],

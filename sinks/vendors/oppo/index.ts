@@ -32,6 +32,8 @@ export const OPPO: VendorModule<'oppo', OppoAppConfig, SharedSecret> = {
     receiptUrl: read.url(o, 'receiptUrl', key),
   }),
   createAdapter: (c, ctx) => new OppoAdapter(c, ctx),
+  // AppKey and MasterSecret carry no expiry.
+  credentialExpiries: () => [],
   channels: {
     platforms: [],
     makers: ['oppo', 'oneplus', 'realme'],

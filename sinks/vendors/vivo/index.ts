@@ -28,6 +28,8 @@ export const VIVO: VendorModule<'vivo', VivoAppConfig, SharedSecret> = {
     receiptId: read.optStr(o, 'receiptId', key),
   }),
   createAdapter: (c, ctx) => new VivoAdapter(c, ctx),
+  // AppKey and AppSecret carry no expiry.
+  credentialExpiries: () => [],
   channels: {
     platforms: [],
     makers: ['vivo', 'iqoo'],

@@ -29,6 +29,8 @@ export const XIAOMI: VendorModule<'xiaomi', XiaomiAppConfig, SharedSecret> = {
     receiptUrl: read.url(o, 'receiptUrl', key),
   }),
   createAdapter: (c, ctx) => new XiaomiAdapter(c, ctx),
+  // An AppSecret carries no expiry.
+  credentialExpiries: () => [],
   channels: {
     platforms: [],
     makers: ['xiaomi', 'redmi', 'poco'],

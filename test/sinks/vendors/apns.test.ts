@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { apnsIdOf, ApnsAdapter } from '../../../sinks/vendors/apns/adapter.ts';
 import { ProviderToken } from '../../../sinks/vendors/apns/provider-token.ts';
 import { VENDOR_USER_AGENT } from '../../../sinks/vendors/http.ts';
-import type { ApnsAppConfig } from '../../../sinks/vendors/apns/index.ts';
+import type { ApnsTokenConfig } from '../../../sinks/vendors/apns/index.ts';
 import type { VendorRegistry } from '../../../sinks/vendors/registry.ts';
 import type { OutcomeKind } from '../../../processors/fan-out/vendor-port.ts';
 import { APNS_REASON_STATUS } from '../../../emulators/apns.ts';
@@ -26,8 +26,8 @@ const EXPECTED: Record<string, OutcomeKind> = {
   MissingTopic: 'permanent',
   PayloadEmpty: 'payload-rejected',
   TopicDisallowed: 'dead-token',
-  BadCertificate: 'permanent',
-  BadCertificateEnvironment: 'permanent',
+  BadCertificate: 'auth-failed',
+  BadCertificateEnvironment: 'auth-failed',
   Forbidden: 'permanent',
   InvalidProviderToken: 'auth-failed',
   MissingProviderToken: 'auth-failed',
@@ -48,7 +48,7 @@ const EXPECTED: Record<string, OutcomeKind> = {
 describe('APNs adapter against the APNs emulator', () => {
   let em: StartedEmulators;
   let registry: VendorRegistry;
-  const config = (): ApnsAppConfig => em.appsConfig.apps[0]!.vendors.apns!;
+  const config = (): ApnsTokenConfig => em.appsConfig.apps[0]!.vendors.apns as ApnsTokenConfig;
 
   useEmulators(
     (env) => ({ em, registry } = env),

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../../../common/errors.ts';
 import { loadAppsConfig, parseAppsConfig } from '../../../sinks/vendors/apps-config.ts';
+import type { ApnsTokenConfig } from '../../../sinks/vendors/apns/index.ts';
 
 const apns = { teamId: 'T', keyId: 'K', privateKey: 'PEM', topic: 'com.x' };
 
@@ -21,7 +22,7 @@ function configError(raw: unknown): ConfigError {
 describe('apps configuration', () => {
   test('defaults are filled and the result is frozen', () => {
     const config = parseAppsConfig({ apps: [{ appId: 'a', vendors: { apns } }] });
-    const a = config.apps[0]!.vendors.apns!;
+    const a = config.apps[0]!.vendors.apns as ApnsTokenConfig;
     assert.equal(a.environment, 'production');
     assert.equal(a.pushType, 'alert');
     assert.equal(a.connections, 2);
@@ -76,7 +77,7 @@ describe('apps configuration', () => {
       }),
     );
     const config = loadAppsConfig(join(dir, 'apps.json'));
-    assert.equal(config.apps[0]!.vendors.apns!.privateKey, 'PEM-FROM-FILE');
+    assert.equal((config.apps[0]!.vendors.apns as ApnsTokenConfig).privateKey, 'PEM-FROM-FILE');
     assert.equal(config.apps[0]!.vendors.fcm!.serviceAccount.token_uri, 'https://oauth2.googleapis.com/token');
     writeFileSync(
       join(dir, 'bad.json'),
