@@ -17,7 +17,7 @@ export interface Command {
 export const commands: Record<string, { load: () => Promise<Command>; usage: CommandUsage; needs?: (args: string[]) => Service[] }> = {
   stack: {
     load: () => import('./commands/stack.ts').then((m) => ({ help: m.stackHelp, run: m.stackCommand })),
-    usage: { actions: ['up', 'down', 'status'], maxArguments: 1, values: ['--brokers'], switches: ['--secure'] },
+    usage: { actions: ['up', 'down', 'status'], maxArguments: 1, values: ['--brokers'], switches: ['--secure', '--with-prometheus'] },
   },
   topics: {
     load: () => import('./commands/topics.ts').then((m) => ({ help: m.topicsHelp, run: m.topicsCommand })),
