@@ -16,32 +16,13 @@ import { traceEventsQuery } from '../../../pipeline/trace.ts';
 import { ARRIVAL_DIMENSIONS, queryArrival } from '../../../sinks/clickhouse/arrival-query.ts';
 import { rowFromOutcome, rowFromReceipt } from '../../../sinks/clickhouse/rows.ts';
 import { embeddedClickhouse, type EmbeddedClickhouse } from '../../support/chdb.ts';
-import { ARRIVAL_VIEW_QUERY, arrivalFromView, buildWorkload, type ArrivalTruth, type ArrivalViewRow } from './fixtures.ts';
+import { ARRIVAL_VIEW_QUERY, arrivalFromView, buildWorkload, perVendorFromQuery, truthBy, type ArrivalViewRow, type PerVendorRow } from './fixtures.ts';
 
 // Within the last day: docs/data.md's queries read the last 24 hours.
 const BASE_MS = Math.floor((Date.now() - 3 * 3_600_000) / 3_600_000) * 3_600_000;
 const workload = buildWorkload(600, 7, BASE_MS);
 let engine: EmbeddedClickhouse;
 
-const sum = (truths: Iterable<ArrivalTruth>): ArrivalTruth =>
-  [...truths].reduce(
-    (a, t) => ({ submitted: a.submitted + t.submitted, arrived: a.arrived + t.arrived, delivered: a.delivered + t.delivered, unknown: a.unknown + t.unknown }),
-    {
-      submitted: 0,
-      arrived: 0,
-      delivered: 0,
-      unknown: 0,
-    },
-  );
-/** The ground truth summed by one part of its `${vendor}|${app}|${hour}` key. */
-const truthBy = (part: 0 | 1 | 2) => {
-  const by = new Map<string, ArrivalTruth[]>();
-  for (const [key, t] of workload.truth) {
-    const k = key.split('|')[part]!;
-    by.set(k, [...(by.get(k) ?? []), t]);
-  }
-  return new Map([...by].map(([k, ts]) => [k, sum(ts)]));
-};
 const rows = async <T>(query: string) => (await engine.client.query({ query, format: 'JSONEachRow' })).json<T>();
 
 before(async () => {
@@ -88,16 +69,7 @@ test('every query of docs/data.md runs, and the per-vendor one gives the ground 
   const queries = [...readFileSync(new URL('../../../docs/data.md', import.meta.url), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
   assert.ok(queries.length >= 6, `found ${queries.length} queries`);
   for (const query of queries) await rows(query);
-  const perVendor = await rows<{ vendor: string; submitted: string; arrived_pairs: string; delivered_pairs: string; unknown_pairs: string }>(queries[0]!);
-  assert.deepEqual(
-    new Map(
-      perVendor.map((r) => [
-        r.vendor,
-        { submitted: Number(r.submitted), arrived: Number(r.arrived_pairs), delivered: Number(r.delivered_pairs), unknown: Number(r.unknown_pairs) },
-      ]),
-    ),
-    truthBy(0),
-  );
+  assert.deepEqual(perVendorFromQuery(await rows<PerVendorRow>(queries[0]!)), truthBy(workload.truth, 0));
 });
 
 test("pushctl arrival's queries give the ground truth by vendor and by app, and run by every dimension", async () => {
@@ -109,7 +81,7 @@ test("pushctl arrival's queries give the ground truth by vendor and by app, and 
     const got = await queryArrival(engine.client, by, since);
     assert.deepEqual(
       new Map(got.map((r) => [r.key, { submitted: r.submitted, arrived: r.arrived, delivered: r.delivered, unknown: r.unknown }])),
-      truthBy(part),
+      truthBy(workload.truth, part),
       by,
     );
   }

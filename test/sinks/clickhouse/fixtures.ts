@@ -170,3 +170,33 @@ export function arrivalFromView(rows: readonly ArrivalViewRow[]): Map<string, Ar
     ]),
   );
 }
+
+/** `truth` summed by one part of its `${vendor}|${app}|${hour}` key: 0 by vendor, 1 by app, 2 by hour. */
+export function truthBy(truth: ReadonlyMap<string, ArrivalTruth>, part: 0 | 1 | 2): Map<string, ArrivalTruth> {
+  const by = new Map<string, ArrivalTruth>();
+  for (const [key, t] of truth) {
+    const k = key.split('|')[part]!;
+    const a = by.get(k) ?? { submitted: 0, arrived: 0, delivered: 0, unknown: 0 };
+    by.set(k, { submitted: a.submitted + t.submitted, arrived: a.arrived + t.arrived, delivered: a.delivered + t.delivered, unknown: a.unknown + t.unknown });
+  }
+  return by;
+}
+
+/** A row of docs/data.md's per-vendor ready query (its first). */
+export interface PerVendorRow {
+  vendor: string;
+  submitted: string;
+  arrived_pairs: string;
+  delivered_pairs: string;
+  unknown_pairs: string;
+}
+
+/** The per-vendor query's rows keyed like `truthBy(truth, 0)`. */
+export function perVendorFromQuery(rows: readonly PerVendorRow[]): Map<string, ArrivalTruth> {
+  return new Map(
+    rows.map((r) => [
+      r.vendor,
+      { submitted: Number(r.submitted), arrived: Number(r.arrived_pairs), delivered: Number(r.delivered_pairs), unknown: Number(r.unknown_pairs) },
+    ]),
+  );
+}
